@@ -1,0 +1,93 @@
+"""Command line: ``python -m efa_constructs`` (or ``efa-cdk``).
+
+    python -m efa_constructs layout trn1.32xlarge [--mode legacy] [--efa-count 4]
+    python -m efa_constructs types [--family p5]
+    python -m efa_constructs catalogue refresh [--live --region us-east-1 ...] [--output FILE]
+
+The layout and types commands are pure Python: no CDK, no Node, no AWS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .catalogue import all_instance_types, catalogue_metadata
+from .errors import EfaConfigError
+from .layout import LayoutMode, plan_layout
+
+
+def _layout(args: argparse.Namespace) -> int:
+    print(plan_layout(args.instance_type, args.mode, efa_count=args.efa_count).table())
+    return 0
+
+
+def _types(args: argparse.Namespace) -> int:
+    meta = catalogue_metadata()
+    print(f"# {meta['type_count']} EFA-capable types; source: {meta['source']}")
+    print(f"{'type':<22} {'cards':>5} {'EFA':>4} {'EFA Gbps':>9} {'RDMA':>5} {'slots':>5}  accelerator")
+    for it in all_instance_types().values():
+        if args.family and it.family != args.family:
+            continue
+        acc = it.accelerator
+        accel = "-" if acc.kind.value == "none" else f"{acc.count} x {acc.name}"
+        print(
+            f"{it.name:<22} {len(it.network_cards):>5} {it.max_efa_interfaces:>4} "
+            f"{it.efa_bandwidth_gbps:>9g} {'yes' if it.rdma_read else 'no':>5} {it.mpi_slots:>5}  {accel}"
+        )
+    return 0
+
+
+def _refresh(args: argparse.Namespace) -> int:
+    from . import catalogue
+    from .catalogue import generate
+
+    answer, source = generate.load_live(args.region) if args.live else generate.load_moto_snapshot()
+    doc = generate.build(answer, source)
+    path = generate.write(doc, Path(args.output) if args.output else None)
+    catalogue.all_instance_types.cache_clear()
+    print(f"wrote {doc['type_count']} EFA-capable types to {path} (source: {source})")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    parser = argparse.ArgumentParser(prog="efa-cdk", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("layout", help="show the network-interface layout of an instance type")
+    p.add_argument("instance_type")
+    p.add_argument("--mode", default=LayoutMode.RECOMMENDED.value, choices=[m.value for m in LayoutMode])
+    p.add_argument("--efa-count", type=int, default=None)
+    p.set_defaults(func=_layout)
+    p = sub.add_parser("types", help="list the EFA-capable instance types in the catalogue")
+    p.add_argument("--family", help="only this family, e.g. p5")
+    p.set_defaults(func=_types)
+    p = sub.add_parser("catalogue", help="manage the instance catalogue")
+    csub = p.add_subparsers(dest="action", required=True)
+    r = csub.add_parser(
+        "refresh",
+        help="regenerate instance_types.json (offline from moto's snapshot, "
+        "or --live through DescribeInstanceTypes)",
+    )
+    r.add_argument("--live", action="store_true", help="call DescribeInstanceTypes (needs AWS credentials)")
+    r.add_argument(
+        "--region",
+        action="append",
+        default=None,
+        help="region(s) to ask with --live (repeatable; default us-east-1, us-west-2)",
+    )
+    r.add_argument("--output", help="write here instead of the packaged catalogue")
+    r.set_defaults(func=_refresh)
+    args = parser.parse_args(argv)
+    if getattr(args, "region", None) is None and getattr(args, "live", False):
+        args.region = ["us-east-1", "us-west-2"]
+    try:
+        return int(args.func(args))
+    except EfaConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+"""The one error type the library raises for bad input.
+
+Every message names the value received, why it is wrong and how to fix it, so that a bad
+`cdk synth` stops with something a user can act on instead of a template that fails at deploy.
+"""
+
+from __future__ import annotations
+
+
+class EfaConfigError(ValueError):
+    """An EFA cluster was configured with a value that cannot work.
+
+    Raised at synthesis time, before any template is written.
+    """
+
+    def __init__(self, what: str, *, value: object, why: str, fix: str) -> None:
+        self.what = what
+        self.value = value
+        self.why = why
+        self.fix = fix
+        super().__init__(f"{what}={value!r}: {why}. Fix: {fix}")

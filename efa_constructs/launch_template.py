@@ -1,0 +1,182 @@
+"""`EfaLaunchTemplate`: a launch template with one EFA per network card, laid out by the engine.
+
+CloudFormation's ``AWS::EC2::Instance.NetworkInterfaces`` has no NetworkCardIndex or
+InterfaceType, so multi-card EFA nodes must launch from a launch template.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from aws_cdk import Token
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from .catalogue import InstanceType
+from .catalogue import instance_type as lookup
+from .errors import EfaConfigError
+from .layout import LayoutMode, NicLayout, plan_layout
+from .machine_image import EfaMachineImage
+
+
+def network_interfaces(
+    layout: NicLayout,
+    security_group_ids: Sequence[str],
+    *,
+    subnet_id: str | None = None,
+    primary_network_interface_id: str | None = None,
+) -> list[dict[str, Any]]:
+    """The ``LaunchTemplateData.NetworkInterfaces`` list for a layout.
+
+    Every interface carries the security groups (EFA needs the self-referencing group on each)
+    and, when given, the one subnet (EFA traffic does not cross subnets' AZs). With
+    ``primary_network_interface_id`` the card-0/DeviceIndex-0 entry attaches that pre-created
+    ENI instead (the way to put an Elastic IP on a multi-interface node).
+    """
+    out: list[dict[str, Any]] = []
+    for spec in layout.interfaces:
+        entry: dict[str, Any] = {
+            "NetworkCardIndex": spec.network_card_index,
+            "DeviceIndex": spec.device_index,
+        }
+        if spec.is_primary and primary_network_interface_id is not None:
+            entry["NetworkInterfaceId"] = primary_network_interface_id
+            out.append(entry)
+            continue
+        if spec.interface_type != "interface":
+            entry["InterfaceType"] = spec.interface_type
+        entry["Groups"] = list(security_group_ids)
+        if subnet_id is not None:
+            entry["SubnetId"] = subnet_id
+        entry["DeleteOnTermination"] = True
+        out.append(entry)
+    return out
+
+
+class EfaLaunchTemplate(Construct):
+    """A launch template for EFA nodes.
+
+    IMDSv2 is required, the root volume is an encrypted gp3 volume, and the network interfaces
+    come from the layout engine with the security groups on every interface.
+
+    Args:
+        instance_type: an EFA-capable instance type name, e.g. ``"trn1.32xlarge"``.
+        security_groups: groups put on every interface; include an :class:`EfaSecurityGroup`.
+        nic_layout: a :class:`LayoutMode` (or its string) or a ready :class:`NicLayout`.
+            Default: ``LayoutMode.RECOMMENDED`` (ENA primary + efa-only on every EFA card).
+        efa_count: EFAs per node when ``nic_layout`` is a mode. Default: the type's maximum
+            over its dedicated EFA cards.
+        subnet: the one subnet all interfaces go in. Default: none in the template (the
+            launcher, e.g. an Auto Scaling group, supplies it).
+        machine_image: the AMI and its facts. Default: :meth:`EfaMachineImage.default_for`
+            (Neuron DLAMI for trn/inf, GPU DLAMI for NVIDIA, Amazon Linux 2023 otherwise).
+        key_pair: an EC2 key pair for SSH. Default: none (use SSM Session Manager).
+        role: the instance role. Default: a role with SSM Session Manager access only.
+        user_data: the node's user data. Default: an empty Linux user data.
+        root_volume_gib: size of the encrypted gp3 root volume. Default: 200.
+        placement_group: a cluster placement group. Default: none in the template.
+        primary_network_interface_id: a pre-created ENI for card 0 / DeviceIndex 0. Default: none.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        instance_type: str,
+        security_groups: Sequence[ec2.ISecurityGroup],
+        nic_layout: LayoutMode | str | NicLayout = LayoutMode.RECOMMENDED,
+        efa_count: int | None = None,
+        subnet: ec2.ISubnet | None = None,
+        machine_image: EfaMachineImage | None = None,
+        key_pair: ec2.IKeyPair | None = None,
+        role: iam.IRole | None = None,
+        user_data: ec2.UserData | None = None,
+        root_volume_gib: int = 200,
+        placement_group: ec2.IPlacementGroup | None = None,
+        primary_network_interface_id: str | None = None,
+    ) -> None:
+        super().__init__(scope, id_)
+        self.instance_type: InstanceType = lookup(instance_type)
+        if isinstance(nic_layout, NicLayout):
+            if nic_layout.instance_type.name != instance_type:
+                raise EfaConfigError(
+                    "nic_layout",
+                    value=nic_layout.instance_type.name,
+                    why=f"the layout was planned for another type than instance_type={instance_type!r}",
+                    fix="plan the layout for the same instance type",
+                )
+            self.layout = nic_layout
+        else:
+            self.layout = plan_layout(self.instance_type, nic_layout, efa_count=efa_count)
+        if not security_groups:
+            raise EfaConfigError(
+                "security_groups",
+                value=[],
+                why="EFA interfaces need a security group that allows all traffic to and from itself",
+                fix="pass an EfaSecurityGroup",
+            )
+        if not Token.is_unresolved(root_volume_gib) and not 8 <= root_volume_gib <= 16384:
+            raise EfaConfigError(
+                "root_volume_gib",
+                value=root_volume_gib,
+                why="a gp3 volume is 1-16384 GiB and DLAMIs need more than 8 GiB",
+                fix="choose a size between 8 and 16384 (default 200)",
+            )
+        self.machine_image = machine_image or EfaMachineImage.default_for(self.instance_type)
+        self.user_data = user_data or ec2.UserData.for_linux()
+        self.role: iam.IRole = role or iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            description=f"EFA nodes ({self.instance_type.name})",
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSSMManagedInstanceCore")],
+        )
+        self.launch_template = ec2.LaunchTemplate(
+            self,
+            "Resource",
+            instance_type=ec2.InstanceType(self.instance_type.name),
+            machine_image=self.machine_image.machine_image,
+            user_data=self.user_data,
+            key_pair=key_pair,
+            role=self.role,
+            require_imdsv2=True,
+            http_put_response_hop_limit=2,  # containers on the node reach IMDS through one more hop
+            placement_group=placement_group,
+            block_devices=[
+                ec2.BlockDevice(
+                    device_name=self.machine_image.root_device_name,
+                    volume=ec2.BlockDeviceVolume.ebs(
+                        root_volume_gib,
+                        volume_type=ec2.EbsDeviceVolumeType.GP3,
+                        encrypted=True,
+                        delete_on_termination=True,
+                    ),
+                )
+            ],
+        )
+        cfn = self.launch_template.node.default_child
+        assert isinstance(cfn, ec2.CfnLaunchTemplate)
+        cfn.add_property_override(
+            "LaunchTemplateData.NetworkInterfaces",
+            network_interfaces(
+                self.layout,
+                [sg.security_group_id for sg in security_groups],
+                subnet_id=subnet.subnet_id if subnet else None,
+                primary_network_interface_id=primary_network_interface_id,
+            ),
+        )
+        self.security_groups = list(security_groups)
+        self.grant_principal = self.role
+
+    @property
+    def launch_template_id(self) -> str:
+        """The launch template's id."""
+        return str(self.launch_template.launch_template_id)
+
+    @property
+    def latest_version_number(self) -> str:
+        """The template's latest version number (a token)."""
+        return self.launch_template.latest_version_number

@@ -1,0 +1,303 @@
+"""The network-interface layout engine: instance type + options -> ordered interfaces.
+
+Pure Python, no jsii. Every decision is read from the catalogue's per-card facts (which
+interface types a card accepts, how many interfaces it holds), so new instance types come out
+right when the data says so, with no per-type branches here.
+
+Modes (see README "Layouts"):
+
+* ``RECOMMENDED`` (default): AWS's current "save IP" layout. Card 0 gets an ENA ``interface``
+  at DeviceIndex 0 plus an ``efa-only`` at DeviceIndex 1 when card 0 carries EFA; every other
+  EFA card gets an ``efa-only`` at DeviceIndex 0. One private IP per node.
+* ``MAX_BANDWIDTH``: as above, plus an ENA ``interface`` at DeviceIndex 1 on the cards AWS names
+  for the type (or every EFA card with room), for more IP bandwidth.
+* ``LEGACY``: the layout of the seed guides, eksctl and Karpenter: ``efa`` at card 0 /
+  DeviceIndex 0 and ``efa`` at DeviceIndex 1 on every other card. Each consumes an IP.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .catalogue import EFA, EFA_ONLY, INTERFACE, INTERFACE_TYPES, InstanceType, NetworkCard
+from .catalogue import instance_type as lookup
+from .errors import EfaConfigError
+
+
+class LayoutMode(enum.Enum):
+    """Which interface layout to build; see the module docstring."""
+
+    RECOMMENDED = "recommended"
+    MAX_BANDWIDTH = "max-bandwidth"
+    LEGACY = "legacy"
+
+    @classmethod
+    def parse(cls, value: str | LayoutMode) -> LayoutMode:
+        """Accept a mode or its string value; reject anything else with the valid choices."""
+        if isinstance(value, LayoutMode):
+            return value
+        try:
+            return cls(value)
+        except ValueError:
+            raise EfaConfigError(
+                "nic_layout",
+                value=value,
+                why="not a known layout",
+                fix=f"use one of {', '.join(m.value for m in cls)}",
+            ) from None
+
+
+@dataclass(frozen=True, order=True)
+class NetworkInterfaceSpec:
+    """One interface of a node: where it sits and what type it is."""
+
+    network_card_index: int
+    device_index: int
+    interface_type: str
+
+    @property
+    def is_efa(self) -> bool:
+        """True for ``efa`` and ``efa-only`` interfaces."""
+        return self.interface_type in (EFA, EFA_ONLY)
+
+    @property
+    def has_ip(self) -> bool:
+        """``efa-only`` interfaces get no IP address; the others get one."""
+        return self.interface_type != EFA_ONLY
+
+    @property
+    def is_primary(self) -> bool:
+        """Card 0 / DeviceIndex 0 is the node's primary interface."""
+        return self.network_card_index == 0 and self.device_index == 0
+
+
+@dataclass(frozen=True)
+class NicLayout:
+    """A validated, ordered list of interfaces for one instance type."""
+
+    instance_type: InstanceType
+    mode: LayoutMode | None  # None for a custom layout
+    interfaces: tuple[NetworkInterfaceSpec, ...]
+
+    @property
+    def efa_count(self) -> int:
+        """EFA devices a node gets: what `/sys/class/infiniband` must list on the node."""
+        return sum(1 for i in self.interfaces if i.is_efa)
+
+    @property
+    def ip_count(self) -> int:
+        """Private IPv4 addresses each node consumes in its subnet."""
+        return sum(1 for i in self.interfaces if i.has_ip)
+
+    @property
+    def primary(self) -> NetworkInterfaceSpec:
+        """The card-0 / DeviceIndex-0 interface (where an Elastic IP goes)."""
+        return self.interfaces[0]
+
+    @property
+    def efa_bandwidth_gbps(self) -> float:
+        """Sum of peak bandwidth of the cards carrying an EFA."""
+        it = self.instance_type
+        return sum(it.card(i.network_card_index).peak_bandwidth_gbps for i in self.interfaces if i.is_efa)
+
+    def table(self) -> str:
+        """A plain-text table of the layout, for the CLI and docs."""
+        rows = [
+            f"{self.instance_type.name}  layout={self.mode.value if self.mode else 'custom'}  "
+            f"EFA={self.efa_count}  IPs/node={self.ip_count}  EFA line rate={self.efa_bandwidth_gbps:g} Gbps",
+            "card  device  type       card Gbps",
+        ]
+        for i in self.interfaces:
+            card = self.instance_type.card(i.network_card_index)
+            rows.append(
+                f"{i.network_card_index:>4}  {i.device_index:>6}  {i.interface_type:<9}  "
+                f"{card.peak_bandwidth_gbps:g}"
+            )
+        return "\n".join(rows)
+
+    @staticmethod
+    def custom(instance_type: str | InstanceType, interfaces: Iterable[NetworkInterfaceSpec]) -> NicLayout:
+        """A user-written layout, checked against every hard limit of the instance type."""
+        it = lookup(instance_type) if isinstance(instance_type, str) else instance_type
+        specs = tuple(sorted(interfaces))
+        validate(it, specs)
+        return NicLayout(it, None, specs)
+
+
+def _spread(cards: Sequence[NetworkCard], n: int) -> list[NetworkCard]:
+    """n cards spread evenly over `cards` (all of them when n == len)."""
+    return [cards[(i * len(cards)) // n] for i in range(n)]
+
+
+def _choose_efa_cards(it: InstanceType, efa_count: int) -> list[NetworkCard]:
+    # Cards that take efa-only are the dedicated EFA paths; use them first, spread evenly
+    # when fewer are asked for (p6e-gb200: 4 EFAs -> cards 1, 5, 9, 13), then cards that
+    # take only `efa`.
+    dedicated = [c for c in it.efa_cards if EFA_ONLY in c.interface_types]
+    others = [c for c in it.efa_cards if EFA_ONLY not in c.interface_types]
+    if efa_count <= len(dedicated):
+        chosen = _spread(dedicated, efa_count)
+    else:
+        chosen = dedicated + others[: efa_count - len(dedicated)]
+    return sorted(chosen, key=lambda c: c.index)
+
+
+def default_efa_count(it: InstanceType) -> int:
+    """EFAs a node gets by default: one per dedicated EFA card, capped by the type's maximum."""
+    dedicated = sum(1 for c in it.efa_cards if EFA_ONLY in c.interface_types)
+    return min(it.max_efa_interfaces, dedicated or len(it.efa_cards))
+
+
+def _efa_type(card: NetworkCard, prefer: str) -> str:
+    if prefer in card.interface_types:
+        return prefer
+    return EFA if EFA in card.interface_types else EFA_ONLY
+
+
+def plan_layout(
+    instance_type: str | InstanceType,
+    mode: LayoutMode | str = LayoutMode.RECOMMENDED,
+    *,
+    efa_count: int | None = None,
+) -> NicLayout:
+    """Plan the interfaces of one node.
+
+    Args:
+        instance_type: name or catalogue entry.
+        mode: see :class:`LayoutMode`. Default: ``RECOMMENDED``.
+        efa_count: EFAs per node. Default: one per dedicated EFA card, at most the type's
+            ``MaximumEfaInterfaces`` (8 on trn1.32xlarge, 32 on p5.48xlarge).
+
+    Raises:
+        EfaConfigError: the request cannot be met on this type (the message says why and the fix).
+    """
+    it = lookup(instance_type) if isinstance(instance_type, str) else instance_type
+    mode = LayoutMode.parse(mode)
+    limit = min(len(it.efa_cards), it.max_efa_interfaces)
+    count = default_efa_count(it) if efa_count is None else efa_count
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= limit:
+        raise EfaConfigError(
+            "efa_count",
+            value=efa_count,
+            why=f"{it.name} takes 1 to {limit} EFA interfaces ({len(it.network_cards)} network cards, "
+            f"{len(it.efa_cards)} accept EFA, MaximumEfaInterfaces={it.max_efa_interfaces})",
+            fix=f"set efa_count between 1 and {limit}, or leave it unset",
+        )
+    chosen = _choose_efa_cards(it, count)
+    card0 = it.card(0)
+    specs: list[NetworkInterfaceSpec] = []
+
+    if mode is LayoutMode.LEGACY:
+        for card in chosen if chosen[0].index == 0 else [card0, *chosen]:
+            if card.index == 0 and card.accepts_efa and card in chosen:
+                wanted = EFA
+            elif card.index == 0:
+                wanted = INTERFACE
+            else:
+                wanted = EFA
+            if wanted not in card.interface_types:
+                raise EfaConfigError(
+                    "nic_layout",
+                    value=mode.value,
+                    why=f"the legacy layout puts an `{wanted}` interface on card {card.index} of "
+                    f"{it.name}, which accepts only {sorted(card.interface_types)}",
+                    fix="use nic_layout='recommended' (AWS's current layout), which uses efa-only there",
+                )
+            device = 0 if card.index == 0 or card.max_interfaces == 1 else 1
+            specs.append(NetworkInterfaceSpec(card.index, device, wanted))
+    else:
+        primary_is_efa = (
+            bool(chosen)
+            and chosen[0].index == 0
+            and (card0.max_interfaces < 2 or EFA_ONLY not in card0.interface_types)
+        )
+        specs.append(NetworkInterfaceSpec(0, 0, EFA if primary_is_efa else INTERFACE))
+        for card in chosen:
+            if card.index == 0:
+                if not primary_is_efa:
+                    specs.append(NetworkInterfaceSpec(0, 1, EFA_ONLY))
+                continue
+            specs.append(NetworkInterfaceSpec(card.index, 0, _efa_type(card, EFA_ONLY)))
+        if mode is LayoutMode.MAX_BANDWIDTH:
+            specs.extend(_extra_ena(it, specs))
+    layout = NicLayout(it, mode, tuple(sorted(specs)))
+    validate(it, layout.interfaces)
+    return layout
+
+
+def _extra_ena(it: InstanceType, specs: Sequence[NetworkInterfaceSpec]) -> list[NetworkInterfaceSpec]:
+    used = Counter(s.network_card_index for s in specs)
+    efa_cards = {s.network_card_index for s in specs if s.is_efa and s.network_card_index != 0}
+    wanted = it.max_bandwidth_ena_cards or tuple(sorted(efa_cards))
+    extra = []
+    for index in wanted:
+        card = it.card(index)
+        if used[index] < card.max_interfaces and INTERFACE in card.interface_types:
+            device = max((s.device_index for s in specs if s.network_card_index == index), default=-1) + 1
+            extra.append(NetworkInterfaceSpec(index, device, INTERFACE))
+    return extra
+
+
+def layout_violations(it: InstanceType, interfaces: Sequence[NetworkInterfaceSpec]) -> list[str]:
+    """Every hard limit of EFA-FACTS section 2 that `interfaces` breaks on `it` (empty: valid)."""
+    problems: list[str] = []
+    n_cards = len(it.network_cards)
+    positions = Counter((i.network_card_index, i.device_index) for i in interfaces)
+    for (card_index, device), n in positions.items():
+        if n > 1:
+            problems.append(f"{n} interfaces share card {card_index} / DeviceIndex {device}")
+    for i in interfaces:
+        where = f"card {i.network_card_index} / DeviceIndex {i.device_index}"
+        if i.interface_type not in INTERFACE_TYPES:
+            problems.append(
+                f"{where}: unknown interface type {i.interface_type!r} "
+                f"(use one of {', '.join(INTERFACE_TYPES)})"
+            )
+            continue
+        if not 0 <= i.network_card_index < n_cards:
+            problems.append(f"{where}: {it.name} has network cards 0..{n_cards - 1}")
+            continue
+        card = it.card(i.network_card_index)
+        if not 0 <= i.device_index < card.max_interfaces:
+            problems.append(
+                f"{where}: DeviceIndex must be below the card's MaximumNetworkInterfaces "
+                f"({card.max_interfaces})"
+            )
+        if i.interface_type not in card.interface_types:
+            problems.append(
+                f"{where}: card {card.index} accepts {sorted(card.interface_types)}, not {i.interface_type!r}"
+            )
+    primaries = [i for i in interfaces if i.is_primary]
+    if not primaries:
+        problems.append("no primary interface at card 0 / DeviceIndex 0")
+    elif primaries[0].interface_type == EFA_ONLY:
+        problems.append("the primary interface (card 0 / DeviceIndex 0) cannot be efa-only")
+    efa_per_card = Counter(i.network_card_index for i in interfaces if i.is_efa)
+    for card_index, n in sorted(efa_per_card.items()):
+        if n > 1:
+            problems.append(f"card {card_index} carries {n} EFAs; at most one EFA per network card")
+    total_efa = sum(efa_per_card.values())
+    if total_efa == 0:
+        problems.append("no EFA interface at all")
+    if total_efa > it.max_efa_interfaces:
+        problems.append(f"{total_efa} EFAs exceed MaximumEfaInterfaces={it.max_efa_interfaces}")
+    if len(interfaces) > it.max_network_interfaces:
+        problems.append(
+            f"{len(interfaces)} interfaces exceed MaximumNetworkInterfaces={it.max_network_interfaces}"
+        )
+    return problems
+
+
+def validate(it: InstanceType, interfaces: Sequence[NetworkInterfaceSpec]) -> None:
+    """Raise :class:`EfaConfigError` listing every hard limit the layout breaks."""
+    problems = layout_violations(it, interfaces)
+    if problems:
+        raise EfaConfigError(
+            "nic_layout",
+            value=[(i.network_card_index, i.device_index, i.interface_type) for i in interfaces],
+            why=f"invalid on {it.name}: " + "; ".join(problems),
+            fix="use plan_layout() (recommended, max-bandwidth or legacy) or correct the listed interfaces",
+        )

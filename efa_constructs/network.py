@@ -1,0 +1,57 @@
+"""`EfaNetwork`: a VPC for an EFA cluster, one AZ, public subnet + private subnet with NAT."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+
+class EfaNetwork(Construct):
+    """A VPC laid out for EFA: everything in ONE Availability Zone.
+
+    EFA traffic does not cross AZs, so the cluster gets one public subnet (NAT gateway, head or
+    bastion nodes, Elastic IPs) and one private subnet with egress through the NAT (compute nodes)
+    in the same zone. VPC flow logs go to CloudWatch Logs.
+
+    Args:
+        availability_zone: the zone, e.g. ``us-east-1c`` (pick one where your instance type is
+            offered). Default: the region's first zone.
+        cidr: the VPC's IPv4 block. Default: ``10.0.0.0/16``.
+        private_subnet_mask: prefix length of the private subnet; it must hold every IP the
+            nodes use (one per node in the recommended layout). Default: 18 (16,379 addresses).
+        flow_log_retention: how long flow logs are kept. Default: one year.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        availability_zone: str | None = None,
+        cidr: str = "10.0.0.0/16",
+        private_subnet_mask: int = 18,
+        flow_log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
+    ) -> None:
+        super().__init__(scope, id_)
+        self.vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            ip_addresses=ec2.IpAddresses.cidr(cidr),
+            availability_zones=[availability_zone] if availability_zone else None,
+            max_azs=None if availability_zone else 1,
+            nat_gateways=1,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
+                ec2.SubnetConfiguration(
+                    name="Private",
+                    subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS,
+                    cidr_mask=private_subnet_mask,
+                ),
+            ],
+        )
+        log_group = logs.LogGroup(self, "FlowLogs", retention=flow_log_retention)
+        self.vpc.add_flow_log("FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(log_group))
+        self.public_subnet: ec2.ISubnet = self.vpc.public_subnets[0]
+        self.private_subnet: ec2.ISubnet = self.vpc.private_subnets[0]
+        self.availability_zone = self.private_subnet.availability_zone

@@ -1,0 +1,1 @@
+"""Ready stacks: compose efa_constructs into deployable clusters."""

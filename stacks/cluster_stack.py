@@ -1,0 +1,101 @@
+"""The ready cluster stacks: one stack class, one default instance type per stack name."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aws_cdk import CfnOutput, Environment, Fn, Stack
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from efa_constructs import EfaCluster, EfaNetwork
+from efa_constructs.security_group import ssh_peer
+
+from .params import ClusterParams
+
+#: Ready stacks and the instance type each one launches by default.
+READY_CLUSTERS: dict[str, str] = {
+    "Trn1EfaCluster": "trn1.32xlarge",
+    "Trn1nEfaCluster": "trn1n.32xlarge",
+    "P4dEfaCluster": "p4d.24xlarge",
+    "P5EfaCluster": "p5.48xlarge",
+    "P3dnEfaCluster": "p3dn.24xlarge",
+    "Dl1EfaCluster": "dl1.24xlarge",
+}
+
+
+def stack_context(all_context: Mapping[str, Any], stack_name: str) -> dict[str, Any]:
+    """Context for one stack: ``key=value`` applies to every stack, ``Stack:key=value`` to one.
+
+    CDK's own keys (feature flags ``@aws-cdk/...``, ``aws:cdk:...``) and other stacks' prefixed
+    keys are left out; everything else is passed on, so a misspelt key is caught, not ignored.
+    """
+    ctx = {k: v for k, v in all_context.items() if not k.startswith("@") and ":" not in k}
+    prefix = f"{stack_name}:"
+    ctx.update({k[len(prefix) :]: v for k, v in all_context.items() if k.startswith(prefix)})
+    return ctx
+
+
+class EfaClusterStack(Stack):
+    """A VPC (or an existing one) and an :class:`EfaCluster`, with the nodes' IPs as outputs.
+
+    Args:
+        params: validated parameters (see :class:`ClusterParams`).
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, params: ClusterParams, **kwargs: Any) -> None:
+        if params.region and "env" not in kwargs:
+            kwargs["env"] = Environment(region=params.region)
+        super().__init__(scope, id_, **kwargs)
+        self.params = params
+        if params.vpc_id and params.subnet_id and params.availability_zone:
+            vpc: ec2.IVpc = ec2.Vpc.from_vpc_attributes(
+                self, "Vpc", vpc_id=params.vpc_id, availability_zones=[params.availability_zone]
+            )
+            subnet = ec2.Subnet.from_subnet_attributes(
+                self, "Subnet", subnet_id=params.subnet_id, availability_zone=params.availability_zone
+            )
+            self.network: EfaNetwork | None = None
+        else:
+            self.network = EfaNetwork(self, "Network", availability_zone=params.availability_zone)
+            vpc, subnet = self.network.vpc, self.network.private_subnet
+        key_pair = (
+            ec2.KeyPair.from_key_pair_name(self, "KeyPair", params.key_pair) if params.key_pair else None
+        )
+        self.cluster = EfaCluster(
+            self,
+            "Cluster",
+            vpc=vpc,
+            subnet=subnet,
+            instance_type=params.instance_type,
+            node_count=params.node_count,
+            nic_layout=params.nic_layout,
+            efa_count=params.efa_count,
+            key_pair=key_pair,
+            ssh_peers=[ssh_peer(c) for c in params.ssh_cidrs],
+            internet_egress=params.internet_egress,
+            root_volume_gib=params.root_volume_gib,
+        )
+        layout = self.cluster.layout
+        CfnOutput(
+            self,
+            "NodePrivateIps",
+            value=Fn.join(",", self.cluster.private_ips),
+            description="Primary private IP of each node, in node order",
+        )
+        CfnOutput(
+            self,
+            "NodeInstanceIds",
+            value=Fn.join(",", [n.ref for n in self.cluster.nodes]),
+            description="Instance id of each node (aws ssm start-session --target <id>)",
+        )
+        CfnOutput(
+            self,
+            "Layout",
+            value=(
+                f"{layout.instance_type.name} {params.nic_layout.value}: {layout.efa_count} EFA/node, "
+                f"{layout.ip_count} IP/node, {layout.efa_bandwidth_gbps:g} Gbps EFA line rate"
+            ),
+        )
+        CfnOutput(self, "SecurityGroupId", value=self.cluster.security_group.security_group_id)

@@ -1,0 +1,149 @@
+"""Cluster parameters from CDK context (``cdk synth -c key=value`` or cdk.json), validated.
+
+Pure Python: every value is checked here, before any construct is built, with a message that
+names the key, the value, why it is wrong and the fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from efa_constructs.catalogue import instance_type as lookup
+from efa_constructs.errors import EfaConfigError
+from efa_constructs.layout import LayoutMode, plan_layout
+from efa_constructs.security_group import InternetEgress, ssh_peer
+
+#: Every context key a ready stack reads, with its meaning (README's table is built from this).
+CONTEXT_KEYS: dict[str, str] = {
+    "instance_type": "EC2 instance type of the nodes (must support EFA)",
+    "node_count": "number of nodes (>= 1)",
+    "nic_layout": "recommended | max-bandwidth | legacy",
+    "efa_count": "EFA interfaces per node (default: the type's maximum)",
+    "availability_zone": "AZ for the cluster subnet, e.g. us-east-1c; also sets the stack's region",
+    "key_pair": "name of an existing EC2 key pair for SSH (default: none; use Session Manager)",
+    "ssh_cidr": "comma-separated CIDRs or prefix-list ids allowed to SSH (default: none)",
+    "internet_egress": "web | all | none: what nodes may reach outside the cluster (default: web)",
+    "vpc_id": "use this existing VPC instead of creating one (needs subnet_id and availability_zone)",
+    "subnet_id": "existing subnet for the nodes (with vpc_id)",
+    "root_volume_gib": "encrypted gp3 root volume size in GiB (default: 200)",
+}
+
+_AZ = re.compile(r"^(?P<region>[a-z]{2}(-gov)?-[a-z]+-\d+)[a-z]$")
+_VPC = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$")
+_SUBNET = re.compile(r"^subnet-[0-9a-f]{8}([0-9a-f]{9})?$")
+_KEY = re.compile(r"^[\x20-\x7e]{1,255}$")
+
+
+def _int(key: str, raw: Any, lo: int, hi: int) -> int:
+    if isinstance(raw, bool) or not (
+        isinstance(raw, int) or (isinstance(raw, str) and raw.strip().isdigit())
+    ):
+        raise EfaConfigError(key, value=raw, why="not a whole number", fix=f"pass -c {key}=<{lo}..{hi}>")
+    value = int(raw)
+    if not lo <= value <= hi:
+        raise EfaConfigError(
+            key, value=raw, why=f"out of range {lo}..{hi}", fix=f"pass -c {key}=<{lo}..{hi}>"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class ClusterParams:
+    """Validated parameters of a ready cluster stack."""
+
+    instance_type: str
+    node_count: int = 2
+    nic_layout: LayoutMode = LayoutMode.RECOMMENDED
+    efa_count: int | None = None
+    availability_zone: str | None = None
+    key_pair: str | None = None
+    ssh_cidrs: tuple[str, ...] = ()
+    internet_egress: InternetEgress = InternetEgress.WEB
+    vpc_id: str | None = None
+    subnet_id: str | None = None
+    root_volume_gib: int = 200
+
+    @property
+    def region(self) -> str | None:
+        """The region the AZ belongs to, or None (environment-agnostic stack)."""
+        if self.availability_zone is None:
+            return None
+        match = _AZ.match(self.availability_zone)
+        return match.group("region") if match else None
+
+    @staticmethod
+    def from_context(ctx: Mapping[str, Any], *, default_instance_type: str) -> ClusterParams:
+        """Parse and validate context values (strings from ``-c``, or typed values from cdk.json)."""
+
+        def get(key: str, default: Any = None) -> Any:
+            value = ctx.get(key)
+            return default if value is None or value == "" else value
+
+        itype = str(get("instance_type", default_instance_type))
+        lookup(itype)  # unknown / non-EFA types fail here, naming close matches
+        layout = LayoutMode.parse(get("nic_layout", LayoutMode.RECOMMENDED.value))
+        efa_count = _int("efa_count", get("efa_count"), 1, 64) if get("efa_count") is not None else None
+        plan_layout(itype, layout, efa_count=efa_count)  # impossible layouts fail at synth, not deploy
+        az = get("availability_zone")
+        if az is not None and not _AZ.match(str(az)):
+            raise EfaConfigError(
+                "availability_zone",
+                value=az,
+                why="not an Availability Zone name",
+                fix="pass a zone name such as us-east-1c (see `aws ec2 describe-availability-zones`)",
+            )
+        key = get("key_pair")
+        if key is not None and not _KEY.match(str(key)):
+            raise EfaConfigError(
+                "key_pair",
+                value=key,
+                why="not a valid EC2 key pair name",
+                fix="pass the name of an existing key pair (printable ASCII, 1-255 characters)",
+            )
+        cidrs = tuple(c.strip() for c in str(get("ssh_cidr") or "").split(",") if c.strip())
+        for cidr in cidrs:
+            ssh_peer(cidr)
+        vpc_id, subnet_id = get("vpc_id"), get("subnet_id")
+        if vpc_id is not None and not _VPC.match(str(vpc_id)):
+            raise EfaConfigError(
+                "vpc_id", value=vpc_id, why="not a VPC id", fix="pass vpc-<8 or 17 hex digits>"
+            )
+        if subnet_id is not None and not _SUBNET.match(str(subnet_id)):
+            raise EfaConfigError(
+                "subnet_id", value=subnet_id, why="not a subnet id", fix="pass subnet-<8 or 17 hex digits>"
+            )
+        if (vpc_id is None) != (subnet_id is None) or (vpc_id is not None and az is None):
+            raise EfaConfigError(
+                "vpc_id",
+                value=vpc_id,
+                why="an existing VPC needs all of vpc_id, subnet_id and availability_zone "
+                "(no AWS lookups at synth)",
+                fix="pass -c vpc_id=... -c subnet_id=... -c availability_zone=<the subnet's AZ>, "
+                "or none of them",
+            )
+        for name in ctx:
+            close = difflib.get_close_matches(name.replace("-", "_").lower(), CONTEXT_KEYS, n=1, cutoff=0.75)
+            if name not in CONTEXT_KEYS and close:
+                raise EfaConfigError(
+                    "context",
+                    value=name,
+                    why="not a context key this app reads (a typo would be ignored)",
+                    fix=f"write {close[0]} (keys: {', '.join(CONTEXT_KEYS)})",
+                )
+        return ClusterParams(
+            instance_type=itype,
+            node_count=_int("node_count", get("node_count", 2), 1, 100_000),
+            nic_layout=layout,
+            efa_count=efa_count,
+            availability_zone=None if az is None else str(az),
+            key_pair=None if key is None else str(key),
+            ssh_cidrs=cidrs,
+            internet_egress=InternetEgress.parse(get("internet_egress", InternetEgress.WEB.value)),
+            vpc_id=None if vpc_id is None else str(vpc_id),
+            subnet_id=None if subnet_id is None else str(subnet_id),
+            root_volume_gib=_int("root_volume_gib", get("root_volume_gib", 200), 8, 16384),
+        )

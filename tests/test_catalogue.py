@@ -1,0 +1,134 @@
+"""The instance catalogue: reference facts, lookups, and that the shipped file is what the generator makes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from efa_constructs.catalogue import (
+    AcceleratorKind,
+    all_instance_types,
+    catalogue_metadata,
+    generate,
+    instance_type,
+)
+from efa_constructs.errors import EfaConfigError
+
+# (type, network cards, max EFA, EFA line rate Gbps) from EFA-FACTS section 3.
+REFERENCE = [
+    ("trn1.32xlarge", 8, 8, 800),
+    ("trn1n.32xlarge", 16, 16, 1600),
+    ("trn2.48xlarge", 16, 16, 3200),
+    ("p3dn.24xlarge", 1, 1, 100),
+    ("p4d.24xlarge", 4, 4, 400),
+    ("p4de.24xlarge", 4, 4, 400),
+    ("p5.48xlarge", 32, 32, 3200),
+    ("p5e.48xlarge", 32, 32, 3200),
+    ("p5en.48xlarge", 16, 16, 3200),
+    ("p6-b200.48xlarge", 8, 8, 3200),
+    ("dl1.24xlarge", 4, 4, 400),
+    ("c5n.18xlarge", 1, 1, 100),
+]
+
+
+@pytest.mark.parametrize(("name", "cards", "max_efa", "gbps"), REFERENCE)
+def test_reference_counts(name: str, cards: int, max_efa: int, gbps: int) -> None:
+    it = instance_type(name)
+    assert len(it.network_cards) == cards
+    assert it.max_efa_interfaces == max_efa
+    assert it.efa_bandwidth_gbps == gbps
+
+
+def test_covers_every_efa_type_of_the_snapshot() -> None:
+    answer, _ = generate.load_moto_snapshot()
+    efa = {n for n, e in answer.items() if e["NetworkInfo"].get("EfaSupported")}
+    assert len(efa) >= 300
+    assert efa <= set(all_instance_types())
+    assert catalogue_metadata()["type_count"] == len(all_instance_types())
+
+
+def test_shipped_file_is_what_the_generator_makes() -> None:
+    """Proves `catalogue refresh --offline` reproduces the shipped catalogue byte for byte."""
+    answer, source = generate.load_moto_snapshot()
+    shipped = (generate.HERE / "instance_types.json").read_text()
+    assert generate.render(generate.build(answer, source)) == shipped
+
+
+def test_types_the_snapshot_lacks_are_supplemented_with_their_source() -> None:
+    for name in ("dl1.24xlarge", "p6e-gb200.36xlarge"):
+        assert instance_type(name).source.startswith("supplements.json: ")
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "slots"),
+    [
+        ("trn1.32xlarge", AcceleratorKind.NEURON, 32),
+        ("trn2.48xlarge", AcceleratorKind.NEURON, 64),
+        ("p4d.24xlarge", AcceleratorKind.NVIDIA_GPU, 8),
+        ("p5.48xlarge", AcceleratorKind.NVIDIA_GPU, 8),
+        ("dl1.24xlarge", AcceleratorKind.GAUDI, 8),
+        ("c5n.18xlarge", AcceleratorKind.NONE, 36),
+        ("hpc7a.96xlarge", AcceleratorKind.NONE, 192),
+    ],
+)
+def test_accelerators_and_mpi_slots(name: str, kind: AcceleratorKind, slots: int) -> None:
+    it = instance_type(name)
+    assert it.accelerator.kind is kind
+    assert it.mpi_slots == slots
+
+
+@pytest.mark.parametrize("name", ["p4d.24xlarge", "p5.48xlarge", "trn1.32xlarge", "trn2.48xlarge"])
+def test_rdma_read_where_documented(name: str) -> None:
+    assert instance_type(name).rdma_read
+
+
+@pytest.mark.parametrize("name", ["p3dn.24xlarge", "g5.48xlarge", "c5n.18xlarge", "dl2q.24xlarge"])
+def test_no_rdma_where_libfabric_would_abort(name: str) -> None:
+    assert not instance_type(name).rdma_read
+
+
+def test_per_card_facts_from_supplements() -> None:
+    b300 = instance_type("p6-b300.48xlarge")
+    assert not b300.card(0).accepts_efa
+    assert all(c.accepts_efa for c in b300.network_cards[1:])
+    gb = instance_type("p6e-gb200.36xlarge")
+    assert gb.card(1).interface_types == {"efa-only"}
+    assert gb.card(2).interface_types == {"interface", "efa"}
+    i7 = instance_type("i7ie.48xlarge")  # 2 cards that both accept EFA, but one EFA in all
+    assert len(i7.efa_cards) == 2
+    assert i7.max_efa_interfaces == 1
+
+
+def test_unknown_type_names_close_matches() -> None:
+    with pytest.raises(EfaConfigError) as err:
+        instance_type("trn1.32xlarg")
+    assert "trn1.32xlarge" in str(err.value)
+    assert "'trn1.32xlarg'" in str(err.value)
+
+
+def test_type_without_efa_is_named_as_such() -> None:
+    with pytest.raises(EfaConfigError, match="does not support EFA"):
+        instance_type("t3.micro")
+
+
+def test_generator_refuses_to_guess_which_cards_take_efa() -> None:
+    """17 cards, 16 EFAs and no per-card InterfaceTypes: the generator must not infer which card lacks EFA."""
+    answer, _ = generate.load_moto_snapshot()
+    entry = json.loads(json.dumps(answer["p6-b300.48xlarge"]))
+    for card in entry["NetworkInfo"]["NetworkCards"]:
+        del card["InterfaceTypes"]
+    with pytest.raises(generate.CatalogueGenerationError, match=r"p6-b300\.48xlarge"):
+        generate.build({"p6-b300.48xlarge": entry}, "test")
+
+
+def test_live_interface_types_win_over_supplements() -> None:
+    answer, _ = generate.load_moto_snapshot()
+    entry = json.loads(json.dumps(answer["p6-b300.48xlarge"]))
+    for card in entry["NetworkInfo"]["NetworkCards"]:
+        card["InterfaceTypes"] = ["interface", "efa-only", "secondary"]
+    doc = generate.build({"p6e-gb200.36xlarge": entry}, "live")  # the supplement says card 0 is ENA-only
+    assert doc["types"]["p6e-gb200.36xlarge"]["network_cards"][0]["interface_types"] == [
+        "efa-only",
+        "interface",
+    ]

@@ -1,0 +1,211 @@
+"""Behaviour of the constructs on their own (one shared scratch App)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aws_cdk import assertions
+from aws_cdk import aws_ec2 as ec2
+
+from efa_constructs import EfaCluster, EfaLaunchTemplate, EfaSecurityGroup, InternetEgress, plan_layout
+from efa_constructs.errors import EfaConfigError
+from efa_constructs.security_group import ssh_peer
+
+Match = assertions.Match
+
+
+def _vpc(stack: Any) -> ec2.Vpc:
+    return ec2.Vpc(
+        stack,
+        "Vpc",
+        max_azs=1,
+        nat_gateways=0,
+        subnet_configuration=[ec2.SubnetConfiguration(name="P", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
+    )
+
+
+def _sg_template(make_stack: Any, **kwargs: Any) -> assertions.Template:
+    stack = make_stack()
+    EfaSecurityGroup(stack, "Sg", vpc=_vpc(stack), **kwargs)
+    return assertions.Template.from_stack(stack)
+
+
+def test_security_group_self_ingress_and_self_egress(make_stack: Any) -> None:
+    t = _sg_template(make_stack)
+    self_ref = {"Fn::GetAtt": [Match.string_like_regexp("^Sg"), "GroupId"]}
+    t.has_resource_properties(
+        "AWS::EC2::SecurityGroupIngress",
+        {"IpProtocol": "-1", "SourceSecurityGroupId": self_ref, "GroupId": self_ref},
+    )
+    t.has_resource_properties(
+        "AWS::EC2::SecurityGroupEgress",
+        {"IpProtocol": "-1", "DestinationSecurityGroupId": self_ref, "GroupId": self_ref},
+    )
+
+
+def test_security_group_has_no_ingress_from_the_world_by_default(make_stack: Any) -> None:
+    t = _sg_template(make_stack)
+    sg = next(iter(t.find_resources("AWS::EC2::SecurityGroup").values()))
+    assert "SecurityGroupIngress" not in sg["Properties"]
+    assert len(t.find_resources("AWS::EC2::SecurityGroupIngress")) == 1  # only the self rule
+    egress = sg["Properties"]["SecurityGroupEgress"]
+    assert sorted((e["IpProtocol"], e.get("FromPort")) for e in egress) == [("tcp", 80), ("tcp", 443)]
+
+
+def _egress(t: assertions.Template) -> tuple[list[Any], list[Any]]:
+    sg = next(iter(t.find_resources("AWS::EC2::SecurityGroup").values()))
+    separate = [r["Properties"] for r in t.find_resources("AWS::EC2::SecurityGroupEgress").values()]
+    return sg["Properties"].get("SecurityGroupEgress", []), separate
+
+
+def test_security_group_egress_all(make_stack: Any) -> None:
+    inline, separate = _egress(_sg_template(make_stack, internet_egress=InternetEgress.ALL))
+    assert inline == []  # no placeholder left behind
+    assert sorted(
+        (r["IpProtocol"], "DestinationSecurityGroupId" in r, r.get("CidrIp")) for r in separate
+    ) == [("-1", False, "0.0.0.0/0"), ("-1", True, None)]
+
+
+def test_security_group_egress_none_really_blocks_the_internet(make_stack: Any) -> None:
+    """Without an inline egress rule EC2 keeps its default allow-all egress; the placeholder prevents that."""
+    inline, separate = _egress(_sg_template(make_stack, internet_egress="none"))
+    assert [r["CidrIp"] for r in inline] == ["255.255.255.255/32"]
+    assert len(separate) == 1
+    assert "DestinationSecurityGroupId" in separate[0]  # only the self rule EFA needs
+
+
+def test_security_group_ssh_from_named_sources_only(make_stack: Any) -> None:
+    t = _sg_template(make_stack, ssh_peers=[ssh_peer("203.0.113.0/24"), ssh_peer("pl-0123abcd")])
+    sg = next(iter(t.find_resources("AWS::EC2::SecurityGroup").values()))
+    ingress = sg["Properties"]["SecurityGroupIngress"] + [
+        r["Properties"] for r in t.find_resources("AWS::EC2::SecurityGroupIngress").values()
+    ]
+    assert {(r.get("CidrIp"), r.get("SourcePrefixListId"), r.get("FromPort")) for r in ingress} == {
+        ("203.0.113.0/24", None, 22),
+        (None, "pl-0123abcd", 22),
+        (None, None, None),
+    }  # last: the self rule
+
+
+@pytest.mark.parametrize("bad", ["10.0.0.1/8", "10.0.0.0/33", "my-laptop", "10.0.0.0/8;rm"])
+def test_malformed_ssh_cidr(bad: str) -> None:
+    with pytest.raises(EfaConfigError) as err:
+        ssh_peer(bad)
+    assert repr(bad) in str(err.value)
+    assert "Fix:" in str(err.value)
+
+
+def _lt(make_stack: Any, **kwargs: Any) -> tuple[EfaLaunchTemplate, assertions.Template]:
+    stack = make_stack()
+    vpc = _vpc(stack)
+    sg = EfaSecurityGroup(stack, "Sg", vpc=vpc)
+    lt = EfaLaunchTemplate(stack, "Lt", security_groups=[sg], subnet=vpc.isolated_subnets[0], **kwargs)
+    return lt, assertions.Template.from_stack(stack)
+
+
+@pytest.mark.parametrize(
+    ("itype", "mode"),
+    [
+        ("trn1.32xlarge", "recommended"),
+        ("trn1.32xlarge", "legacy"),
+        ("p5.48xlarge", "max-bandwidth"),
+        ("p6-b300.48xlarge", "recommended"),
+        ("c5n.18xlarge", "recommended"),
+        ("hpc6id.32xlarge", "recommended"),
+    ],
+)
+def test_launch_template_interfaces_follow_the_layout(make_stack: Any, itype: str, mode: str) -> None:
+    _, t = _lt(make_stack, instance_type=itype, nic_layout=mode)
+    data = next(iter(t.find_resources("AWS::EC2::LaunchTemplate").values()))["Properties"][
+        "LaunchTemplateData"
+    ]
+    nics = data["NetworkInterfaces"]
+    expected = plan_layout(itype, mode).interfaces
+    assert [(n["NetworkCardIndex"], n["DeviceIndex"], n.get("InterfaceType", "interface")) for n in nics] == [
+        (i.network_card_index, i.device_index, i.interface_type) for i in expected
+    ]
+    assert all(len(n["Groups"]) == 1 and "SubnetId" in n for n in nics)  # SG + one subnet on EVERY interface
+    assert "SecurityGroupIds" not in data  # would conflict with NetworkInterfaces
+    assert data["InstanceType"] == itype
+
+
+def test_launch_template_is_secure_by_default(make_stack: Any) -> None:
+    _, t = _lt(make_stack, instance_type="p4d.24xlarge")
+    t.has_resource_properties(
+        "AWS::EC2::LaunchTemplate",
+        {
+            "LaunchTemplateData": Match.object_like(
+                {
+                    "MetadataOptions": Match.object_like({"HttpTokens": "required"}),
+                    "BlockDeviceMappings": [
+                        {
+                            "DeviceName": "/dev/sda1",
+                            "Ebs": {
+                                "Encrypted": True,
+                                "VolumeType": "gp3",
+                                "VolumeSize": 200,
+                                "DeleteOnTermination": True,
+                            },
+                        }
+                    ],
+                }
+            )
+        },
+    )
+    params = t.to_json()["Parameters"]
+    assert any(
+        p["Default"] == "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/"
+        "latest/ami-id"
+        for p in params.values()
+    )
+
+
+@pytest.mark.parametrize(
+    ("itype", "ssm_path"),
+    [
+        ("trn1.32xlarge", "/aws/service/neuron/dlami/multi-framework/ubuntu-22.04/latest/image_id"),
+        (
+            "p6e-gb200.36xlarge",
+            "/aws/service/deeplearning/ami/arm64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
+        ),
+        ("hpc7g.16xlarge", "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-6.1-arm64"),
+        ("c5n.18xlarge", "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-6.1-x86_64"),
+    ],
+)
+def test_default_ami_by_accelerator(make_stack: Any, itype: str, ssm_path: str) -> None:
+    _, t = _lt(make_stack, instance_type=itype)
+    assert ssm_path in [p["Default"] for p in t.to_json()["Parameters"].values()]
+
+
+def test_launch_template_rejects_a_layout_for_another_type(make_stack: Any) -> None:
+    with pytest.raises(EfaConfigError, match="another type"):
+        _lt(make_stack, instance_type="trn1.32xlarge", nic_layout=plan_layout("p5.48xlarge"))
+
+
+@pytest.mark.parametrize("bad", [4, 20000])
+def test_root_volume_size(make_stack: Any, bad: int) -> None:
+    with pytest.raises(EfaConfigError, match="root_volume_gib"):
+        _lt(make_stack, instance_type="trn1.32xlarge", root_volume_gib=bad)
+
+
+def test_cluster_wires_placement_group_and_nodes(make_stack: Any) -> None:
+    stack = make_stack()
+    vpc = _vpc(stack)
+    cluster = EfaCluster(stack, "C", vpc=vpc, instance_type="trn1.32xlarge", node_count=3)
+    t = assertions.Template.from_stack(stack)
+    t.resource_count_is("AWS::EC2::Instance", 3)
+    t.has_resource_properties("AWS::EC2::PlacementGroup", {"Strategy": "cluster"})
+    t.has_resource_properties(
+        "AWS::EC2::LaunchTemplate",
+        {"LaunchTemplateData": Match.object_like({"Placement": {"GroupName": Match.any_value()}})},
+    )
+    assert cluster.layout.efa_count == 8
+    assert cluster.grant_principal is cluster.role
+
+
+@pytest.mark.parametrize("bad", [0, -2, True])
+def test_cluster_node_count(make_stack: Any, bad: Any) -> None:
+    stack = make_stack()
+    with pytest.raises(EfaConfigError, match="node_count"):
+        EfaCluster(stack, "C", vpc=_vpc(stack), instance_type="trn1.32xlarge", node_count=bad)

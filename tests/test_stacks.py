@@ -1,0 +1,152 @@
+"""The ready stacks: behaviour, cfn-lint, snapshots and the no-replacement guarantee on resize."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from aws_cdk import assertions
+from syrupy.extensions.json import JSONSnapshotExtension
+
+from efa_constructs import plan_layout
+from stacks.cluster_stack import READY_CLUSTERS, EfaClusterStack
+from stacks.params import ClusterParams
+from tests.conftest import new_app
+
+# (rule, logical-id prefix, reason): findings in resources CDK itself generates, not ours.
+LINT_IGNORED = [
+    (
+        "W3005",
+        "CustomVpcRestrictDefaultSGCustomResourceProvider",
+        "CDK's restrict-default-SG provider has a redundant DependsOn next to a GetAtt; harmless",
+    ),
+]
+
+
+def lint(template: dict[str, Any]) -> list[str]:
+    """cfn-lint findings (errors and warnings) for a synthesized template, in us-east-1."""
+    from cfnlint.api import ManualArgs
+    from cfnlint.api import lint as cfn_lint
+
+    matches = cfn_lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"]))
+    return [
+        f"{m.rule.id} {m.message} ({'/'.join(map(str, m.path))})"
+        for m in matches
+        if not any(
+            m.rule.id == rule and str(m.path[1]).startswith(prefix) for rule, prefix, _ in LINT_IGNORED
+        )
+    ]
+
+
+def masked(template: dict[str, Any]) -> dict[str, Any]:
+    """The template with asset hashes masked, so snapshots change only when this project does."""
+    text = re.sub(r'"[0-9a-f]{64}\.zip"', '"<asset-hash>.zip"', json.dumps(template))
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+def by_type(template: dict[str, Any], cfn_type: str) -> list[dict[str, Any]]:
+    return [r for r in template["Resources"].values() if r["Type"] == cfn_type]
+
+
+@pytest.mark.parametrize("name", list(READY_CLUSTERS))
+def test_ready_stack_is_cfn_lint_clean(templates: dict[str, Any], name: str) -> None:
+    assert lint(templates[name]) == []
+
+
+@pytest.mark.parametrize(("name", "itype"), list(READY_CLUSTERS.items()))
+def test_ready_stack_launches_its_type_with_the_recommended_layout(
+    templates: dict[str, Any], name: str, itype: str
+) -> None:
+    t = templates[name]
+    (lt,) = by_type(t, "AWS::EC2::LaunchTemplate")
+    data = lt["Properties"]["LaunchTemplateData"]
+    assert data["InstanceType"] == itype
+    layout = plan_layout(itype)
+    nics = data["NetworkInterfaces"]
+    assert sum(1 for n in nics if n.get("InterfaceType") in ("efa", "efa-only")) == layout.efa_count
+    assert data["MetadataOptions"]["HttpTokens"] == "required"
+    assert len(by_type(t, "AWS::EC2::Instance")) == 2
+    assert by_type(t, "AWS::EC2::PlacementGroup")[0]["Properties"]["Strategy"] == "cluster"
+    for node in by_type(t, "AWS::EC2::Instance"):  # nodes launch from the template, nothing overridden
+        assert set(node["Properties"]) == {"LaunchTemplate", "Tags"}
+
+
+def test_trn1_cluster_has_eight_efas_per_node(templates: dict[str, Any]) -> None:
+    (lt,) = by_type(templates["Trn1EfaCluster"], "AWS::EC2::LaunchTemplate")
+    nics = lt["Properties"]["LaunchTemplateData"]["NetworkInterfaces"]
+    assert [(n["NetworkCardIndex"], n["DeviceIndex"], n.get("InterfaceType", "interface")) for n in nics] == [
+        (0, 0, "interface"),
+        (0, 1, "efa-only"),
+        *[(c, 0, "efa-only") for c in range(1, 8)],
+    ]
+
+
+def test_no_ingress_from_the_world(templates: dict[str, Any]) -> None:
+    for name, t in templates.items():
+        rules = [r["Properties"] for r in by_type(t, "AWS::EC2::SecurityGroupIngress")]
+        for sg in by_type(t, "AWS::EC2::SecurityGroup"):
+            rules += sg["Properties"].get("SecurityGroupIngress", [])
+        assert rules, name
+        assert not [r for r in rules if r.get("CidrIp") == "0.0.0.0/0" or r.get("CidrIpv6") == "::/0"], name
+
+
+@pytest.mark.parametrize("name", list(READY_CLUSTERS))
+def test_snapshot(templates: dict[str, Any], snapshot: Any, name: str) -> None:
+    assert masked(templates[name]) == snapshot(extension_class=JSONSnapshotExtension)
+
+
+def _synth(**context: Any) -> dict[str, Any]:
+    app = new_app()
+    params = ClusterParams.from_context(context, default_instance_type="trn1.32xlarge")
+    stack = EfaClusterStack(app, "Resize", params=params)
+    return assertions.Template.from_stack(stack).to_json()  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def two_and_three() -> tuple[dict[str, Any], dict[str, Any]]:
+    return _synth(node_count="2"), _synth(node_count="3")
+
+
+def test_growing_the_cluster_adds_a_node_and_changes_nothing_else(
+    two_and_three: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    two, three = two_and_three
+    added = set(three["Resources"]) - set(two["Resources"])
+    assert [three["Resources"][r]["Type"] for r in added] == ["AWS::EC2::Instance"]
+    assert set(two["Resources"]) <= set(three["Resources"])
+    for rid, resource in two["Resources"].items():  # identical: no update, no replacement
+        assert three["Resources"][rid] == resource, rid
+
+
+def test_shrinking_removes_only_the_last_node(two_and_three: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    two, three = two_and_three
+    (removed,) = set(three["Resources"]) - set(two["Resources"])
+    assert removed.startswith("ClusterNode2")
+
+
+def test_availability_zone_pins_subnet_and_region() -> None:
+    t = _synth(availability_zone="us-east-1c")
+    subnets = by_type(t, "AWS::EC2::Subnet")
+    assert {s["Properties"]["AvailabilityZone"] for s in subnets} == {"us-east-1c"}
+
+
+def test_existing_vpc_creates_no_network() -> None:
+    t = _synth(
+        vpc_id="vpc-0123456789abcdef0", subnet_id="subnet-0123456789abcdef0", availability_zone="us-west-2d"
+    )
+    assert by_type(t, "AWS::EC2::VPC") == []
+    (lt,) = by_type(t, "AWS::EC2::LaunchTemplate")
+    nics = lt["Properties"]["LaunchTemplateData"]["NetworkInterfaces"]
+    assert {n["SubnetId"] for n in nics} == {"subnet-0123456789abcdef0"}
+
+
+def test_key_pair_and_ssh_cidr() -> None:
+    t = _synth(key_pair="my-key", ssh_cidr="198.51.100.0/24,pl-0abc1234")
+    (lt,) = by_type(t, "AWS::EC2::LaunchTemplate")
+    assert lt["Properties"]["LaunchTemplateData"]["KeyName"] == "my-key"
+    (sg,) = by_type(t, "AWS::EC2::SecurityGroup")
+    assert [r["CidrIp"] for r in sg["Properties"]["SecurityGroupIngress"]] == ["198.51.100.0/24"]
+    assert lint(t) == []
