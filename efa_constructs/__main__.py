@@ -3,6 +3,7 @@
     python -m efa_constructs layout trn1.32xlarge [--mode legacy] [--efa-count 4]
     python -m efa_constructs types [--family p5]
     python -m efa_constructs catalogue refresh [--live --region us-east-1 ...] [--output FILE]
+    python -m efa_constructs template-diff [--base main] [--head REV] [-c key=value] [--strict]
 
 The layout and types commands are pure Python: no CDK, no Node, no AWS.
 """
@@ -51,6 +52,15 @@ def _refresh(args: argparse.Namespace) -> int:
     return 0
 
 
+def _template_diff(args: argparse.Namespace) -> int:
+    from .template_diff import run
+
+    context = dict(kv.split("=", 1) for kv in args.context)
+    report, stateful_loss = run(args.base, args.head, context)
+    print(report)
+    return 3 if stateful_loss and args.strict else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     parser = argparse.ArgumentParser(prog="efa-cdk", description=__doc__.split("\n\n")[0])
@@ -79,6 +89,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     r.add_argument("--output", help="write here instead of the packaged catalogue")
     r.set_defaults(func=_refresh)
+    d = sub.add_parser("template-diff", help="synthesize two git revisions and diff the templates per stack")
+    d.add_argument("--base", default="HEAD", help="base revision (default: HEAD)")
+    d.add_argument("--head", default=None, help="head revision (default: the working tree)")
+    d.add_argument(
+        "-c",
+        "--context",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="CDK context for both synths (repeatable)",
+    )
+    d.add_argument(
+        "--strict", action="store_true", help="exit 3 when a stateful resource is deleted or replaced"
+    )
+    d.set_defaults(func=_template_diff)
     args = parser.parse_args(argv)
     if getattr(args, "region", None) is None and getattr(args, "live", False):
         args.region = ["us-east-1", "us-west-2"]

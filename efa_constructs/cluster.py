@@ -9,6 +9,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from .acknowledgements import acknowledge
 from .catalogue import InstanceType
 from .errors import EfaConfigError
 from .launch_template import EfaLaunchTemplate
@@ -126,6 +127,7 @@ class EfaCluster(Construct):
             node = ec2.CfnInstance(
                 self,
                 f"Node{i}",
+                monitoring=True,
                 launch_template=ec2.CfnInstance.LaunchTemplateSpecificationProperty(
                     launch_template_id=self.launch_template.launch_template_id,
                     version=self.launch_template.latest_version_number,
@@ -134,6 +136,7 @@ class EfaCluster(Construct):
             Tags.of(node).add("Name", f"{id_}-node{i}")
             self.nodes.append(node)
         Tags.of(self).add("efa-cdk:cluster", id_)
+        acknowledge(self, "AwsSolutions-EC29")
 
     @staticmethod
     def _default_subnet(vpc: ec2.IVpc) -> ec2.ISubnet:

@@ -14,6 +14,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from .acknowledgements import acknowledge
 from .catalogue import InstanceType
 from .catalogue import instance_type as lookup
 from .errors import EfaConfigError
@@ -55,6 +56,36 @@ def network_interfaces(
     return out
 
 
+def session_manager_role(scope: Construct, id_: str, description: str) -> iam.Role:
+    """An EC2 role that can do exactly what the SSM agent needs for Session Manager, nothing more.
+
+    Narrower than the AWS-managed AmazonSSMManagedInstanceCore (which also grants parameter,
+    document and association reads).
+    """
+    role = iam.Role(scope, id_, assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"), description=description)
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            sid="SessionManagerAgent",
+            actions=[
+                "ssm:UpdateInstanceInformation",
+                "ssmmessages:CreateControlChannel",
+                "ssmmessages:CreateDataChannel",
+                "ssmmessages:OpenControlChannel",
+                "ssmmessages:OpenDataChannel",
+                "ec2messages:AcknowledgeMessage",
+                "ec2messages:DeleteMessage",
+                "ec2messages:FailMessage",
+                "ec2messages:GetEndpoint",
+                "ec2messages:GetMessages",
+                "ec2messages:SendReply",
+            ],
+            resources=["*"],
+        )
+    )
+    acknowledge(role, "AwsSolutions-IAM5[Resource::*]")
+    return role
+
+
 class EfaLaunchTemplate(Construct):
     """A launch template for EFA nodes.
 
@@ -73,7 +104,7 @@ class EfaLaunchTemplate(Construct):
         machine_image: the AMI and its facts. Default: :meth:`EfaMachineImage.default_for`
             (Neuron DLAMI for trn/inf, GPU DLAMI for NVIDIA, Amazon Linux 2023 otherwise).
         key_pair: an EC2 key pair for SSH. Default: none (use SSM Session Manager).
-        role: the instance role. Default: a role with SSM Session Manager access only.
+        role: the instance role. Default: :func:`session_manager_role` (Session Manager only).
         user_data: the node's user data. Default: an empty Linux user data.
         root_volume_gib: size of the encrypted gp3 root volume. Default: 200.
         placement_group: a cluster placement group. Default: none in the template.
@@ -127,12 +158,8 @@ class EfaLaunchTemplate(Construct):
             )
         self.machine_image = machine_image or EfaMachineImage.default_for(self.instance_type)
         self.user_data = user_data or ec2.UserData.for_linux()
-        self.role: iam.IRole = role or iam.Role(
-            self,
-            "Role",
-            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
-            description=f"EFA nodes ({self.instance_type.name})",
-            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSSMManagedInstanceCore")],
+        self.role: iam.IRole = role or session_manager_role(
+            self, "Role", f"EFA nodes ({self.instance_type.name})"
         )
         self.launch_template = ec2.LaunchTemplate(
             self,
@@ -143,6 +170,7 @@ class EfaLaunchTemplate(Construct):
             key_pair=key_pair,
             role=self.role,
             require_imdsv2=True,
+            detailed_monitoring=True,
             http_put_response_hop_limit=2,  # containers on the node reach IMDS through one more hop
             placement_group=placement_group,
             block_devices=[

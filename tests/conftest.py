@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -54,3 +57,62 @@ def make_stack() -> Iterator[Callable[..., Any]]:
         return cdk.Stack(new_app(), "Scratch", **kwargs)
 
     yield make
+
+
+# End-to-end checks that run in their own processes (each starts Node and synthesizes). They are
+# started as soon as collection finishes, so they use the second core while the in-process tests
+# run; the tests that own them wait for the result. Keyed by the owning test's node id.
+BACKGROUND: dict[str, tuple[subprocess.Popen[str], Path]] = {}
+BACKGROUND_COMMANDS: dict[str, list[str]] = {
+    "tests/test_packaging.py::test_installed_package_synthesizes_in_a_separate_app": [
+        sys.executable,
+        str(ROOT / "tests" / "packaging_check.py"),
+        "{tmp}",
+    ],
+    "tests/test_template_diff.py::test_command_synthesizes_two_revisions": [
+        sys.executable,
+        "-m",
+        "efa_constructs",
+        "template-diff",
+        "--base",
+        "HEAD",
+        "--head",
+        "HEAD~0",
+        "--strict",
+    ],
+}
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    selected = {item.nodeid for item in session.items}
+    for nodeid, command in BACKGROUND_COMMANDS.items():
+        if nodeid in selected:
+            tmp = Path(tempfile.mkdtemp(prefix="efa-cdk-e2e-"))
+            proc = subprocess.Popen(
+                [c.format(tmp=tmp) for c in command],
+                cwd=ROOT,
+                text=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            BACKGROUND[nodeid] = (proc, tmp)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for proc, _ in BACKGROUND.values():
+        if proc.poll() is None:
+            proc.kill()
+
+
+def background_result(nodeid: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """Wait for the background run this test owns (starting it now if it was not started)."""
+    if nodeid not in BACKGROUND:
+        tmp = Path(tempfile.mkdtemp(prefix="efa-cdk-e2e-"))
+        command = [c.format(tmp=tmp) for c in BACKGROUND_COMMANDS[nodeid]]
+        BACKGROUND[nodeid] = (
+            subprocess.Popen(command, cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE),
+            tmp,
+        )
+    proc, tmp = BACKGROUND[nodeid]
+    out, err = proc.communicate(timeout=600)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), tmp

@@ -71,7 +71,7 @@ def test_ready_stack_launches_its_type_with_the_recommended_layout(
     assert len(by_type(t, "AWS::EC2::Instance")) == 2
     assert by_type(t, "AWS::EC2::PlacementGroup")[0]["Properties"]["Strategy"] == "cluster"
     for node in by_type(t, "AWS::EC2::Instance"):  # nodes launch from the template, nothing overridden
-        assert set(node["Properties"]) == {"LaunchTemplate", "Tags"}
+        assert set(node["Properties"]) == {"LaunchTemplate", "Monitoring", "Tags"}
 
 
 def test_trn1_cluster_has_eight_efas_per_node(templates: dict[str, Any]) -> None:

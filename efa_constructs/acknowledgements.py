@@ -1,0 +1,35 @@
+"""Every cdk-nag (AwsSolutions) finding this library acknowledges, with the reason, in one place.
+
+Acknowledgements are recorded on the constructs themselves (``Validations.of(...).acknowledge``),
+so a user who runs cdk-nag over their own app sees the same reasons; without cdk-nag they do
+nothing. Everything else cdk-nag reports on our constructs is fixed, not acknowledged.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Acknowledgment, Validations
+from constructs import IConstruct
+
+#: rule id -> why the finding is accepted (a security reviewer should be able to judge each).
+REASONS: dict[str, str] = {
+    "AwsSolutions-EC29": (
+        "EFA nodes are replaceable members of a stack: termination protection would make `cdk destroy` "
+        "and lowering node_count fail. Nothing on a node's root volume is meant to outlive it; data "
+        "belongs on retained shared storage."
+    ),
+    "AwsSolutions-IAM5": (
+        "The Session Manager agent actions (ssm:UpdateInstanceInformation, ssmmessages:*Channel, "
+        "ec2messages:*) do not support resource-level permissions, so AWS documents Resource '*' for them; "
+        "the policy grants only these actions instead of the broader AmazonSSMManagedInstanceCore."
+    ),
+}
+
+
+def acknowledge(scope: IConstruct, *findings: str) -> None:
+    """Acknowledge findings on `scope` (and its children) with the reasons above.
+
+    A finding is a rule id, optionally with cdk-nag's finding suffix: ``AwsSolutions-IAM5[Resource::*]``.
+    """
+    Validations.of(scope).acknowledge(
+        *(Acknowledgment(id=f"AwsSolutions::{f}", reason=REASONS[f.split("[", 1)[0]]) for f in findings)
+    )

@@ -1,0 +1,232 @@
+"""Readable per-stack template diffs for pull requests, without AWS credentials.
+
+``python -m efa_constructs template-diff [--base REV] [--head REV]`` synthesizes the app at two git
+revisions (the head defaults to the working tree) and prints, per stack, what is added, removed,
+modified and REPLACED, with deletions and replacements of stateful resources flagged loudly.
+
+Whether a change replaces a resource comes from CloudFormation's own provider schemas
+(``createOnlyProperties``), as shipped in cfn-lint. Replacement also propagates: a resource whose
+create-only property references a resource that changes (``Fn::GetAtt`` of a modified resource, or
+``Ref`` of a replaced one) is replaced too. That is how a launch-template change replaces every
+node that launches from ``LatestVersionNumber``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Resource types whose deletion or replacement loses data or an address someone relies on.
+STATEFUL_TYPES = frozenset(
+    {
+        "AWS::EC2::Volume",
+        "AWS::EC2::EIP",
+        "AWS::EFS::FileSystem",
+        "AWS::FSx::FileSystem",
+        "AWS::S3::Bucket",
+        "AWS::Logs::LogGroup",
+        "AWS::RDS::DBInstance",
+        "AWS::RDS::DBCluster",
+        "AWS::DynamoDB::Table",
+        "AWS::EC2::KeyPair",
+        "AWS::SSM::Parameter",
+        "AWS::SecretsManager::Secret",
+    }
+)
+
+
+def create_only_properties(resource_type: str, region: str = "us-east-1") -> frozenset[str]:
+    """Top-level properties whose change replaces a resource of this type (CloudFormation schema)."""
+    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+
+    try:
+        schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema(region, resource_type).schema
+    except Exception:  # custom resources and unknown types: no schema, no known create-only props
+        return frozenset()
+    paths = schema.get("createOnlyProperties", [])
+    return frozenset(p.split("/")[2] for p in paths if p.startswith("/properties/"))
+
+
+def _references(node: Any) -> Iterator[tuple[str, str]]:
+    """(kind, logical id) of every Ref / Fn::GetAtt inside a template fragment."""
+    if isinstance(node, dict):
+        if isinstance(node.get("Ref"), str):
+            yield "Ref", node["Ref"]
+        getatt = node.get("Fn::GetAtt")
+        if isinstance(getatt, list) and getatt:
+            yield "GetAtt", str(getatt[0])
+        for value in node.values():
+            yield from _references(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _references(value)
+
+
+def _changed_paths(old: Any, new: Any, path: str = "") -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for key in sorted(set(old) | set(new)):
+            out += _changed_paths(old.get(key), new.get(key), f"{path}.{key}" if path else key)
+        return out
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [
+            p
+            for i, (a, b) in enumerate(zip(old, new, strict=True))
+            for p in _changed_paths(a, b, f"{path}[{i}]")
+        ]
+    return [] if old == new else [path]
+
+
+@dataclass
+class StackDiff:
+    """What changes in one stack between two templates."""
+
+    added: dict[str, str] = field(default_factory=dict)  # logical id -> type
+    removed: dict[str, str] = field(default_factory=dict)
+    modified: dict[str, list[str]] = field(default_factory=dict)  # logical id -> changed property paths
+    replaced: dict[str, str] = field(default_factory=dict)  # logical id -> why
+    types: dict[str, str] = field(default_factory=dict)
+    outputs_changed: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        """True when nothing changes."""
+        return not (self.added or self.removed or self.modified or self.replaced or self.outputs_changed)
+
+    @property
+    def stateful_losses(self) -> list[str]:
+        """Stateful resources that are deleted or replaced."""
+        gone = list(self.removed) + list(self.replaced)
+        return sorted(r for r in gone if self.types.get(r) in STATEFUL_TYPES)
+
+
+def diff_templates(old: Mapping[str, Any], new: Mapping[str, Any], region: str = "us-east-1") -> StackDiff:
+    """Compare two synthesized templates of the same stack."""
+    old_r: Mapping[str, Any] = old.get("Resources", {})
+    new_r: Mapping[str, Any] = new.get("Resources", {})
+    d = StackDiff(types={rid: r["Type"] for rid, r in {**old_r, **new_r}.items()})
+    d.added = {rid: new_r[rid]["Type"] for rid in sorted(set(new_r) - set(old_r))}
+    d.removed = {rid: old_r[rid]["Type"] for rid in sorted(set(old_r) - set(new_r))}
+    for rid in sorted(set(old_r) & set(new_r)):
+        before, after = old_r[rid], new_r[rid]
+        if before["Type"] != after["Type"]:
+            d.replaced[rid] = f"type changed {before['Type']} -> {after['Type']}"
+            continue
+        paths = _changed_paths(before.get("Properties", {}), after.get("Properties", {}))
+        if paths:
+            d.modified[rid] = paths
+            create_only = create_only_properties(after["Type"], region)
+            hit = sorted({p.split(".")[0].split("[")[0] for p in paths} & create_only)
+            if hit:
+                d.replaced[rid] = f"create-only {', '.join(hit)} changed"
+    changed = True
+    while changed:  # propagate through create-only references
+        changed = False
+        for rid in sorted(set(old_r) & set(new_r)):
+            if rid in d.replaced:
+                continue
+            props = new_r[rid].get("Properties", {})
+            for prop in sorted(create_only_properties(new_r[rid]["Type"], region) & set(props)):
+                for kind, target in _references(props[prop]):
+                    if target in d.replaced or (kind == "GetAtt" and target in d.modified):
+                        d.replaced[rid] = f"create-only {prop} refers to {target}, which changes"
+                        changed = True
+                        break
+                if rid in d.replaced:
+                    break
+    old_o, new_o = old.get("Outputs", {}), new.get("Outputs", {})
+    d.outputs_changed = sorted(k for k in set(old_o) | set(new_o) if old_o.get(k) != new_o.get(k))
+    return d
+
+
+def render(stack: str, d: StackDiff) -> str:
+    """Plain text for a pull-request comment."""
+    if d.empty:
+        return f"Stack {stack}: no changes"
+    lines = [f"Stack {stack}:"]
+    for rid in d.stateful_losses:
+        verb = "DELETED" if rid in d.removed else "REPLACED"
+        lines.append(f"  !!! STATEFUL {verb}: {rid} ({d.types[rid]}) - data or addresses are lost")
+    for rid, typ in d.added.items():
+        lines.append(f"  + {rid} ({typ})")
+    for rid, typ in d.removed.items():
+        lines.append(f"  - {rid} ({typ})")
+    for rid, why in sorted(d.replaced.items()):
+        lines.append(f"  ! REPLACE {rid} ({d.types[rid]}): {why}")
+    for rid, paths in d.modified.items():
+        if rid not in d.replaced:
+            lines.append(
+                f"  ~ {rid} ({d.types[rid]}): {', '.join(paths[:6])}{' ...' if len(paths) > 6 else ''}"
+            )
+    if d.outputs_changed:
+        lines.append(f"  outputs changed: {', '.join(d.outputs_changed)}")
+    return "\n".join(lines)
+
+
+def synth_revision(repo: Path, rev: str | None, context: Mapping[str, str], out: Path) -> dict[str, Any]:
+    """Synthesize `app.py` at a git revision (None: the working tree) into `out`; templates by stack."""
+    env = {
+        **os.environ,
+        "CDK_OUTDIR": str(out),
+        "CDK_CONTEXT_JSON": json.dumps(dict(context)),
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = repo
+        if rev is not None:
+            tree = Path(tmp) / "tree"
+            subprocess.run(
+                ["git", "-C", str(repo), "worktree", "add", "--detach", "--quiet", str(tree), rev], check=True
+            )
+        try:
+            subprocess.run(
+                [sys.executable, "app.py"],
+                cwd=tree,
+                env={**env, "PYTHONPATH": str(tree)},
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+        except subprocess.CalledProcessError as err:
+            raise RuntimeError(f"synth failed at {rev or 'the working tree'}:\n{err.stderr[-3000:]}") from err
+        finally:
+            if rev is not None:
+                subprocess.run(
+                    ["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], check=False
+                )
+    return {
+        p.name.removesuffix(".template.json"): json.loads(p.read_text()) for p in out.glob("*.template.json")
+    }
+
+
+def run(
+    base: str, head: str | None, context: Mapping[str, str], repo: Path | None = None
+) -> tuple[str, bool]:
+    """The whole report, and whether any stateful resource is deleted or replaced."""
+    repo = repo or Path.cwd()
+
+    def commit(rev: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        old = synth_revision(repo, base, context, Path(tmp) / "base")
+        same = head is not None and commit(head) == commit(base)  # same tree: same templates
+        new = old if same else synth_revision(repo, head, context, Path(tmp) / "head")
+    reports, loss = [f"Template diff {base} -> {head or 'working tree'}"], False
+    for stack in sorted(set(old) | set(new)):
+        d = diff_templates(old.get(stack, {}), new.get(stack, {}))
+        reports.append(render(stack, d))
+        loss = loss or bool(d.stateful_losses)
+    return "\n".join(reports), loss

@@ -1,0 +1,253 @@
+"""The bad-input matrix: each invalid configuration fails at synth, naming the value, why and the fix.
+
+Values that are unresolved tokens (CloudFormation parameters) are not rejected, and a rejected
+configuration leaves no template behind.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import CfnParameter, Token
+from aws_cdk import aws_ec2 as ec2
+
+from efa_constructs import (
+    EfaCluster,
+    EfaLaunchTemplate,
+    EfaSecurityGroup,
+    NetworkInterfaceSpec,
+    NicLayout,
+    plan_layout,
+)
+from efa_constructs.errors import EfaConfigError
+from efa_constructs.security_group import ssh_peer
+from stacks.params import ClusterParams
+
+S = NetworkInterfaceSpec
+
+
+def ctx(**context: Any) -> Callable[[Any], Any]:
+    return lambda _make: ClusterParams.from_context(context, default_instance_type="trn1.32xlarge")
+
+
+def _vpc(stack: Any) -> ec2.Vpc:
+    return ec2.Vpc(
+        stack,
+        "Vpc",
+        max_azs=1,
+        nat_gateways=0,
+        subnet_configuration=[ec2.SubnetConfiguration(name="P", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
+    )
+
+
+def cluster(**kwargs: Any) -> Callable[[Any], Any]:
+    def build(make: Any) -> Any:
+        stack = make()
+        return EfaCluster(stack, "C", vpc=_vpc(stack), **{"instance_type": "trn1.32xlarge", **kwargs})
+
+    return build
+
+
+def template(**kwargs: Any) -> Callable[[Any], Any]:
+    def build(make: Any) -> Any:
+        stack = make()
+        vpc = _vpc(stack)
+        sg = EfaSecurityGroup(stack, "Sg", vpc=vpc)
+        return EfaLaunchTemplate(
+            stack, "Lt", **{"instance_type": "trn1.32xlarge", "security_groups": [sg], **kwargs}
+        )
+
+    return build
+
+
+def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[Any], Any]:
+    return lambda _make: fn(*args, **kwargs)
+
+
+# (id, configuration, the key the message must start with, a phrase saying why)
+MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
+    # instance type
+    ("unknown type", ctx(instance_type="trn1.32xlarg"), "instance_type", "not in the EFA instance catalogue"),
+    ("type without EFA", ctx(instance_type="m5.large"), "instance_type", "does not support EFA"),
+    (
+        "type without EFA in a construct",
+        cluster(instance_type="t3.micro"),
+        "instance_type",
+        "does not support EFA",
+    ),
+    # EFA count and layout
+    ("more EFAs than cards", ctx(efa_count="9"), "efa_count", "between 1 and 8"),
+    (
+        "more EFAs than the type allows",
+        call(plan_layout, "i7ie.48xlarge", efa_count=2),
+        "efa_count",
+        "1 to 1",
+    ),
+    ("zero EFAs", cluster(efa_count=0), "efa_count", "between 1 and 8"),
+    ("unknown layout", ctx(nic_layout="fast"), "nic_layout", "not a known layout"),
+    (
+        "legacy where cards take only efa-only",
+        ctx(instance_type="p6e-gb200.36xlarge", nic_layout="legacy"),
+        "nic_layout",
+        "accepts only ['efa-only']",
+    ),
+    (
+        "efa-only as primary",
+        call(NicLayout.custom, "trn1.32xlarge", [S(0, 0, "efa-only")]),
+        "nic_layout",
+        "cannot be efa-only",
+    ),
+    (
+        "two EFAs on one card",
+        call(NicLayout.custom, "trn1.32xlarge", [S(0, 0, "efa"), S(0, 1, "efa-only")]),
+        "nic_layout",
+        "at most one EFA per network card",
+    ),
+    (
+        "DeviceIndex = card index on p5 (eksctl bug)",
+        call(NicLayout.custom, "p5.48xlarge", [S(0, 0, "interface"), S(2, 2, "efa-only")]),
+        "nic_layout",
+        "below the card's MaximumNetworkInterfaces",
+    ),
+    (
+        "card that does not exist",
+        call(NicLayout.custom, "p4d.24xlarge", [S(0, 0, "interface"), S(4, 0, "efa-only")]),
+        "nic_layout",
+        "network cards 0..3",
+    ),
+    (
+        "EFA on an ENA-only card",
+        call(NicLayout.custom, "p6-b300.48xlarge", [S(0, 0, "efa")]),
+        "nic_layout",
+        "accepts ['interface']",
+    ),
+    (
+        "misspelt interface type",
+        call(NicLayout.custom, "trn1.32xlarge", [S(0, 0, "efx")]),
+        "nic_layout",
+        "unknown interface type",
+    ),
+    (
+        "layout planned for another type",
+        template(nic_layout=plan_layout("p5.48xlarge")),
+        "nic_layout",
+        "another type",
+    ),
+    # nodes
+    ("zero nodes", ctx(node_count="0"), "node_count", "out of range"),
+    ("negative nodes", ctx(node_count="-1"), "node_count", "not a whole number"),
+    ("fractional nodes", ctx(node_count="2.5"), "node_count", "not a whole number"),
+    ("zero nodes in a construct", cluster(node_count=0), "node_count", "at least one node"),
+    ("more explicit nodes than a template holds", cluster(node_count=65), "node_count", "500-resource limit"),
+    # placement
+    (
+        "placement group given and disabled",
+        lambda make: (
+            lambda s: EfaCluster(
+                s,
+                "C",
+                vpc=_vpc(s),
+                instance_type="trn1.32xlarge",
+                use_placement_group=False,
+                placement_group=ec2.PlacementGroup(s, "Pg"),
+            )
+        )(make()),
+        "placement_group",
+        "use_placement_group=False",
+    ),
+    # network and access
+    ("malformed CIDR", ctx(ssh_cidr="10.0.0.0/33"), "ssh_cidr", "not a CIDR"),
+    ("CIDR with host bits", call(ssh_peer, "192.168.1.7/24"), "ssh_cidr", "host bits set"),
+    ("a hostname as CIDR", ctx(ssh_cidr="laptop.example.com"), "ssh_cidr", "not a CIDR"),
+    (
+        "region instead of AZ",
+        ctx(availability_zone="us-east-1"),
+        "availability_zone",
+        "not an Availability Zone",
+    ),
+    ("VPC without subnet", ctx(vpc_id="vpc-0123456789abcdef0"), "vpc_id", "needs all of"),
+    (
+        "subnet without AZ",
+        ctx(vpc_id="vpc-0123456789abcdef0", subnet_id="subnet-0123456789abcdef0"),
+        "vpc_id",
+        "availability_zone",
+    ),
+    ("malformed VPC id", ctx(vpc_id="vpc-12"), "vpc_id", "not a VPC id"),
+    ("malformed subnet id", ctx(subnet_id="subnet_1"), "subnet_id", "not a subnet id"),
+    (
+        "VPC without private subnet",
+        lambda make: (
+            lambda s: EfaCluster(
+                s,
+                "C",
+                vpc=ec2.Vpc(
+                    s,
+                    "V",
+                    max_azs=1,
+                    subnet_configuration=[
+                        ec2.SubnetConfiguration(name="Pub", subnet_type=ec2.SubnetType.PUBLIC)
+                    ],
+                ),
+                instance_type="trn1.32xlarge",
+            )
+        )(make()),
+        "subnet",
+        "no private subnet",
+    ),
+    ("unknown egress policy", ctx(internet_egress="open"), "internet_egress", "not a known egress policy"),
+    ("key pair name with a newline", ctx(key_pair="a\nb"), "key_pair", "not a valid EC2 key pair name"),
+    # template
+    ("no security group", template(security_groups=[]), "security_groups", "need a security group"),
+    ("root volume too small", ctx(root_volume_gib="4"), "root_volume_gib", "out of range"),
+    ("root volume too small in a construct", template(root_volume_gib=2), "root_volume_gib", "1-16384 GiB"),
+    # context keys
+    ("dashed context key", ctx(**{"node-count": "3"}), "context", "not a context key"),
+    ("misspelt context key", ctx(instancetype="p5.48xlarge"), "context", "not a context key"),
+]
+
+
+@pytest.mark.parametrize(("build", "key", "why"), [m[1:] for m in MATRIX], ids=[m[0] for m in MATRIX])
+def test_bad_input_fails_at_synth_with_value_reason_and_fix(
+    make_stack: Any, build: Any, key: str, why: str
+) -> None:
+    with pytest.raises(EfaConfigError) as err:
+        build(make_stack)
+    message = str(err.value)
+    assert message.startswith(f"{key}="), message
+    assert why in message, message
+    assert "Fix: " in message and len(err.value.fix) > 10
+
+
+def test_matrix_size() -> None:
+    assert len(MATRIX) >= 30
+
+
+def test_unresolved_tokens_are_not_rejected(make_stack: Any) -> None:
+    stack = make_stack()
+    size = CfnParameter(stack, "RootGiB", type="Number", default=300).value_as_number
+    cidr = CfnParameter(stack, "SshCidr", default="10.0.0.0/8").value_as_string
+    assert Token.is_unresolved(size) and Token.is_unresolved(cidr)
+    vpc = _vpc(stack)
+    EfaCluster(
+        stack, "C", vpc=vpc, instance_type="p4d.24xlarge", root_volume_gib=size, ssh_peers=[ssh_peer(cidr)]
+    )
+
+
+def test_a_rejected_configuration_leaves_no_template(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parent.parent
+    env = {
+        **os.environ,
+        "CDK_OUTDIR": str(tmp_path / "out"),
+        "CDK_CONTEXT_JSON": '{"node_count": "0"}',
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+    }
+    run = subprocess.run([sys.executable, "app.py"], cwd=root, env=env, capture_output=True, text=True)
+    assert run.returncode != 0
+    assert "node_count='0': out of range" in run.stderr
+    assert not list(tmp_path.glob("out/*.template.json"))

@@ -1,0 +1,70 @@
+"""The pull-request template diff: replacements, propagation and stateful losses are flagged."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from efa_constructs.template_diff import diff_templates, render
+from tests.conftest import background_result
+
+
+def test_no_change(templates: dict[str, Any]) -> None:
+    t = templates["Trn1EfaCluster"]
+    d = diff_templates(t, copy.deepcopy(t))
+    assert d.empty
+    assert render("Trn1EfaCluster", d) == "Stack Trn1EfaCluster: no changes"
+
+
+def test_launch_template_change_replaces_every_node(templates: dict[str, Any]) -> None:
+    old = templates["Trn1EfaCluster"]
+    new = copy.deepcopy(old)
+    (lt,) = [k for k, v in new["Resources"].items() if v["Type"] == "AWS::EC2::LaunchTemplate"]
+    new["Resources"][lt]["Properties"]["LaunchTemplateData"]["InstanceType"] = "trn1n.32xlarge"
+    d = diff_templates(old, new)
+    assert lt in d.modified and lt not in d.replaced  # a new version, same template
+    nodes = sorted(k for k, v in old["Resources"].items() if v["Type"] == "AWS::EC2::Instance")
+    assert sorted(r for r in d.replaced if r in nodes) == nodes
+    assert "LaunchTemplate refers to" in d.replaced[nodes[0]]
+    assert "! REPLACE ClusterNode0" in render("Trn1EfaCluster", d)
+
+
+def test_security_group_description_change_is_a_replacement(templates: dict[str, Any]) -> None:
+    old = templates["P4dEfaCluster"]
+    new = copy.deepcopy(old)
+    (sg,) = [k for k, v in new["Resources"].items() if v["Type"] == "AWS::EC2::SecurityGroup"]
+    new["Resources"][sg]["Properties"]["GroupDescription"] = "renamed"
+    d = diff_templates(old, new)
+    assert d.replaced[sg] == "create-only GroupDescription changed"
+
+
+def test_stateful_deletion_is_loud(templates: dict[str, Any]) -> None:
+    new = copy.deepcopy(templates["P5EfaCluster"])
+    old = copy.deepcopy(new)
+    old["Resources"]["Scratch"] = {"Type": "AWS::EFS::FileSystem", "Properties": {}}
+    d = diff_templates(old, new)
+    assert d.stateful_losses == ["Scratch"]
+    assert "!!! STATEFUL DELETED: Scratch (AWS::EFS::FileSystem)" in render("P5EfaCluster", d)
+
+
+def test_renamed_logical_id_shows_as_delete_and_add(templates: dict[str, Any]) -> None:
+    old = templates["Dl1EfaCluster"]
+    new = copy.deepcopy(old)
+    (node,) = [k for k in new["Resources"] if k.startswith("ClusterNode1")]
+    new["Resources"]["Renamed"] = new["Resources"].pop(node)
+    d = diff_templates(old, new)
+    assert d.removed == {node: "AWS::EC2::Instance"}
+    assert d.added == {"Renamed": "AWS::EC2::Instance"}
+
+
+def test_command_synthesizes_two_revisions(request: pytest.FixtureRequest) -> None:
+    """End to end through a git worktree: a revision against itself shows no change in any stack.
+
+    Runs in the background from collection time (see conftest.BACKGROUND_COMMANDS).
+    """
+    run, _ = background_result(request.node.nodeid)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[0] == "Template diff HEAD -> HEAD~0"
+    assert run.stdout.count(": no changes") == 6
