@@ -6,6 +6,9 @@ Every message names the value received, why it is wrong and how to fix it, so th
 
 from __future__ import annotations
 
+import enum
+from typing import TypeVar
+
 
 class EfaConfigError(ValueError):
     """An EFA cluster was configured with a value that cannot work.
@@ -19,3 +22,18 @@ class EfaConfigError(ValueError):
         self.why = why
         self.fix = fix
         super().__init__(f"{what}={value!r}: {why}. Fix: {fix}")
+
+
+E = TypeVar("E", bound=enum.Enum)
+
+
+def parse_choice(choices: type[E], value: str | E, *, what: str, why: str) -> E:
+    """A member of `choices` from itself or its string value; otherwise an error listing the choices."""
+    if isinstance(value, choices):
+        return value
+    try:
+        return choices(value)
+    except ValueError:
+        raise EfaConfigError(
+            what, value=value, why=why, fix=f"use one of {', '.join(str(m.value) for m in choices)}"
+        ) from None

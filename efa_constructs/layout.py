@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from .catalogue import EFA, EFA_ONLY, INTERFACE, INTERFACE_TYPES, InstanceType, NetworkCard
 from .catalogue import instance_type as lookup
-from .errors import EfaConfigError
+from .errors import EfaConfigError, parse_choice
 
 
 class LayoutMode(enum.Enum):
@@ -37,17 +37,7 @@ class LayoutMode(enum.Enum):
     @classmethod
     def parse(cls, value: str | LayoutMode) -> LayoutMode:
         """Accept a mode or its string value; reject anything else with the valid choices."""
-        if isinstance(value, LayoutMode):
-            return value
-        try:
-            return cls(value)
-        except ValueError:
-            raise EfaConfigError(
-                "nic_layout",
-                value=value,
-                why="not a known layout",
-                fix=f"use one of {', '.join(m.value for m in cls)}",
-            ) from None
+        return parse_choice(cls, value, what="nic_layout", why="not a known layout")
 
 
 @dataclass(frozen=True, order=True)

@@ -10,7 +10,7 @@ from aws_cdk import Annotations, Token
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from .errors import EfaConfigError
+from .errors import EfaConfigError, parse_choice
 
 
 class InternetEgress(enum.Enum):
@@ -26,17 +26,7 @@ class InternetEgress(enum.Enum):
     @classmethod
     def parse(cls, value: str | InternetEgress) -> InternetEgress:
         """Accept an enum member or its string value; reject anything else with the choices."""
-        if isinstance(value, InternetEgress):
-            return value
-        try:
-            return cls(value)
-        except ValueError:
-            raise EfaConfigError(
-                "internet_egress",
-                value=value,
-                why="not a known egress policy",
-                fix=f"use one of {', '.join(m.value for m in cls)}",
-            ) from None
+        return parse_choice(cls, value, what="internet_egress", why="not a known egress policy")
 
 
 def ssh_peer(source: str) -> ec2.IPeer:

@@ -33,6 +33,19 @@ def new_app(extra_context: dict[str, Any] | None = None) -> Any:
     )
 
 
+def isolated_vpc(stack: Any) -> Any:
+    """A one-AZ VPC with one isolated subnet: the cheapest VPC the constructs accept."""
+    from aws_cdk import aws_ec2 as ec2
+
+    return ec2.Vpc(
+        stack,
+        "Vpc",
+        max_azs=1,
+        nat_gateways=0,
+        subnet_configuration=[ec2.SubnetConfiguration(name="P", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
+    )
+
+
 @pytest.fixture(scope="session")
 def ready_app() -> Any:
     """The project's app.py, built once with default context."""

@@ -28,6 +28,7 @@ from efa_constructs import (
 from efa_constructs.errors import EfaConfigError
 from efa_constructs.security_group import ssh_peer
 from stacks.params import ClusterParams
+from tests.conftest import isolated_vpc
 
 S = NetworkInterfaceSpec
 
@@ -36,20 +37,10 @@ def ctx(**context: Any) -> Callable[[Any], Any]:
     return lambda _make: ClusterParams.from_context(context, default_instance_type="trn1.32xlarge")
 
 
-def _vpc(stack: Any) -> ec2.Vpc:
-    return ec2.Vpc(
-        stack,
-        "Vpc",
-        max_azs=1,
-        nat_gateways=0,
-        subnet_configuration=[ec2.SubnetConfiguration(name="P", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
-    )
-
-
 def cluster(**kwargs: Any) -> Callable[[Any], Any]:
     def build(make: Any) -> Any:
         stack = make()
-        return EfaCluster(stack, "C", vpc=_vpc(stack), **{"instance_type": "trn1.32xlarge", **kwargs})
+        return EfaCluster(stack, "C", vpc=isolated_vpc(stack), **{"instance_type": "trn1.32xlarge", **kwargs})
 
     return build
 
@@ -57,7 +48,7 @@ def cluster(**kwargs: Any) -> Callable[[Any], Any]:
 def template(**kwargs: Any) -> Callable[[Any], Any]:
     def build(make: Any) -> Any:
         stack = make()
-        vpc = _vpc(stack)
+        vpc = isolated_vpc(stack)
         sg = EfaSecurityGroup(stack, "Sg", vpc=vpc)
         return EfaLaunchTemplate(
             stack, "Lt", **{"instance_type": "trn1.32xlarge", "security_groups": [sg], **kwargs}
@@ -152,7 +143,7 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
             lambda s: EfaCluster(
                 s,
                 "C",
-                vpc=_vpc(s),
+                vpc=isolated_vpc(s),
                 instance_type="trn1.32xlarge",
                 use_placement_group=False,
                 placement_group=ec2.PlacementGroup(s, "Pg"),
@@ -233,7 +224,7 @@ def test_unresolved_tokens_are_not_rejected(make_stack: Any) -> None:
     size = CfnParameter(stack, "RootGiB", type="Number", default=300).value_as_number
     cidr = CfnParameter(stack, "SshCidr", default="10.0.0.0/8").value_as_string
     assert Token.is_unresolved(size) and Token.is_unresolved(cidr)
-    vpc = _vpc(stack)
+    vpc = isolated_vpc(stack)
     EfaCluster(
         stack, "C", vpc=vpc, instance_type="p4d.24xlarge", root_volume_gib=size, ssh_peers=[ssh_peer(cidr)]
     )

@@ -6,28 +6,18 @@ from typing import Any
 
 import pytest
 from aws_cdk import assertions
-from aws_cdk import aws_ec2 as ec2
 
 from efa_constructs import EfaCluster, EfaLaunchTemplate, EfaSecurityGroup, InternetEgress, plan_layout
 from efa_constructs.errors import EfaConfigError
 from efa_constructs.security_group import ssh_peer
+from tests.conftest import isolated_vpc
 
 Match = assertions.Match
 
 
-def _vpc(stack: Any) -> ec2.Vpc:
-    return ec2.Vpc(
-        stack,
-        "Vpc",
-        max_azs=1,
-        nat_gateways=0,
-        subnet_configuration=[ec2.SubnetConfiguration(name="P", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
-    )
-
-
 def _sg_template(make_stack: Any, **kwargs: Any) -> assertions.Template:
     stack = make_stack()
-    EfaSecurityGroup(stack, "Sg", vpc=_vpc(stack), **kwargs)
+    EfaSecurityGroup(stack, "Sg", vpc=isolated_vpc(stack), **kwargs)
     return assertions.Template.from_stack(stack)
 
 
@@ -98,7 +88,7 @@ def test_malformed_ssh_cidr(bad: str) -> None:
 
 def _lt(make_stack: Any, **kwargs: Any) -> tuple[EfaLaunchTemplate, assertions.Template]:
     stack = make_stack()
-    vpc = _vpc(stack)
+    vpc = isolated_vpc(stack)
     sg = EfaSecurityGroup(stack, "Sg", vpc=vpc)
     lt = EfaLaunchTemplate(stack, "Lt", security_groups=[sg], subnet=vpc.isolated_subnets[0], **kwargs)
     return lt, assertions.Template.from_stack(stack)
@@ -191,7 +181,7 @@ def test_root_volume_size(make_stack: Any, bad: int) -> None:
 
 def test_cluster_wires_placement_group_and_nodes(make_stack: Any) -> None:
     stack = make_stack()
-    vpc = _vpc(stack)
+    vpc = isolated_vpc(stack)
     cluster = EfaCluster(stack, "C", vpc=vpc, instance_type="trn1.32xlarge", node_count=3)
     t = assertions.Template.from_stack(stack)
     t.resource_count_is("AWS::EC2::Instance", 3)
@@ -208,4 +198,4 @@ def test_cluster_wires_placement_group_and_nodes(make_stack: Any) -> None:
 def test_cluster_node_count(make_stack: Any, bad: Any) -> None:
     stack = make_stack()
     with pytest.raises(EfaConfigError, match="node_count"):
-        EfaCluster(stack, "C", vpc=_vpc(stack), instance_type="trn1.32xlarge", node_count=bad)
+        EfaCluster(stack, "C", vpc=isolated_vpc(stack), instance_type="trn1.32xlarge", node_count=bad)
