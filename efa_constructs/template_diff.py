@@ -20,6 +20,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ STATEFUL_TYPES = frozenset(
 )
 
 
+@cache
 def create_only_properties(resource_type: str, region: str = "us-east-1") -> frozenset[str]:
     """Top-level properties whose change replaces a resource of this type (CloudFormation schema)."""
     from cfnlint.schema import PROVIDER_SCHEMA_MANAGER

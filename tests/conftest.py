@@ -96,19 +96,18 @@ BACKGROUND_COMMANDS: dict[str, list[str]] = {
 }
 
 
+def _start_background(nodeid: str) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="efa-cdk-e2e-"))
+    command = [c.format(tmp=tmp) for c in BACKGROUND_COMMANDS[nodeid]]
+    proc = subprocess.Popen(command, cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    BACKGROUND[nodeid] = (proc, tmp)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     selected = {item.nodeid for item in session.items}
-    for nodeid, command in BACKGROUND_COMMANDS.items():
+    for nodeid in BACKGROUND_COMMANDS:
         if nodeid in selected:
-            tmp = Path(tempfile.mkdtemp(prefix="efa-cdk-e2e-"))
-            proc = subprocess.Popen(
-                [c.format(tmp=tmp) for c in command],
-                cwd=ROOT,
-                text=True,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-            )
-            BACKGROUND[nodeid] = (proc, tmp)
+            _start_background(nodeid)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -120,12 +119,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def background_result(nodeid: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     """Wait for the background run this test owns (starting it now if it was not started)."""
     if nodeid not in BACKGROUND:
-        tmp = Path(tempfile.mkdtemp(prefix="efa-cdk-e2e-"))
-        command = [c.format(tmp=tmp) for c in BACKGROUND_COMMANDS[nodeid]]
-        BACKGROUND[nodeid] = (
-            subprocess.Popen(command, cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE),
-            tmp,
-        )
+        _start_background(nodeid)
     proc, tmp = BACKGROUND[nodeid]
     out, err = proc.communicate(timeout=600)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), tmp
