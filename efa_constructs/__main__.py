@@ -55,6 +55,14 @@ def _refresh(args: argparse.Namespace) -> int:
 def _template_diff(args: argparse.Namespace) -> int:
     from .template_diff import run
 
+    bad = [kv for kv in args.context if "=" not in kv]
+    if bad:
+        raise EfaConfigError(
+            "context",
+            value=bad[0],
+            why="not of the form KEY=VALUE",
+            fix="pass -c key=value, e.g. -c node_count=4",
+        )
     context = dict(kv.split("=", 1) for kv in args.context)
     report, stateful_loss = run(args.base, args.head, context)
     print(report)

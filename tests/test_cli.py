@@ -33,3 +33,8 @@ def test_offline_refresh_writes_the_shipped_catalogue(
     out = tmp_path / "cat.json"
     assert main(["catalogue", "refresh", "--output", str(out)]) == 0
     assert out.read_text() == (generate.HERE / "instance_types.json").read_text()
+
+
+def test_template_diff_rejects_context_without_a_value(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["template-diff", "-c", "node_count"]) == 2
+    assert "context='node_count': not of the form KEY=VALUE" in capsys.readouterr().err
