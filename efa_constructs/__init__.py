@@ -21,29 +21,35 @@ _LAZY = {
     "EfaLaunchTemplate": ".launch_template",
     "EfaMachineImage": ".machine_image",
     "EfaCluster": ".cluster",
+    "PublicIp": ".cluster",
     "EfaNetwork": ".network",
 }
 
 __all__ = [
+    "Benchmark",
     "EfaCluster",
     "EfaConfigError",
+    "EfaInstaller",
     "EfaLaunchTemplate",
     "EfaMachineImage",
     "EfaNetwork",
     "EfaSecurityGroup",
+    "EfaUserData",
     "InternetEgress",
     "LayoutMode",
     "NetworkInterfaceSpec",
     "NicLayout",
+    "PublicIp",
     "instance_type",
     "plan_layout",
 ]
 
 from .catalogue import instance_type  # noqa: E402
 from .layout import LayoutMode, NetworkInterfaceSpec, NicLayout, plan_layout  # noqa: E402
+from .node_software import Benchmark, EfaInstaller, EfaUserData  # noqa: E402
 
 if TYPE_CHECKING:
-    from .cluster import EfaCluster
+    from .cluster import EfaCluster, PublicIp
     from .launch_template import EfaLaunchTemplate
     from .machine_image import EfaMachineImage
     from .network import EfaNetwork

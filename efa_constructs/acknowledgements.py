@@ -20,7 +20,14 @@ REASONS: dict[str, str] = {
     "AwsSolutions-IAM5": (
         "The Session Manager agent actions (ssm:UpdateInstanceInformation, ssmmessages:*Channel, "
         "ec2messages:*) do not support resource-level permissions, so AWS documents Resource '*' for them; "
-        "the policy grants only these actions instead of the broader AmazonSSMManagedInstanceCore."
+        "the policy grants only these actions instead of the broader AmazonSSMManagedInstanceCore. "
+        "The node software's ec2:DescribeInstances (finding the cluster's nodes for the MPI hostfile) "
+        "is a read-only List/Describe action that supports no resource-level permissions either."
+    ),
+    "CloudFormation-Validate::F6101": (
+        "An output of AWS::CloudFormation::WaitCondition's Data attribute is the pattern the CloudFormation "
+        "user guide documents (Using wait conditions: WaitConditionData output); the registry schema types "
+        "the attribute as an object, but the service returns the signals' data as a JSON string."
     ),
 }
 
@@ -28,8 +35,12 @@ REASONS: dict[str, str] = {
 def acknowledge(scope: IConstruct, *findings: str) -> None:
     """Acknowledge findings on `scope` (and its children) with the reasons above.
 
-    A finding is a rule id, optionally with cdk-nag's finding suffix: ``AwsSolutions-IAM5[Resource::*]``.
+    A finding is a cdk-nag rule id, optionally with its finding suffix (``AwsSolutions-IAM5[Resource::*]``),
+    or another validation plugin's full id (``CloudFormation-Validate::F6101``).
     """
     Validations.of(scope).acknowledge(
-        *(Acknowledgment(id=f"AwsSolutions::{f}", reason=REASONS[f.split("[", 1)[0]]) for f in findings)
+        *(
+            Acknowledgment(id=f if "::" in f else f"AwsSolutions::{f}", reason=REASONS[f.split("[", 1)[0]])
+            for f in findings
+        )
     )

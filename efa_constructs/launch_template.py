@@ -172,6 +172,7 @@ class EfaLaunchTemplate(Construct):
             require_imdsv2=True,
             detailed_monitoring=True,
             http_put_response_hop_limit=2,  # containers on the node reach IMDS through one more hop
+            instance_metadata_tags=True,  # the node software reads its node index and logical id
             placement_group=placement_group,
             block_devices=[
                 ec2.BlockDevice(

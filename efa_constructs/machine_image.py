@@ -40,6 +40,11 @@ class EfaMachineImage:
     efa_preinstalled: bool
     description: str
 
+    @property
+    def login_user(self) -> str:
+        """The image's default login user (gets the cluster SSH key and the MPI hostfile)."""
+        return "ubuntu" if self.os_family is OsFamily.UBUNTU else "ec2-user"
+
     @staticmethod
     def from_ssm_parameter(
         parameter_name: str, *, root_device_name: str, os_family: OsFamily, efa_preinstalled: bool

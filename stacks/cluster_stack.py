@@ -10,6 +10,8 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from efa_constructs import EfaCluster, EfaNetwork
+from efa_constructs.cluster import PublicIp
+from efa_constructs.node_software import EfaUserData
 from efa_constructs.security_group import ssh_peer
 
 from .params import ClusterParams
@@ -56,10 +58,21 @@ class EfaClusterStack(Stack):
             subnet = ec2.Subnet.from_subnet_attributes(
                 self, "Subnet", subnet_id=params.subnet_id, availability_zone=params.availability_zone
             )
+            public_subnet = (
+                ec2.Subnet.from_subnet_attributes(
+                    self,
+                    "PublicSubnet",
+                    subnet_id=params.public_subnet_id,
+                    availability_zone=params.availability_zone,
+                )
+                if params.public_subnet_id
+                else None
+            )
             self.network: EfaNetwork | None = None
         else:
             self.network = EfaNetwork(self, "Network", availability_zone=params.availability_zone)
             vpc, subnet = self.network.vpc, self.network.private_subnet
+            public_subnet = self.network.public_subnet
         key_pair = (
             ec2.KeyPair.from_key_pair_name(self, "KeyPair", params.key_pair) if params.key_pair else None
         )
@@ -76,6 +89,9 @@ class EfaClusterStack(Stack):
             ssh_peers=[ssh_peer(c) for c in params.ssh_cidrs],
             internet_egress=params.internet_egress,
             root_volume_gib=params.root_volume_gib,
+            public_ip=params.public_ip,
+            public_subnet=public_subnet if params.public_ip is not PublicIp.NONE else None,
+            node_software=EfaUserData(benchmarks=params.benchmarks),
         )
         layout = self.cluster.layout
         CfnOutput(
@@ -99,3 +115,11 @@ class EfaClusterStack(Stack):
             ),
         )
         CfnOutput(self, "SecurityGroupId", value=self.cluster.security_group.security_group_id)
+        if params.public_ip is not PublicIp.NONE:
+            CfnOutput(
+                self,
+                "NodePublicIps",
+                value=Fn.join(",", [ip or "-" for ip in self.cluster.public_ips]),
+                description="Elastic IP of each node, in node order ('-': none); SSH needs -c ssh_cidr=...",
+            )
+        self.cluster.benchmark_output(self)

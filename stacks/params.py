@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from efa_constructs.catalogue import instance_type as lookup
+from efa_constructs.cluster import PublicIp
 from efa_constructs.errors import EfaConfigError
 from efa_constructs.layout import LayoutMode, plan_layout
+from efa_constructs.node_software import Benchmark, check_benchmarks
 from efa_constructs.security_group import InternetEgress, ssh_peer
 
 #: Every context key a ready stack reads, with its meaning (README's table is built from this).
@@ -30,6 +32,9 @@ CONTEXT_KEYS: dict[str, str] = {
     "vpc_id": "use this existing VPC instead of creating one (needs subnet_id and availability_zone)",
     "subnet_id": "existing subnet for the nodes (with vpc_id)",
     "root_volume_gib": "encrypted gp3 root volume size in GiB (default: 200)",
+    "public_ip": "none | leader | all: Elastic IP on card 0 / device 0 of those nodes (default: none)",
+    "public_subnet_id": "existing public subnet for the Elastic IP interfaces (with vpc_id and public_ip)",
+    "benchmarks": "auto | none | comma-separated nccl-tests, nccom-test, fi_pingpong (default: auto)",
 }
 
 _AZ = re.compile(r"^(?P<region>[a-z]{2}(-gov)?-[a-z]+-\d+)[a-z]$")
@@ -66,6 +71,9 @@ class ClusterParams:
     vpc_id: str | None = None
     subnet_id: str | None = None
     root_volume_gib: int = 200
+    public_ip: PublicIp = PublicIp.NONE
+    public_subnet_id: str | None = None
+    benchmarks: tuple[Benchmark, ...] | None = None
 
     @property
     def region(self) -> str | None:
@@ -125,6 +133,26 @@ class ClusterParams:
                 fix="pass -c vpc_id=... -c subnet_id=... -c availability_zone=<the subnet's AZ>, "
                 "or none of them",
             )
+        public_ip = PublicIp.parse(get("public_ip", PublicIp.NONE.value))
+        public_subnet_id = get("public_subnet_id")
+        if public_subnet_id is not None and not _SUBNET.match(str(public_subnet_id)):
+            raise EfaConfigError(
+                "public_subnet_id",
+                value=public_subnet_id,
+                why="not a subnet id",
+                fix="pass subnet-<8 or 17 hex digits>",
+            )
+        if vpc_id is not None and public_ip is not PublicIp.NONE and public_subnet_id is None:
+            raise EfaConfigError(
+                "public_subnet_id",
+                value=None,
+                why=f"public_ip={public_ip.value} in an existing VPC needs its public subnet "
+                "(no lookups at synth)",
+                fix="pass -c public_subnet_id=subnet-... (a subnet routed to an internet gateway, same AZ)",
+            )
+        benchmarks = Benchmark.parse_list(str(get("benchmarks", "auto")))
+        if benchmarks:
+            check_benchmarks(lookup(itype), benchmarks)
         for name in ctx:
             close = difflib.get_close_matches(name.replace("-", "_").lower(), CONTEXT_KEYS, n=1, cutoff=0.75)
             if name not in CONTEXT_KEYS and close:
@@ -146,4 +174,7 @@ class ClusterParams:
             vpc_id=None if vpc_id is None else str(vpc_id),
             subnet_id=None if subnet_id is None else str(subnet_id),
             root_volume_gib=_int("root_volume_gib", get("root_volume_gib", 200), 8, 16384),
+            public_ip=public_ip,
+            public_subnet_id=None if public_subnet_id is None else str(public_subnet_id),
+            benchmarks=benchmarks,
         )

@@ -19,8 +19,10 @@ from aws_cdk import aws_ec2 as ec2
 
 from efa_constructs import (
     EfaCluster,
+    EfaInstaller,
     EfaLaunchTemplate,
     EfaSecurityGroup,
+    EfaUserData,
     NetworkInterfaceSpec,
     NicLayout,
     plan_layout,
@@ -197,6 +199,57 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ("no security group", template(security_groups=[]), "security_groups", "need a security group"),
     ("root volume too small", ctx(root_volume_gib="4"), "root_volume_gib", "out of range"),
     ("root volume too small in a construct", template(root_volume_gib=2), "root_volume_gib", "1-16384 GiB"),
+    # access
+    ("unknown public IP choice", ctx(public_ip="yes"), "public_ip", "not a public IP choice"),
+    (
+        "Elastic IP on an EFA primary interface",
+        cluster(public_ip="leader", nic_layout="legacy"),
+        "public_ip",
+        "puts an EFA on card 0",
+    ),
+    ("Elastic IP without a public subnet", cluster(public_ip="all"), "public_subnet", "the VPC has none"),
+    (
+        "Elastic IP in an existing VPC without its public subnet",
+        ctx(
+            vpc_id="vpc-0123456789abcdef0",
+            subnet_id="subnet-0123456789abcdef0",
+            availability_zone="us-west-2d",
+            public_ip="leader",
+        ),
+        "public_subnet_id",
+        "needs its public subnet",
+    ),
+    # node software
+    ("unknown benchmark", ctx(benchmarks="iperf"), "benchmarks", "not a benchmark"),
+    ("nccl-tests on Trainium", ctx(benchmarks="nccl-tests"), "benchmarks", "has no NVIDIA GPUs"),
+    (
+        "nccom-test on NVIDIA",
+        ctx(instance_type="p5.48xlarge", benchmarks="fi_pingpong,nccom-test"),
+        "benchmarks",
+        "has no Trainium devices",
+    ),
+    (
+        "user data and node software together",
+        cluster(user_data=ec2.UserData.for_linux()),
+        "user_data",
+        "replaces the node software",
+    ),
+    ("node software without egress", cluster(internet_egress="none"), "internet_egress", "calls AWS APIs"),
+    (
+        "installer version without its checksum",
+        call(EfaInstaller, version="1.42.0"),
+        "sha256",
+        "not 1.42.0",
+    ),
+    ("installer version 'latest'", call(EfaInstaller, version="latest"), "version", "not a pinned"),
+    (
+        "user step named like a library step",
+        call(lambda: EfaUserData().add_step("signal", "true")),
+        "name",
+        "not a library step",
+    ),
+    ("empty user step", call(lambda: EfaUserData().add_commands("x", " ")), "script", "the step is empty"),
+    ("wait shorter than a minute", call(EfaUserData, wait_seconds=5), "wait_seconds", "out of range"),
     # context keys
     ("dashed context key", ctx(**{"node-count": "3"}), "context", "not a context key"),
     ("misspelt context key", ctx(instancetype="p5.48xlarge"), "context", "not a context key"),

@@ -4,13 +4,16 @@ What this proves: the template instantiates (every reference resolves, every res
 is created), the launch template stores exactly the synthesized interfaces, and the nodes launch.
 What it does NOT prove (moto's gaps, see README): EFA behaviour, placement, egress rules, IAM.
 
-moto needs four rewrites of a COPY of the template, each named here:
+moto needs these rewrites of a COPY of the template, each named here:
 1. SSM-parameter defaults under /aws/... are reserved in moto: point them at test-owned parameters.
 2. CDK's restrict-default-security-group custom resource runs a Lambda from the bootstrap bucket:
    moto cannot invoke it, so that CDK-owned resource set is dropped.
-3. moto models no placement groups at all (neither the resource nor the API): the group is dropped
-   and references to it become a stand-in name, which moto's launch templates store unchecked.
+3. moto models no placement groups, key pairs or wait conditions in CloudFormation (UNMODELLED):
+   they are dropped, references to them become stand-in strings (which moto stores unchecked), and
+   outputs of their attributes are dropped. moto also ignores CreationPolicy: nodes are "created"
+   without their signals.
 4. moto ignores LaunchTemplate on AWS::EC2::Instance and needs an ImageId on the instance.
+5. AWS::SSM::Parameter's Tags are a map in CloudFormation; moto reads a Key/Value list.
 """
 
 from __future__ import annotations
@@ -27,6 +30,14 @@ from moto import mock_aws
 from stacks.cluster_stack import READY_CLUSTERS
 
 pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse")
+
+
+UNMODELLED = (
+    "AWS::EC2::PlacementGroup",
+    "AWS::EC2::KeyPair",
+    "AWS::CloudFormation::WaitCondition",
+    "AWS::CloudFormation::WaitConditionHandle",
+)
 
 
 def _replace(node: Any, ref_id: str, value: str) -> Any:
@@ -56,12 +67,17 @@ def moto_compatible(template: dict[str, Any], ec2: Any, ssm: Any) -> dict[str, A
         or r.startswith("CustomVpcRestrictDefaultSGCustomResourceProvider")
     ]:
         del t["Resources"][rid]
-    for rid in [r for r, v in t["Resources"].items() if v["Type"] == "AWS::EC2::PlacementGroup"]:  # (3)
+    for rid in [r for r, v in t["Resources"].items() if v["Type"] in UNMODELLED]:  # (3)
         del t["Resources"][rid]
         t = _replace(t, rid, f"stand-in-{rid}")
-    for resource in t["Resources"].values():  # (4)
+        t["Outputs"] = {k: v for k, v in t.get("Outputs", {}).items() if v["Value"] != f"stand-in-{rid}"}
+    for resource in t["Resources"].values():  # (4), (5)
         if resource["Type"] == "AWS::EC2::Instance":
             resource["Properties"]["ImageId"] = ami
+        if resource["Type"] == "AWS::SSM::Parameter" and isinstance(resource["Properties"].get("Tags"), dict):
+            resource["Properties"]["Tags"] = [
+                {"Key": k, "Value": v} for k, v in resource["Properties"]["Tags"].items()
+            ]
     return t
 
 

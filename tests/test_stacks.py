@@ -11,6 +11,7 @@ from aws_cdk import assertions
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from efa_constructs import plan_layout
+from efa_constructs.template_diff import diff_templates
 from stacks.cluster_stack import READY_CLUSTERS, EfaClusterStack
 from stacks.params import ClusterParams
 from tests.conftest import new_app
@@ -21,6 +22,12 @@ LINT_IGNORED = [
         "W3005",
         "CustomVpcRestrictDefaultSGCustomResourceProvider",
         "CDK's restrict-default-SG provider has a redundant DependsOn next to a GetAtt; harmless",
+    ),
+    (
+        "E6101",
+        "BenchmarkResults",
+        "the CloudFormation user guide's documented output of a wait condition's Data; the registry "
+        "schema types that attribute as an object (see acknowledgements.REASONS)",
     ),
 ]
 
@@ -117,7 +124,19 @@ def test_growing_the_cluster_adds_a_node_and_changes_nothing_else(
     added = set(three["Resources"]) - set(two["Resources"])
     assert [three["Resources"][r]["Type"] for r in added] == ["AWS::EC2::Instance"]
     assert set(two["Resources"]) <= set(three["Resources"])
-    for rid, resource in two["Resources"].items():  # identical: no update, no replacement
+    d = diff_templates(two, three)
+    assert d.replaced == {} and d.removed == {}
+    # Only the node-count parameter's value changes (an in-place update the nodes read at boot).
+    (count_id,) = [r for r, v in three["Resources"].items() if v["Type"] == "AWS::SSM::Parameter"]
+    assert d.modified == {count_id: ["Value"]}
+    assert three["Resources"][count_id]["Properties"]["Value"] == "3"
+    for rid, resource in two["Resources"].items():
+        if rid == count_id:
+            continue
+        if resource["Type"] == "AWS::CloudFormation::WaitCondition":  # waits for the new node too
+            assert set(three["Resources"][rid]["DependsOn"]) - set(resource["DependsOn"]) == added
+            assert {**three["Resources"][rid], "DependsOn": None} == {**resource, "DependsOn": None}
+            continue
         assert three["Resources"][rid] == resource, rid
 
 
@@ -150,3 +169,40 @@ def test_key_pair_and_ssh_cidr() -> None:
     (sg,) = by_type(t, "AWS::EC2::SecurityGroup")
     assert [r["CidrIp"] for r in sg["Properties"]["SecurityGroupIngress"]] == ["198.51.100.0/24"]
     assert lint(t) == []
+
+
+BENCHMARKS = {
+    "Trn1EfaCluster": "nccom-test fi_pingpong",
+    "Trn1nEfaCluster": "nccom-test fi_pingpong",
+    "P4dEfaCluster": "nccl-tests fi_pingpong",
+    "P5EfaCluster": "nccl-tests fi_pingpong",
+    "P3dnEfaCluster": "nccl-tests fi_pingpong",
+    "Dl1EfaCluster": "fi_pingpong",
+}
+
+
+@pytest.mark.parametrize("name", list(READY_CLUSTERS))
+def test_ready_stack_verifies_every_node_and_reports_benchmarks(templates: dict[str, Any], name: str) -> None:
+    t = templates[name]
+    for node in by_type(t, "AWS::EC2::Instance"):
+        assert node["CreationPolicy"]["ResourceSignal"]["Count"] == 1
+    assert t["Outputs"]["BenchmarkResults"]["Value"]["Fn::GetAtt"][1] == "Data"
+    (lt,) = by_type(t, "AWS::EC2::LaunchTemplate")
+    user_data = json.dumps(lt["Properties"]["LaunchTemplateData"]["UserData"])
+    assert f"EFA_CDK_BENCHMARKS='{BENCHMARKS[name]}'" in user_data
+    rdma = name != "P3dnEfaCluster" and name != "Dl1EfaCluster"
+    assert f"EFA_CDK_RDMA_READ='{int(rdma)}'" in user_data
+
+
+def test_public_ip_for_the_leader_only() -> None:
+    t = _synth(public_ip="leader", node_count="3")
+    value = t["Outputs"]["NodePublicIps"]["Value"]["Fn::Join"]
+    assert value[1][1:] == ["-,-"] and value[1][0]["Fn::GetAtt"][1] == "PublicIp"  # CDK folds the literals
+    assert len(by_type(t, "AWS::EC2::EIPAssociation")) == 1
+    assert lint(t) == []
+
+
+def test_benchmarks_can_be_switched_off() -> None:
+    t = _synth(benchmarks="none")
+    assert not by_type(t, "AWS::CloudFormation::WaitCondition") and "BenchmarkResults" not in t["Outputs"]
+    assert all("CreationPolicy" in n for n in by_type(t, "AWS::EC2::Instance"))  # still verified

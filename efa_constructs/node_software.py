@@ -1,0 +1,304 @@
+"""`EfaUserData`: the node software, composed from the shell scripts in ``efa_constructs/scripts``.
+
+The scripts are real files shipped as package data. The builder decides which steps run, in
+which order, and with which settings (pure Python, tested over every instance type); the
+cluster ships the scripts as one S3 asset and renders a short user data that fetches them,
+writes the settings to ``/etc/efa-cdk/node.env`` and runs the steps, logging each one.
+
+Steps, in order: ``install-efa`` (skipped when the image has EFA), ``efa-env``, ``ssh-keys``,
+the user's own steps, ``verify-efa``, ``signal`` (CloudFormation CreationPolicy), then
+``hostfile`` and, on the leader, ``benchmarks``.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from .catalogue import AcceleratorKind, InstanceType
+from .errors import EfaConfigError, parse_choice
+from .layout import NicLayout
+
+#: The EFA installer this library installs where the image has no EFA software. Its SHA-256 is
+#: the one aws-parallelcluster-cookbook pins for this version; the signature is checked too.
+EFA_INSTALLER_VERSION = "1.41.0"
+EFA_INSTALLER_SHA256 = "3506354cdfbe31ff552fe75f5d0d9bb7efd29cf79bd99457347d29c751c38f9f"
+#: Fingerprint of the key that signs the EFA installer (AWS EFA documentation).
+EFA_INSTALLER_FINGERPRINT = "4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC"
+
+#: Steps the library ships, in the order they run; user steps go before ``verify-efa``.
+SETUP_STEPS = ("install-efa", "efa-env", "ssh-keys")
+VERIFY_STEPS = ("verify-efa", "signal")
+AFTER_SIGNAL_STEPS = ("hostfile",)
+#: Where the scripts and settings live on a node.
+NODE_BIN = "/opt/efa-cdk/bin"
+NODE_ENV = "/etc/efa-cdk/node.env"
+NODE_LOG = "/var/log/efa-cdk.log"
+_STEP_NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
+_SETTING = re.compile(r"^EFA_CDK_[A-Z0-9_]+$")
+
+
+class Benchmark(enum.Enum):
+    """A cross-node benchmark the leader can run once every node has verified EFA."""
+
+    NCCL_TESTS = "nccl-tests"  # all_reduce_perf over aws-ofi-nccl: NVIDIA GPUs
+    NCCOM_TEST = "nccom-test"  # Neuron collectives: Trainium
+    FI_PINGPONG = "fi_pingpong"  # libfabric ping-pong over one EFA: any type
+
+    @staticmethod
+    def parse_list(raw: str) -> tuple[Benchmark, ...] | None:
+        """``auto`` -> None (by accelerator), ``none`` -> (), else a comma-separated list."""
+        if raw.strip() == "auto":
+            return None
+        if raw.strip() == "none":
+            return ()
+        return tuple(
+            parse_choice(
+                Benchmark,
+                item.strip(),
+                what="benchmarks",
+                why="not a benchmark this library runs (or auto / none)",
+            )
+            for item in raw.split(",")
+            if item.strip()
+        )
+
+
+def default_benchmarks(it: InstanceType) -> tuple[Benchmark, ...]:
+    """The accelerator's collective benchmark (if any), then fi_pingpong."""
+    if it.accelerator.kind is AcceleratorKind.NVIDIA_GPU:
+        return (Benchmark.NCCL_TESTS, Benchmark.FI_PINGPONG)
+    if it.accelerator.kind is AcceleratorKind.NEURON and it.family.startswith("trn"):
+        return (Benchmark.NCCOM_TEST, Benchmark.FI_PINGPONG)
+    return (Benchmark.FI_PINGPONG,)
+
+
+def check_benchmarks(it: InstanceType, benchmarks: Sequence[Benchmark]) -> None:
+    """Refuse a benchmark the type cannot run (no GPUs for nccl-tests, no Trainium for nccom-test)."""
+    for bench, kind, what in (
+        (Benchmark.NCCL_TESTS, AcceleratorKind.NVIDIA_GPU, "NVIDIA GPUs"),
+        (Benchmark.NCCOM_TEST, AcceleratorKind.NEURON, "Trainium devices"),
+    ):
+        if bench in benchmarks and it.accelerator.kind is not kind:
+            raise EfaConfigError(
+                "benchmarks",
+                value=bench.value,
+                why=f"{it.name} has no {what}",
+                fix=f"use {', '.join(b.value for b in default_benchmarks(it))} (the default for {it.name})",
+            )
+
+
+def node_settings(it: InstanceType, layout: NicLayout, benchmarks: Sequence[Benchmark]) -> dict[str, str]:
+    """The facts a node's scripts need about its type and layout (no tokens: pure and testable)."""
+    efa_cards = [layout.instance_type.card(s.network_card_index) for s in layout.interfaces if s.is_efa]
+    return {
+        "EFA_CDK_INSTANCE_TYPE": it.name,
+        "EFA_CDK_EFA_COUNT": str(layout.efa_count),
+        "EFA_CDK_RDMA_READ": "1" if it.rdma_read else "0",
+        "EFA_CDK_SLOTS": str(it.mpi_slots),
+        "EFA_CDK_LINE_RATE_GBPS": f"{layout.efa_bandwidth_gbps:g}",
+        "EFA_CDK_CARD_GBPS": f"{max((c.peak_bandwidth_gbps for c in efa_cards), default=0):g}",
+        "EFA_CDK_BENCHMARKS": " ".join(b.value for b in benchmarks),
+    }
+
+
+@dataclass(frozen=True)
+class EfaInstaller:
+    """Which EFA installer to run on images without EFA software, and how.
+
+    Args:
+        version: installer version (pinned: "latest" would make nodes differ).
+        sha256: expected SHA-256 of the tarball; empty skips that check (the signature is
+            always checked).
+        fingerprint: the signing key's fingerprint.
+        skip_kmod: pass ``--skip-kmod`` (container hosts whose kernel module comes elsewhere).
+        minimal: pass ``--minimal`` (kernel module and rdma-core only, no Open MPI/libfabric tools).
+    """
+
+    version: str = EFA_INSTALLER_VERSION
+    sha256: str = EFA_INSTALLER_SHA256
+    fingerprint: str = EFA_INSTALLER_FINGERPRINT
+    skip_kmod: bool = False
+    minimal: bool = False
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"\d+\.\d+\.\d+", self.version):
+            raise EfaConfigError(
+                "version", value=self.version, why="not a pinned installer version", fix="pass e.g. '1.41.0'"
+            )
+        if self.version != EFA_INSTALLER_VERSION and self.sha256 == EFA_INSTALLER_SHA256:
+            raise EfaConfigError(
+                "sha256",
+                value=self.sha256,
+                why=f"this is the SHA-256 of installer {EFA_INSTALLER_VERSION}, not {self.version}",
+                fix="pass the SHA-256 of the version you pin, or sha256='' to rely on the signature alone",
+            )
+        if self.sha256 and not re.fullmatch(r"[0-9a-f]{64}", self.sha256):
+            raise EfaConfigError(
+                "sha256", value=self.sha256, why="not a SHA-256", fix="pass 64 lowercase hex digits"
+            )
+        if not re.fullmatch(r"[0-9A-F]{40}", self.fingerprint):
+            raise EfaConfigError(
+                "fingerprint",
+                value=self.fingerprint,
+                why="not a key fingerprint",
+                fix="pass 40 uppercase hex digits",
+            )
+
+    def settings(self) -> dict[str, str]:
+        """The installer's node settings."""
+        flags = [f for f, on in (("--skip-kmod", self.skip_kmod), ("--minimal", self.minimal)) if on]
+        return {
+            "EFA_CDK_INSTALLER_VERSION": self.version,
+            "EFA_CDK_INSTALLER_SHA256": self.sha256,
+            "EFA_CDK_INSTALLER_FINGERPRINT": self.fingerprint,
+            "EFA_CDK_INSTALLER_FLAGS": " ".join(flags),
+        }
+
+
+class EfaUserData:
+    """The node software: library steps, the user's own steps and their settings.
+
+    Args:
+        installer: the EFA installer for images without EFA. Default: :class:`EfaInstaller`
+            (pinned version, SHA-256 and signature checked).
+        benchmarks: cross-node benchmarks the leader runs after every node verified EFA;
+            ``()`` runs none. Default: by accelerator (nccl-tests or nccom-test, then fi_pingpong).
+        wait_seconds: how long hostfile and benchmarks wait for the other nodes. Default: 1800.
+        signal_timeout_minutes: how long CloudFormation waits for each node's signal.
+            Default: 45 (image boot, EFA install and verification).
+        benchmark_timeout_minutes: how long CloudFormation waits for the benchmark results.
+            Default: 60.
+    """
+
+    def __init__(
+        self,
+        *,
+        installer: EfaInstaller | None = None,
+        benchmarks: Sequence[Benchmark] | None = None,
+        wait_seconds: int = 1800,
+        signal_timeout_minutes: int = 45,
+        benchmark_timeout_minutes: int = 60,
+    ) -> None:
+        for name, value, lo, hi in (
+            ("wait_seconds", wait_seconds, 60, 43200),
+            ("signal_timeout_minutes", signal_timeout_minutes, 5, 720),
+            ("benchmark_timeout_minutes", benchmark_timeout_minutes, 5, 720),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+                raise EfaConfigError(
+                    name, value=value, why=f"out of range {lo}..{hi}", fix=f"pass {lo}..{hi}"
+                )
+        self.installer = installer or EfaInstaller()
+        self.benchmarks = None if benchmarks is None else tuple(benchmarks)
+        self.wait_seconds = wait_seconds
+        self.signal_timeout_minutes = signal_timeout_minutes
+        self.benchmark_timeout_minutes = benchmark_timeout_minutes
+        self._user_steps: dict[str, str] = {}
+
+    def add_step(self, name: str, script: str | Path) -> EfaUserData:
+        """Add a step of your own: a bash script (its text, or a path to a file).
+
+        It runs as root after the EFA environment and SSH keys are in place and before EFA is
+        verified, so a failure stops the node and fails the deploy with the step's name. It can
+        source ``/opt/efa-cdk/bin/lib.sh`` for ``log``, ``die``, ``imds`` and the settings.
+        """
+        if not _STEP_NAME.match(name) or name in self.step_names(()) or name in self._user_steps:
+            raise EfaConfigError(
+                "name",
+                value=name,
+                why="a step name is lowercase letters, digits and '-', unique, and not a library step",
+                fix="choose another name, e.g. 'install-my-tools'",
+            )
+        text = script.read_text() if isinstance(script, Path) else script
+        if not text.strip():
+            raise EfaConfigError(
+                "script", value=str(script), why="the step is empty", fix="pass a bash script"
+            )
+        if not text.startswith("#!"):
+            text = "#!/usr/bin/env bash\nset -euo pipefail\n" + text
+        self._user_steps[name] = text
+        return self
+
+    def add_commands(self, name: str, *commands: str) -> EfaUserData:
+        """Add a step made of shell commands (run with ``set -euo pipefail``)."""
+        return self.add_step(name, "\n".join(commands) + "\n")
+
+    def benchmarks_for(self, it: InstanceType) -> tuple[Benchmark, ...]:
+        """The benchmarks that run for this type (validated)."""
+        chosen = default_benchmarks(it) if self.benchmarks is None else self.benchmarks
+        check_benchmarks(it, chosen)
+        return chosen
+
+    def step_names(self, benchmarks: Sequence[Benchmark]) -> list[str]:
+        """Every step, in the order the node runs them."""
+        tail = ["benchmarks"] if benchmarks else []
+        return [*SETUP_STEPS, *self._user_steps, *VERIFY_STEPS, *AFTER_SIGNAL_STEPS, *tail]
+
+    def stage(self, directory: Path | None = None) -> Path:
+        """Copy the library scripts and the user's steps into one directory (the S3 asset)."""
+        out = directory or Path(tempfile.mkdtemp(prefix="efa-cdk-scripts-"))
+        src = resources.files("efa_constructs") / "scripts"
+        for entry in src.iterdir():
+            if entry.name.endswith((".sh", ".py")):
+                (out / entry.name).write_bytes(entry.read_bytes())
+        for name, text in self._user_steps.items():
+            (out / f"{name}.sh").write_text(text)
+        for path in out.iterdir():
+            path.chmod(0o755)
+        return out
+
+    def render(
+        self, settings: Mapping[str, str], *, scripts_s3_url: str, benchmarks: Sequence[Benchmark]
+    ) -> str:
+        """The user data script: log, write settings, fetch the scripts, run the steps."""
+        for key, value in settings.items():
+            if not _SETTING.match(key) or "\n" in value or "'" in value:
+                raise EfaConfigError(
+                    "settings",
+                    value=key,
+                    why="a setting is EFA_CDK_* = one line without quotes",
+                    fix="fix the value",
+                )
+        env = "\n".join(f"{k}='{v}'" for k, v in sorted(settings.items()))
+        steps = " ".join(self.step_names(benchmarks))
+        return f"""#!/bin/bash
+# efa-cdk node bootstrap: every line below is logged to {NODE_LOG} and the console.
+set -euo pipefail
+exec > >(tee -a {NODE_LOG}) 2>&1
+echo "efa-cdk: bootstrap started $(date -u +%FT%TZ)"
+mkdir -p /etc/efa-cdk /var/lib/efa-cdk {NODE_BIN}
+cat > {NODE_ENV} <<'EFA_CDK_SETTINGS'
+{env}
+EFA_CDK_SETTINGS
+# shellcheck source=/dev/null
+. {NODE_ENV}
+# Until run-steps takes over, a failure here still fails this node's CreationPolicy at once.
+bootstrap_failed() {{
+  t=$(curl -sS -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' http://169.254.169.254/latest/api/token)
+  md() {{ curl -sS -H "X-aws-ec2-metadata-token: $t" "http://169.254.169.254/latest/meta-data/$1"; }}
+  aws cloudformation signal-resource --region "$EFA_CDK_REGION" --stack-name "$EFA_CDK_STACK" \\
+    --logical-resource-id "$(md tags/instance/efa-cdk:logical-id)" \\
+    --unique-id "$(md instance-id)-bootstrap-failed" --status FAILURE
+}}
+trap bootstrap_failed ERR
+aws s3 cp --region "$EFA_CDK_REGION" --only-show-errors {scripts_s3_url} /var/lib/efa-cdk/scripts.zip
+python3 -m zipfile -e /var/lib/efa-cdk/scripts.zip {NODE_BIN}
+chmod 0755 {NODE_BIN}/*
+trap - ERR
+{NODE_BIN}/run-steps.sh {steps}
+"""
+
+    def settings(self, it: InstanceType, layout: NicLayout, login_user: str) -> dict[str, str]:
+        """Settings from the type, the layout and this builder (no deploy-time values)."""
+        return {
+            **node_settings(it, layout, self.benchmarks_for(it)),
+            **self.installer.settings(),
+            "EFA_CDK_USER": login_user,
+            "EFA_CDK_WAIT_SECONDS": str(self.wait_seconds),
+        }

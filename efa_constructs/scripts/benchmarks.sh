@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# On the leader (node index 0): once every node in the hostfile has verified EFA, run the
+# cross-node benchmarks chosen for the accelerator, keep logs and JSON in $STATE, and report the
+# figures to the stack's benchmark wait condition (they appear in the stack outputs).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+PATH=$(efa_path)
+
+[ "$(tag efa-cdk:node-index || true)" = 0 ] || { log "not the leader; nothing to run"; exit 0; }
+url=${EFA_CDK_BENCHMARK_URL:?}
+user=${EFA_CDK_USER:?}
+out="$STATE/benchmarks"
+mkdir -p "$out"
+rm -f "$out"/*.json
+
+report() { # report JSON...: post the results to the wait condition
+  python3 "$here/bench_parse.py" signal-body "$@" >"$out/signal.json"
+  cp "$out/signal.json" "$STATE/benchmarks.json"
+  retry 5 10 curl -sS -f -X PUT -H 'Content-Type:' --data-binary "@$out/signal.json" "$url" \
+    || die "could not report the benchmark results to CloudFormation"
+  log "reported: $(cat "$out/signal.json")"
+  grep -q '"Status": "SUCCESS"' "$out/signal.json"
+}
+as_user() { runuser -u "$user" -- env "PATH=$PATH" "$@"; }
+
+mapfile -t hosts < <(awk '{print $1}' "$ETC/hostfile")
+if [ "${#hosts[@]}" -lt 2 ]; then
+  printf '{"benchmark":"all","ok":true,"skipped":"one node: cross-node benchmarks need two"}\n' >"$out/skipped.json"
+  report "$out/skipped.json"
+  exit 0
+fi
+
+# Every node signals CloudFormation on its own; the leader also waits until it can reach each
+# one over the cluster SSH key and sees its verification mark.
+deadline=$(($(date +%s) + ${EFA_CDK_WAIT_SECONDS:-1800}))
+for host in "${hosts[@]}"; do
+  until as_user ssh -o BatchMode=yes "$host" test -e /var/lib/efa-cdk/verified; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      printf '{"benchmark":"all","ok":false,"reason":"node %s never verified EFA or is unreachable over SSH"}\n' "$host" >"$out/wait.json"
+      report "$out/wait.json" || true
+      die "node $host never verified EFA or is unreachable over SSH"
+    fi
+    sleep "${EFA_CDK_POLL_SECONDS:-15}"
+  done
+done
+log "all ${#hosts[@]} nodes verified; running: ${EFA_CDK_BENCHMARKS:?}"
+
+nodes=${#hosts[@]}
+slots=${EFA_CDK_SLOTS:?}
+rate=${EFA_CDK_LINE_RATE_GBPS:-0}
+mpi_env=(-x FI_PROVIDER=efa -x PATH -x LD_LIBRARY_PATH)
+[ "${EFA_CDK_RDMA_READ:-0}" = 1 ] && mpi_env+=(-x FI_EFA_USE_DEVICE_RDMA=1)
+
+run_nccl_tests() {
+  local bin
+  bin=$(compgen -G "${EFA_CDK_NCCL_TESTS:-/opt/nccl-tests/build}/all_reduce_perf" ||
+    compgen -G "/usr/local/cuda*/efa/test-cuda-*/all_reduce_perf" | head -n1 || true)
+  [ -n "$bin" ] || { echo "all_reduce_perf not found (set EFA_CDK_NCCL_TESTS to its directory)"; return 1; }
+  as_user mpirun -n $((nodes * slots)) -N "$slots" --hostfile "$ETC/hostfile" --tag-output \
+    "${mpi_env[@]}" -x NCCL_DEBUG=INFO --mca pml ^cm --mca btl tcp,self \
+    --mca btl_tcp_if_exclude lo,docker0 --bind-to none \
+    "$bin" -b 8 -e 1G -f 2 -g 1 -c 1 -n 100
+}
+run_nccom_test() {
+  as_user env FI_PROVIDER=efa NEURON_RT_ROOT_COMM_ID="${hosts[0]}:45654" \
+    nccom-test -r $((nodes * slots)) -N "$nodes" -b 8 -e 1GB -f 2 -n 20 -w 5 -d fp32 allr --hosts "${hosts[@]}"
+}
+run_fi_pingpong() { # server on the second node, client here
+  as_user ssh -o BatchMode=yes "${hosts[1]}" \
+    "PATH=/opt/amazon/efa/bin:\$PATH timeout 300 fi_pingpong -p efa -e rdm -I 1000 -S all" >"$out/fi_pingpong-server.log" 2>&1 &
+  sleep 3
+  timeout 240 fi_pingpong -p efa -e rdm -I 1000 -S all "${hosts[1]}"
+}
+
+results=()
+for bench in $EFA_CDK_BENCHMARKS; do
+  log "running $bench"
+  fn="run_${bench//-/_}"
+  if ! declare -F "$fn" >/dev/null; then
+    printf '{"benchmark":"%s","ok":false,"reason":"unknown benchmark"}\n' "$bench" >"$out/$bench.json"
+  elif "$fn" >"$out/$bench.log" 2>&1; then
+    python3 "$here/bench_parse.py" "$bench" "$out/$bench.log" --line-rate-gbps "$rate" >"$out/$bench.json" || true
+  else
+    reason=$(tail -n1 "$out/$bench.log" | tr -d "\"\\\\" | cut -c1-200)
+    printf '{"benchmark":"%s","ok":false,"reason":"exited non-zero: %s"}\n' "$bench" "$reason" >"$out/$bench.json"
+  fi
+  log "$bench: $(cat "$out/$bench.json")"
+  results+=("$out/$bench.json")
+done
+report "${results[@]}" || die "benchmarks failed: $(python3 -c 'import json,sys; print(json.load(sys.stdin)["Reason"])' <"$out/signal.json")"

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Install the pinned EFA software unless the image already has it (DLAMIs do). The tarball is
+# checked against the pinned SHA-256 and its detached signature against the pinned key
+# fingerprint BEFORE anything from it runs; any mismatch stops the node (fail closed).
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+if [ -x "$R/opt/amazon/efa/bin/fi_info" ]; then
+  log "EFA software already installed ($(head -n1 "$R/opt/amazon/efa_installed_packages" 2>/dev/null || echo "version unknown")); skipping the installer"
+  exit 0
+fi
+version=${EFA_CDK_INSTALLER_VERSION:?}
+fingerprint=${EFA_CDK_INSTALLER_FINGERPRINT:?}
+url=${EFA_CDK_INSTALLER_URL:-https://efa-installer.amazonaws.com}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+tarball="aws-efa-installer-$version.tar.gz"
+for f in "$tarball" "$tarball.sig" aws-efa-installer.key; do
+  retry 5 10 curl -sS -f -o "$f" "$url/$f" || die "could not download $url/$f"
+done
+
+if [ -n "${EFA_CDK_INSTALLER_SHA256:-}" ]; then
+  actual=$(sha256sum "$tarball" | cut -d' ' -f1)
+  [ "$actual" = "$EFA_CDK_INSTALLER_SHA256" ] \
+    || die "$tarball has SHA-256 $actual, expected $EFA_CDK_INSTALLER_SHA256; not installing"
+fi
+
+export GNUPGHOME="$work/gnupg"
+mkdir -m 700 "$GNUPGHOME"
+gpg --batch --quiet --import aws-efa-installer.key 2>/dev/null || die "could not import the EFA installer key"
+# The key file must carry exactly the pinned key, whatever the download server says.
+imported=$(gpg --batch --with-colons --fingerprint | awk -F: '$1 == "fpr" {print $10; exit}')
+[ "$imported" = "$fingerprint" ] \
+  || die "the EFA installer key has fingerprint ${imported:-none}, expected $fingerprint; not installing"
+status=$(gpg --batch --status-fd 1 --verify "$tarball.sig" "$tarball" 2>/dev/null || true)
+grep -Eq "^\[GNUPG:\] VALIDSIG .*\b$fingerprint\b" <<<"$status" \
+  || die "the signature of $tarball does not verify against key $fingerprint; not installing"
+log "$tarball: signature by $fingerprint verified"
+
+tar -xzf "$tarball"
+cd aws-efa-installer
+# shellcheck disable=SC2086  # flags are a word list by design
+./efa_installer.sh -y ${EFA_CDK_INSTALLER_FLAGS:-} || die "efa_installer.sh $version failed"
+log "EFA installer $version done"

@@ -1,0 +1,54 @@
+# shellcheck shell=bash
+# efa-cdk node library, sourced by every step. All paths sit under $EFA_CDK_ROOT: empty on a
+# node, a scratch directory in the tests (which also put stub commands first on PATH).
+R="${EFA_CDK_ROOT:-}"
+ETC="$R/etc/efa-cdk"
+STATE="$R/var/lib/efa-cdk"
+if [ -r "$ETC/node.env" ]; then
+  # shellcheck source=/dev/null
+  . "$ETC/node.env"
+fi
+
+log() { printf '%s efa-cdk[%s] %s\n' "$(date -u +%H:%M:%S)" "${STEP:-main}" "$*" >&2; }
+
+# die REASON: log it, keep it for the signal (CloudFormation shows the start of it), stop.
+die() {
+  log "FAILED: $*"
+  mkdir -p "$STATE"
+  printf '%s\n' "$*" >"$STATE/failure"
+  exit 1
+}
+
+# imds PATH: read instance metadata with an IMDSv2 session token.
+imds() {
+  local token
+  token=$(curl -sS -f -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' \
+    "http://169.254.169.254/latest/api/token") || return 1
+  curl -sS -f -H "X-aws-ec2-metadata-token: $token" "http://169.254.169.254/latest/$1"
+}
+
+# tag KEY: this instance's tag (instance metadata tags are enabled by the launch template).
+tag() { imds "meta-data/tags/instance/$1"; }
+
+# os_id: ID from os-release (amzn, ubuntu, ...).
+# shellcheck source=/dev/null
+os_id() { (. "$R/etc/os-release" && printf '%s\n' "$ID"); }
+
+# Everything the steps call is on this PATH once EFA is installed.
+efa_path() { printf '%s' "$R/opt/amazon/openmpi/bin:$R/opt/amazon/efa/bin:$PATH"; }
+
+# retry N SECONDS CMD...: run CMD up to N times, SECONDS apart.
+retry() {
+  local n=$1 pause=$2 i
+  shift 2
+  for ((i = 1; i <= n; i++)); do
+    "$@" && return 0
+    [ "$i" -lt "$n" ] && sleep "$pause"
+  done
+  return 1
+}
+
+# aws_ CMD...: the AWS CLI in the stack's region.
+aws_() { aws --region "${EFA_CDK_REGION:?}" --output text "$@"; }
+
+user_home() { printf '%s' "$R/home/${EFA_CDK_USER:?}"; }

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Prove EFA works on this node: libfabric lists the efa provider for reliable datagrams, and the
+# node has exactly as many EFA devices as the launch template attached.
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+PATH=$(efa_path)
+
+want=${EFA_CDK_EFA_COUNT:?}
+out=$(fi_info -p efa -t FI_EP_RDM 2>&1) \
+  || die "fi_info -p efa -t FI_EP_RDM failed: $(tail -n1 <<<"$out") (EFA software or security group)"
+grep -q "provider: efa" <<<"$out" || die "fi_info did not list the efa provider"
+have=0
+for dev in "$R"/sys/class/infiniband/*; do
+  [ -e "$dev" ] && have=$((have + 1))
+done
+[ "$have" -eq "$want" ] \
+  || die "found $have EFA devices, the launch template attached $want (check the instance's interfaces and the EFA driver)"
+mkdir -p "$STATE"
+date -u +%FT%TZ >"$STATE/verified"
+log "EFA verified: provider efa, $have devices"

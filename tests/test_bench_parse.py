@@ -1,0 +1,151 @@
+"""The benchmark parsers the leader runs, on real tool output (tests/fixtures/benchmarks/README.md).
+
+What this proves: the figures reported to the stack outputs are the ones a person reading the
+same logs would quote, and broken runs (sockets instead of EFA, wrong values, no table) are
+reported as failures instead of as numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from efa_constructs.scripts import bench_parse
+
+FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
+SCRIPT = Path(bench_parse.__file__)
+
+
+def fixture(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def test_nccl_tests_on_two_p4d() -> None:
+    r = bench_parse.parse_nccl_tests(fixture("nccl-tests-2x-p4d.txt"), line_rate_gbps=400)
+    assert r == {
+        "benchmark": "nccl-tests",
+        "ok": True,
+        "peak_gbytes_s": 32.84,  # in-place busbw at 1 GiB, the largest figure in the table
+        "avg_gbytes_s": 7.80,
+        "line_rate_fraction": round(32.84 * 8 / 400, 3),
+        "rows": 28,
+        "provider": "efa",
+    }
+
+
+def test_nccl_tests_over_sockets_is_a_failure() -> None:
+    text = fixture("nccl-tests-2x-p4d.txt").replace("NET/OFI Selected Provider is efa", "NET/Socket : Using")
+    r = bench_parse.parse_nccl_tests(text)
+    assert r["ok"] is False
+    assert "not efa" in r["reason"] and "sockets" in r["reason"]
+
+
+def test_nccl_tests_with_another_provider_is_a_failure() -> None:
+    text = fixture("nccl-tests-2x-p4d.txt").replace("Selected Provider is efa", "Selected Provider is tcp", 1)
+    assert "efa, tcp" in bench_parse.parse_nccl_tests(text)["reason"]
+
+
+def test_nccl_tests_with_wrong_values_is_a_failure() -> None:
+    text = fixture("nccl-tests-2x-p4d.txt").replace(
+        "Out of bounds values : 0 OK", "Out of bounds values : 3 FAILED"
+    )
+    assert bench_parse.parse_nccl_tests(text) == {
+        "benchmark": "nccl-tests",
+        "ok": False,
+        "reason": "all_reduce_perf reported wrong values",
+    }
+
+
+def test_nccl_tests_newer_root_column() -> None:
+    """nccl-tests >= 2.13 prints a `root` column (-1 for all-reduce) and `#wrong` counts."""
+    rows = "\n".join(
+        [
+            "NCCL INFO NET/OFI Selected provider is efa, fabric is efa-direct (found 16 nics)",
+            "  1048576   262144  float  sum  -1   303.15  3.46  6.49  0   301.20  3.48  6.53  0",
+            "  2097152   524288  float  sum  -1   410.00  5.11  9.59  0   409.00  5.13  9.61  0",
+            "# Avg bus bandwidth    : 8.05",
+        ]
+    )
+    r = bench_parse.parse_nccl_tests(rows)
+    assert (r["ok"], r["peak_gbytes_s"], r["rows"], r["avg_gbytes_s"]) == (True, 9.61, 2, 8.05)
+
+
+def test_nccom_test_on_two_trainium_instances() -> None:
+    r = bench_parse.parse_nccom_test(fixture("nccom-test-2x-trn1.txt"), line_rate_gbps=800)
+    assert (r["ok"], r["peak_gbytes_s"], r["avg_gbytes_s"], r["rows"]) == (True, 47.09, 9.39, 28)
+    assert r["line_rate_fraction"] == round(47.09 * 8 / 800, 3)
+
+
+def test_fi_pingpong_table() -> None:
+    r = bench_parse.parse_fi_pingpong(fixture("fi_pingpong-efa.txt"), line_rate_gbps=100)
+    assert r == {
+        "benchmark": "fi_pingpong",
+        "ok": True,
+        "peak_gbytes_s": 2.36,  # 2359.00 MB/sec at 1 MiB messages
+        "line_rate_fraction": round(2.359 * 8 / 100, 3),
+        "rows": 6,
+        "provider": "efa",
+        "latency_us": 1362.35,
+        "latency_bytes": 64,
+    }
+
+
+@pytest.mark.parametrize(
+    "parser", [bench_parse.parse_nccl_tests, bench_parse.parse_nccom_test, bench_parse.parse_fi_pingpong]
+)
+def test_an_error_message_is_not_a_result(parser: object) -> None:
+    r = parser("fi_getinfo(): -61 (No data available)\n")  # type: ignore[operator]
+    assert r["ok"] is False and "no result rows" in r["reason"]
+
+
+def test_signal_body_success_and_failure() -> None:
+    good = bench_parse.parse_fi_pingpong(fixture("fi_pingpong-efa.txt"))
+    body = bench_parse.signal_body([good])
+    assert body["Status"] == "SUCCESS" and body["UniqueId"] == "benchmarks"
+    assert json.loads(body["Data"]) == [good]
+    bad = bench_parse.failed("nccl-tests", "all_reduce_perf not found")
+    body = bench_parse.signal_body([good, bad])
+    assert body["Status"] == "FAILURE"
+    assert body["Reason"] == "nccl-tests: all_reduce_perf not found"
+    assert bench_parse.signal_body([])["Status"] == "FAILURE"
+
+
+def test_signal_body_stays_small() -> None:
+    huge = [{"benchmark": "x" * 50, "ok": True, "peak_gbytes_s": 1.0, "extra": "y" * 2000}]
+    assert len(bench_parse.signal_body(huge)["Data"]) <= bench_parse.MAX_DATA_CHARS
+
+
+def test_command_line_as_the_node_runs_it(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "nccom-test",
+            str(FIXTURES / "nccom-test-2x-trn1.txt"),
+            "--line-rate-gbps",
+            "800",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result = json.loads(run.stdout)
+    assert result["peak_gbytes_s"] == 47.09
+    (tmp_path / "r.json").write_text(run.stdout)
+    body = subprocess.run(
+        [sys.executable, str(SCRIPT), "signal-body", str(tmp_path / "r.json")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(body.stdout)["Status"] == "SUCCESS"
+    failed = subprocess.run(
+        [sys.executable, str(SCRIPT), "fi_pingpong", str(FIXTURES / "nccom-test-2x-trn1.txt")],
+        capture_output=True,
+        text=True,
+    )
+    assert failed.returncode == 1 and json.loads(failed.stdout)["ok"] is False

@@ -1,0 +1,419 @@
+"""The node software's logic, run for real with stub commands first on PATH.
+
+Each test builds a node's file tree under a scratch root ($EFA_CDK_ROOT), writes the settings the
+cluster would render, puts stubs for the AWS CLI, IMDS (curl), gpg, fi_info, ssh, mpirun and
+friends on PATH, and runs the shipped scripts with bash. The stubs record every call, so the tests
+check what a node would have told CloudFormation.
+
+What this proves: the order of steps, fail-closed installer checks, the verification and the
+failure signals, the hostfile, the benchmark report. What it does NOT prove: behaviour on a real
+EC2 instance (no AWS account here): the stubs answer the way the documented APIs do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from efa_constructs import EfaUserData, instance_type, plan_layout
+from efa_constructs.node_software import EFA_INSTALLER_FINGERPRINT, Benchmark
+
+FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
+BASH = shutil.which("bash") or "/bin/bash"
+
+# Each stub appends "<name> <args>" to $STUB_LOG, then behaves as below.
+STUBS = {
+    "curl": r"""
+out="" ; data="" ; url=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o) out=$2; shift ;;
+    --data-binary) data=${2#@}; shift ;;
+    -H|-X) shift ;;
+    http*) url=$1 ;;
+  esac
+  shift
+done
+case "$url" in
+  */api/token) echo tok ;;
+  */meta-data/instance-id) echo i-0123456789abcdef0 ;;
+  */meta-data/tags/instance/*) cat "$STUB_DIR/tags/${url##*/}" 2>/dev/null || exit 22 ;;
+  https://stand-in/handle) cp "$data" "$STUB_DIR/posted.json" ;;
+  *) [ -f "$STUB_DIR/downloads/${url##*/}" ] || exit 22; cp "$STUB_DIR/downloads/${url##*/}" "$out" ;;
+esac
+""",
+    "aws": r"""
+args=" $* "
+case "$args" in
+  *" signal-resource "*) echo "$*" >>"$STUB_DIR/signals.log" ;;
+  *" get-parameter "*"/ec2/keypair/"*) echo "-----BEGIN OPENSSH PRIVATE KEY-----"; echo fake ;;
+  *" get-parameter "*) cat "$STUB_DIR/node-count" ;;
+  *" describe-instances "*) cat "$STUB_DIR/instances" ;;
+  *) exit 99 ;;
+esac
+""",
+    "gpg": r"""
+case " $* " in
+  *" --import "*) exit 0 ;;
+  *" --fingerprint "*) echo "fpr:::::::::${STUB_KEY_FPR}:" ;;
+  *" --verify "*)
+    [ "${STUB_SIGNATURE:-good}" = good ] || { echo "[GNUPG:] BADSIG A05480B1DD2D3CCC EFA installer"; exit 1; }
+    echo "[GNUPG:] VALIDSIG ${STUB_KEY_FPR} 2024-01-01 0 4 0 1 10 00 ${STUB_KEY_FPR}" ;;
+esac
+""",
+    "fi_info": r"""
+[ "${STUB_FI_INFO:-ok}" = ok ] || { echo "fi_getinfo: -61 (No data available)"; exit 1; }
+printf 'provider: efa\n    fabric: efa\n    type: FI_EP_RDM\n'
+""",
+    "ssh-keygen": 'echo "ssh-ed25519 AAAAC3stub efa-cdk"',
+    "chown": "exit 0",
+    "uname": 'echo "${STUB_KERNEL:-6.8.0-1015-aws}"',
+    "runuser": 'shift 3; exec "$@"',
+    "ssh": r"""
+for a in "$@"; do
+  grep -qxF -- "$a" "$STUB_DIR/unreachable" 2>/dev/null && exit 255
+done
+exit 0
+""",
+    "mpirun": 'cat "$STUB_DIR/bench-output"',
+    "nccom-test": 'cat "$STUB_DIR/bench-output"',
+    "fi_pingpong": 'cat "$STUB_DIR/pingpong-output"',
+    "sleep": "exec /bin/sleep 0.02",
+}
+
+
+@dataclass
+class Run:
+    returncode: int
+    log: str
+
+
+class Node:
+    """A scratch node: file tree, settings, stubs; `run(*steps)` runs run-steps.sh."""
+
+    def __init__(self, root: Path, itype: str = "trn1.32xlarge", *, index: int = 0, **settings: str) -> None:
+        self.root, self.stub_dir = root / "node", root / "stub"
+        it = instance_type(itype)
+        layout = plan_layout(it)
+        software = EfaUserData(wait_seconds=60)
+        values = {
+            **software.settings(it, layout, "ubuntu"),
+            "EFA_CDK_STACK": "Trn1EfaCluster",
+            "EFA_CDK_REGION": "us-east-1",
+            "EFA_CDK_CLUSTER": "Trn1EfaCluster/Cluster",
+            "EFA_CDK_KEY_PAIR_ID": "key-0123456789abcdef0",
+            "EFA_CDK_NODE_COUNT_PARAMETER": "/efa-cdk/Trn1EfaCluster/Cluster/node-count",
+            "EFA_CDK_BENCHMARK_URL": "https://stand-in/handle",
+            "EFA_CDK_WAIT_SECONDS": "1",
+            **settings,
+        }
+        self.bin = self.root / "opt/efa-cdk/bin"
+        for d in ("etc/efa-cdk", "etc/profile.d", "var/lib/efa-cdk", "home/ubuntu", "dev", "opt/efa-cdk/bin"):
+            (self.root / d).mkdir(parents=True, exist_ok=True)
+        software.stage(self.bin)
+        (self.root / "etc/efa-cdk/node.env").write_text("".join(f"{k}='{v}'\n" for k, v in values.items()))
+        (self.root / "etc/os-release").write_text('ID=ubuntu\nVERSION_ID="22.04"\n')
+        self.set_devices(layout.efa_count)
+        self.efa_installed(True)
+        for d in ("bin", "tags", "downloads"):
+            (self.stub_dir / d).mkdir(parents=True, exist_ok=True)
+        for name, body in STUBS.items():
+            path = self.stub_dir / "bin" / name
+            path.write_text(f'#!{BASH}\necho "{name} $*" >>"$STUB_DIR/calls.log"\n{body.strip()}\n')
+            path.chmod(0o755)
+        self.tags(**{"efa-cdk:node-index": str(index), "efa-cdk:logical-id": f"ClusterNode{index}ABCD1234"})
+        self.cluster(["10.0.1.10", "10.0.1.11"], count=2)
+        self.env = {
+            "PATH": f"{self.stub_dir / 'bin'}:{os.environ['PATH']}",
+            "EFA_CDK_ROOT": str(self.root),
+            "STUB_DIR": str(self.stub_dir),
+            "STUB_KEY_FPR": EFA_INSTALLER_FINGERPRINT,
+            "HOME": str(self.root / "home/ubuntu"),
+        }
+
+    def set_devices(self, n: int) -> None:
+        ib = self.root / "sys/class/infiniband"
+        shutil.rmtree(ib, ignore_errors=True)
+        ib.mkdir(parents=True)
+        for i in range(n):
+            (ib / f"rdmap{i}s0").mkdir()
+
+    def efa_installed(self, yes: bool) -> None:
+        fi_info = self.root / "opt/amazon/efa/bin/fi_info"
+        if yes:
+            fi_info.parent.mkdir(parents=True, exist_ok=True)
+            fi_info.write_text(f'#!{BASH}\nexec "$STUB_DIR/bin/fi_info" "$@"\n')  # "installed" = our stub
+            fi_info.chmod(0o755)
+        else:
+            fi_info.unlink(missing_ok=True)
+
+    def tags(self, **tags: str) -> None:
+        for key, value in tags.items():
+            (self.stub_dir / "tags" / key).write_text(value + "\n")
+
+    def cluster(self, ips: list[str], count: int) -> None:
+        (self.stub_dir / "instances").write_text("".join(f"{i}\t{ip}\n" for i, ip in enumerate(ips)))
+        (self.stub_dir / "node-count").write_text(f"{count}\n")
+
+    def installer_tarball(self, *, sha256: str | None = None) -> str:
+        """A real tarball whose efa_installer.sh records its flags and 'installs' fi_info."""
+        script = b'#!/bin/bash\necho "$@" > "$EFA_CDK_ROOT/installer-ran"\n'
+        script += b'mkdir -p "$EFA_CDK_ROOT/opt/amazon/efa/bin"\n'
+        script += b'ln -s "$STUB_DIR/bin/fi_info" "$EFA_CDK_ROOT/opt/amazon/efa/bin/fi_info"\n'
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            info = tarfile.TarInfo("aws-efa-installer/efa_installer.sh")
+            info.size, info.mode = len(script), 0o755
+            tar.addfile(info, io.BytesIO(script))
+        name = "aws-efa-installer-1.41.0.tar.gz"
+        for f, data in ((name, buf.getvalue()), (f"{name}.sig", b"sig"), ("aws-efa-installer.key", b"key")):
+            (self.stub_dir / "downloads" / f).write_bytes(data)
+        digest = hashlib.sha256(buf.getvalue()).hexdigest()
+        self.setting("EFA_CDK_INSTALLER_SHA256", sha256 if sha256 is not None else digest)
+        return digest
+
+    def setting(self, key: str, value: str) -> None:
+        env = self.root / "etc/efa-cdk/node.env"
+        env.write_text(env.read_text() + f"{key}='{value}'\n")
+
+    def run(self, *steps: str, **env: str) -> Run:
+        proc = subprocess.run(
+            [BASH, str(self.bin / "run-steps.sh"), *steps],
+            env={**self.env, **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        return Run(proc.returncode, proc.stdout + proc.stderr)
+
+    def signals(self) -> list[str]:
+        path = self.stub_dir / "signals.log"
+        return path.read_text().splitlines() if path.exists() else []
+
+    def calls(self, name: str) -> list[str]:
+        path = self.stub_dir / "calls.log"
+        return (
+            [c for c in path.read_text().splitlines() if c.split(" ", 1)[0] == name] if path.exists() else []
+        )
+
+    def read(self, rel: str) -> str:
+        return (self.root / rel).read_text()
+
+
+BOOT = ("install-efa", "efa-env", "ssh-keys", "verify-efa", "signal", "hostfile")
+
+
+def test_healthy_node_signals_success_and_writes_everything(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    r = node.run(*BOOT)
+    assert r.returncode == 0, r.log
+    (signal,) = node.signals()
+    assert "--status SUCCESS" in signal and "--logical-resource-id ClusterNode0ABCD1234" in signal
+    assert "--stack-name Trn1EfaCluster" in signal and "--unique-id i-0123456789abcdef0 " in signal + " "
+    assert "skipping the installer" in r.log and not node.calls("gpg")  # DLAMI: EFA already there
+    assert [line.rsplit(": ", 1)[1] for line in r.log.splitlines() if "==> step" in line] == list(BOOT)
+    env = node.read("etc/efa-cdk/efa.env").splitlines()
+    assert env == [
+        "FI_PROVIDER=efa",
+        "FI_EFA_USE_DEVICE_RDMA=1",
+        "EFA_LIBDIR=/opt/amazon/efa/lib",
+    ]  # trn1: RDMA
+    profile = node.read("etc/profile.d/efa-cdk.sh")
+    assert "export FI_PROVIDER=efa" in profile and "/opt/amazon/efa/lib:" in profile
+    assert node.read("etc/efa-cdk/hostfile") == "10.0.1.10 slots=32\n10.0.1.11 slots=32\n"
+    assert node.read("home/ubuntu/hostfile") == node.read("etc/efa-cdk/hostfile")
+    assert node.read("home/ubuntu/.ssh/authorized_keys") == "ssh-ed25519 AAAAC3stub efa-cdk\n"
+    assert "Include ~/.ssh/config.efa-cdk" in node.read("home/ubuntu/.ssh/config")
+    assert oct((node.root / "home/ubuntu/.ssh/id_efa_cdk").stat().st_mode & 0o777) == "0o600"
+    assert (node.root / "var/lib/efa-cdk/verified").exists()
+    assert any("/ec2/keypair/key-0123456789abcdef0" in c for c in node.calls("aws"))
+
+
+def test_rerun_does_not_duplicate_the_authorized_key(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    assert node.run("ssh-keys").returncode == 0
+    assert node.run("ssh-keys").returncode == 0
+    assert node.read("home/ubuntu/.ssh/authorized_keys").count("ssh-ed25519") == 1
+    assert node.read("home/ubuntu/.ssh/config").count("Include") == 1
+
+
+def test_no_rdma_on_p3dn_and_fork_safe_on_old_kernels_and_lib64_on_amazon_linux(tmp_path: Path) -> None:
+    node = Node(tmp_path, "p3dn.24xlarge")
+    (node.root / "etc/os-release").write_text('ID="amzn"\nVERSION_ID="2"\n')
+    r = node.run("efa-env", STUB_KERNEL="5.10.210-201.852.amzn2.x86_64")
+    assert r.returncode == 0, r.log
+    assert node.read("etc/efa-cdk/efa.env").splitlines() == [
+        "FI_PROVIDER=efa",
+        "FI_EFA_FORK_SAFE=1",
+        "EFA_LIBDIR=/opt/amazon/efa/lib64",
+    ]
+
+
+def test_efa_missing_fails_the_node_with_its_reason(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    r = node.run(*BOOT, STUB_FI_INFO="broken")
+    assert r.returncode == 1
+    (signal,) = node.signals()
+    assert "--status FAILURE" in signal
+    uid = signal.split("--unique-id ")[1].split(" ")[0]
+    assert uid.startswith("i-0123456789abcdef0-verify-efa-fi-info") and len(uid) <= 64
+    assert "fi_info -p efa -t FI_EP_RDM failed" in r.log
+    assert not (node.root / "var/lib/efa-cdk/verified").exists()
+    assert not node.calls("aws") or not any("describe-instances" in c for c in node.calls("aws"))  # stopped
+
+
+def test_wrong_device_count_fails_the_node(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    node.set_devices(7)
+    r = node.run(*BOOT)
+    assert r.returncode == 1
+    assert "found 7 EFA devices, the launch template attached 8" in r.log
+    assert "--status FAILURE" in node.signals()[0] and "found-7-EFA-devices" in node.signals()[0]
+
+
+def test_installer_verified_then_run_with_flags(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    node.efa_installed(False)
+    node.installer_tarball()
+    node.setting("EFA_CDK_INSTALLER_FLAGS", "--skip-kmod")
+    r = node.run("install-efa")
+    assert r.returncode == 0, r.log
+    assert node.read("installer-ran").split() == ["-y", "--skip-kmod"]
+    assert f"signature by {EFA_INSTALLER_FINGERPRINT} verified" in r.log
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("bad-signature", "does not verify against key"),
+        ("other-key", "expected " + EFA_INSTALLER_FINGERPRINT),
+        ("bad-sha256", "has SHA-256"),
+        ("no-download", "could not download"),
+    ],
+)
+def test_installer_fails_closed(tmp_path: Path, case: str, expected: str) -> None:
+    node = Node(tmp_path)
+    node.efa_installed(False)
+    node.installer_tarball(sha256="0" * 64 if case == "bad-sha256" else None)
+    env = {"STUB_SIGNATURE": "bad"} if case == "bad-signature" else {}
+    if case == "other-key":
+        env["STUB_KEY_FPR"] = "0" * 40
+    if case == "no-download":
+        (node.stub_dir / "downloads" / "aws-efa-installer-1.41.0.tar.gz.sig").unlink()
+    r = node.run(*BOOT, **env)
+    assert r.returncode == 1
+    assert expected in r.log
+    assert not (node.root / "installer-ran").exists()  # nothing from the tarball ran
+    (signal,) = node.signals()
+    assert "--status FAILURE" in signal and "install-efa" in signal
+
+
+def test_node_that_never_comes_up_fails_the_hostfile_with_the_missing_count(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    node.cluster(["10.0.1.10"], count=2)
+    r = node.run(*BOOT)
+    assert r.returncode == 1
+    assert "only 1 of 2 nodes came up within 1s (found: 10.0.1.10)" in r.log
+    # This node's own signal (SUCCESS) went out before; the hostfile failure is logged, not signalled.
+    assert [s.split("--status ")[1].split()[0] for s in node.signals()] == ["SUCCESS"]
+
+
+def test_leader_benchmarks_report_to_the_wait_condition(tmp_path: Path) -> None:
+    node = Node(tmp_path, "p4d.24xlarge")
+    shutil.copy(FIXTURES / "nccl-tests-2x-p4d.txt", node.stub_dir / "bench-output")
+    shutil.copy(FIXTURES / "fi_pingpong-efa.txt", node.stub_dir / "pingpong-output")
+    (node.stub_dir / "all_reduce_perf").mkdir()
+    (node.stub_dir / "all_reduce_perf" / "all_reduce_perf").write_text("")
+    r = node.run("hostfile", "benchmarks", EFA_CDK_NCCL_TESTS=str(node.stub_dir / "all_reduce_perf"))
+    assert r.returncode == 0, r.log
+    body = json.loads((node.stub_dir / "posted.json").read_text())
+    assert body["Status"] == "SUCCESS" and body["UniqueId"] == "benchmarks"
+    results = json.loads(body["Data"])
+    assert [(x["benchmark"], x["peak_gbytes_s"]) for x in results] == [
+        ("nccl-tests", 32.84),
+        ("fi_pingpong", 2.36),
+    ]
+    assert json.loads(node.read("var/lib/efa-cdk/benchmarks.json")) == body  # kept on the node
+    (mpirun,) = node.calls("mpirun")
+    assert "-n 16 -N 8" in mpirun and "-x FI_EFA_USE_DEVICE_RDMA=1" in mpirun and "NCCL_DEBUG=INFO" in mpirun
+
+
+def test_benchmark_that_falls_back_to_sockets_fails_the_wait_condition(tmp_path: Path) -> None:
+    node = Node(tmp_path, "p4d.24xlarge", EFA_CDK_BENCHMARKS="nccl-tests")
+    text = (
+        (FIXTURES / "nccl-tests-2x-p4d.txt").read_text().replace("Selected Provider is efa", "Using Socket")
+    )
+    (node.stub_dir / "bench-output").write_text(text)
+    (node.stub_dir / "nt").mkdir()
+    (node.stub_dir / "nt" / "all_reduce_perf").write_text("")
+    r = node.run("hostfile", "benchmarks", EFA_CDK_NCCL_TESTS=str(node.stub_dir / "nt"))
+    assert r.returncode == 1
+    body = json.loads((node.stub_dir / "posted.json").read_text())
+    assert body["Status"] == "FAILURE" and "not efa" in body["Reason"]
+    assert not node.signals()  # after the node's own signal: reported to the wait condition only
+
+
+def test_missing_benchmark_tool_is_reported_by_name(tmp_path: Path) -> None:
+    node = Node(tmp_path, "p4d.24xlarge", EFA_CDK_BENCHMARKS="nccl-tests")
+    r = node.run("hostfile", "benchmarks", EFA_CDK_NCCL_TESTS=str(tmp_path / "nowhere"))
+    assert r.returncode == 1
+    body = json.loads((node.stub_dir / "posted.json").read_text())
+    assert "all_reduce_perf not found" in body["Reason"]
+
+
+def test_trainium_leader_runs_nccom_test_across_all_hosts(tmp_path: Path) -> None:
+    node = Node(tmp_path, EFA_CDK_BENCHMARKS=Benchmark.NCCOM_TEST.value)
+    shutil.copy(FIXTURES / "nccom-test-2x-trn1.txt", node.stub_dir / "bench-output")
+    r = node.run("hostfile", "benchmarks")
+    assert r.returncode == 0, r.log
+    (call,) = node.calls("nccom-test")
+    assert (
+        call == "nccom-test -r 64 -N 2 -b 8 -e 1GB -f 2 -n 20 -w 5 -d fp32 allr --hosts 10.0.1.10 10.0.1.11"
+    )
+    results = json.loads(json.loads((node.stub_dir / "posted.json").read_text())["Data"])
+    assert results[0]["peak_gbytes_s"] == 47.09
+
+
+def test_unreachable_node_stops_the_benchmarks_with_its_address(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    (node.stub_dir / "unreachable").write_text("10.0.1.11\n")
+    r = node.run("hostfile", "benchmarks")
+    assert r.returncode == 1
+    assert "node 10.0.1.11 never verified EFA or is unreachable over SSH" in r.log
+    assert json.loads((node.stub_dir / "posted.json").read_text())["Status"] == "FAILURE"
+
+
+def test_followers_do_not_benchmark(tmp_path: Path) -> None:
+    node = Node(tmp_path, index=1)
+    r = node.run("hostfile", "benchmarks")
+    assert r.returncode == 0, r.log
+    assert "not the leader" in r.log and not (node.stub_dir / "posted.json").exists()
+
+
+def test_single_node_reports_skipped(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    node.cluster(["10.0.1.10"], count=1)
+    r = node.run("hostfile", "benchmarks")
+    assert r.returncode == 0, r.log
+    body = json.loads((node.stub_dir / "posted.json").read_text())
+    assert body["Status"] == "SUCCESS" and "one node" in body["Data"]
+
+
+def test_user_step_runs_before_verification_and_its_failure_is_signalled(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    software = EfaUserData().add_commands("install-tools", 'echo tools > "$EFA_CDK_ROOT/tools"', "false")
+    software.stage(node.bin)
+    steps = software.step_names(())
+    assert steps.index("install-tools") < steps.index("verify-efa")
+    r = node.run(*steps)
+    assert r.returncode == 1 and node.read("tools") == "tools\n"
+    assert "install-tools" in node.signals()[0] and "--status FAILURE" in node.signals()[0]
