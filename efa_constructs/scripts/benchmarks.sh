@@ -6,7 +6,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib.sh
 . "$here/lib.sh"
-PATH=$(efa_path)
+if [ -r "$R/etc/profile.d/efa-cdk.sh" ]; then
+  # shellcheck source=/dev/null
+  . "$R/etc/profile.d/efa-cdk.sh" # EFA, Open MPI and aws-ofi-nccl paths (efa-env step)
+fi
+PATH="$(efa_path):/opt/aws/neuron/bin"
+export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}"
 
 [ "$(tag efa-cdk:node-index || true)" = 0 ] || { log "not the leader; nothing to run"; exit 0; }
 url=${EFA_CDK_BENCHMARK_URL:?}
@@ -23,7 +28,7 @@ report() { # report JSON...: post the results to the wait condition
   log "reported: $(cat "$out/signal.json")"
   grep -q '"Status": "SUCCESS"' "$out/signal.json"
 }
-as_user() { runuser -u "$user" -- env "PATH=$PATH" "$@"; }
+as_user() { runuser -u "$user" -- env "PATH=$PATH" "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" "$@"; }
 
 mapfile -t hosts < <(awk '{print $1}' "$ETC/hostfile")
 if [ "${#hosts[@]}" -lt 2 ]; then
@@ -58,6 +63,7 @@ run_nccl_tests() {
   bin=$(compgen -G "${EFA_CDK_NCCL_TESTS:-/opt/nccl-tests/build}/all_reduce_perf" ||
     compgen -G "/usr/local/cuda*/efa/test-cuda-*/all_reduce_perf" | head -n1 || true)
   [ -n "$bin" ] || { echo "all_reduce_perf not found (set EFA_CDK_NCCL_TESTS to its directory)"; return 1; }
+  [ -d /usr/local/cuda/lib64 ] && LD_LIBRARY_PATH="/usr/local/cuda/lib64:$LD_LIBRARY_PATH"
   as_user mpirun -n $((nodes * slots)) -N "$slots" --hostfile "$ETC/hostfile" --tag-output \
     "${mpi_env[@]}" -x NCCL_DEBUG=INFO --mca pml ^cm --mca btl tcp,self \
     --mca btl_tcp_if_exclude lo,docker0 --bind-to none \
