@@ -22,11 +22,13 @@ _LAZY = {
     "EfaMachineImage": ".machine_image",
     "EfaCluster": ".cluster",
     "PublicIp": ".cluster",
+    "NodeGroup": ".cluster",
     "EfaNetwork": ".network",
 }
 
 __all__ = [
     "Benchmark",
+    "Capacity",
     "EfaCluster",
     "EfaConfigError",
     "EfaInstaller",
@@ -39,17 +41,19 @@ __all__ = [
     "LayoutMode",
     "NetworkInterfaceSpec",
     "NicLayout",
+    "NodeGroup",
     "PublicIp",
     "instance_type",
     "plan_layout",
 ]
 
+from .capacity import Capacity  # noqa: E402
 from .catalogue import instance_type  # noqa: E402
 from .layout import LayoutMode, NetworkInterfaceSpec, NicLayout, plan_layout  # noqa: E402
 from .node_software import Benchmark, EfaInstaller, EfaUserData  # noqa: E402
 
 if TYPE_CHECKING:
-    from .cluster import EfaCluster, PublicIp
+    from .cluster import EfaCluster, NodeGroup, PublicIp
     from .launch_template import EfaLaunchTemplate
     from .machine_image import EfaMachineImage
     from .network import EfaNetwork

@@ -24,6 +24,12 @@ REASONS: dict[str, str] = {
         "The node software's ec2:DescribeInstances (finding the cluster's nodes for the MPI hostfile) "
         "is a read-only List/Describe action that supports no resource-level permissions either."
     ),
+    "AwsSolutions-AS3": (
+        "The node group is fixed-size (min = max = desired) and driven by CloudFormation: its launches are "
+        "reported by the CreationPolicy signals and the stack events, and replacements of unhealthy nodes "
+        "are in the group's activity history. Scaling-event notifications need a topic and subscribers "
+        "only the user can choose; add them to the group when wanted."
+    ),
     "CloudFormation-Validate::F6101": (
         "An output of AWS::CloudFormation::WaitCondition's Data attribute is the pattern the CloudFormation "
         "user guide documents (Using wait conditions: WaitConditionData output); the registry schema types "

@@ -13,15 +13,20 @@ from pathlib import Path
 from aws_cdk import (
     Annotations,
     Aws,
+    CfnAutoScalingReplacingUpdate,
     CfnCreationPolicy,
     CfnOutput,
+    CfnResource,
+    CfnResourceAutoScalingCreationPolicy,
     CfnResourceSignal,
+    CfnUpdatePolicy,
     CfnWaitCondition,
     CfnWaitConditionHandle,
     Stack,
     Tags,
     Token,
 )
+from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
@@ -29,16 +34,36 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from .acknowledgements import acknowledge
+from .capacity import Capacity
 from .catalogue import InstanceType
 from .catalogue import instance_type as lookup
 from .errors import EfaConfigError, parse_choice
 from .launch_template import EfaLaunchTemplate
 from .layout import LayoutMode, NicLayout
+from .limits import check_limits
 from .machine_image import EfaMachineImage
 from .node_software import EfaUserData
 from .security_group import EfaSecurityGroup, InternetEgress
 
-MAX_EXPLICIT_NODES = 64
+#: Explicit nodes cost one resource each (six with an Elastic IP); CloudFormation allows 500 per
+#: template, and the rest of a cluster stack needs room too. Larger clusters use node_group=asg.
+MAX_EXPLICIT_NODES = 400
+
+
+class NodeGroup(enum.Enum):
+    """How the nodes are declared."""
+
+    #: One AWS::EC2::Instance per node (Node0..NodeN-1): per-node outputs and Elastic IPs; the
+    #: template grows with the node count. For small clusters.
+    EXPLICIT = "explicit"
+    #: One fixed-size Auto Scaling group from the same launch template: the template does not grow
+    #: with the node count. For large clusters.
+    ASG = "asg"
+
+    @classmethod
+    def parse(cls, value: str | NodeGroup) -> NodeGroup:
+        """The member for a string such as ``"asg"``."""
+        return parse_choice(cls, value, what="node_group", why="not a node-group mode")
 
 
 class PublicIp(enum.Enum):
@@ -90,6 +115,11 @@ class EfaCluster(Construct):
         public_ip: nodes that get an Elastic IP. Default: ``PublicIp.NONE``.
         public_subnet: where the Elastic IP interfaces go (same AZ as ``subnet``). Default: the
             VPC's first public subnet.
+        node_group: ``NodeGroup.EXPLICIT`` (one instance resource per node) or ``NodeGroup.ASG``
+            (one fixed-size Auto Scaling group; the template size does not depend on node_count).
+            Default: explicit. Switching mode replaces every node.
+        capacity: a Capacity Reservation, reservation group or Capacity Block to launch into
+            (:class:`Capacity`). Default: On-Demand with a new cluster placement group.
     """
 
     def __init__(
@@ -115,9 +145,20 @@ class EfaCluster(Construct):
         role: iam.IRole | None = None,
         public_ip: PublicIp | str = PublicIp.NONE,
         public_subnet: ec2.ISubnet | None = None,
+        node_group: NodeGroup | str = NodeGroup.EXPLICIT,
+        capacity: Capacity | None = None,
     ) -> None:
         super().__init__(scope, id_)
-        _check_node_count(node_count)
+        self.node_group = NodeGroup.parse(node_group)
+        _check_node_count(node_count, self.node_group)
+        self.capacity = capacity or Capacity.on_demand()
+        if placement_group is not None and not self.capacity.accepts_placement_group:
+            raise EfaConfigError(
+                "placement_group",
+                value=placement_group.placement_group_name,
+                why="a Capacity Block's instances are placed by EC2; a placement group cannot be applied",
+                fix="drop placement_group when launching into a Capacity Block",
+            )
         if placement_group is not None and not use_placement_group:
             raise EfaConfigError(
                 "placement_group",
@@ -156,7 +197,14 @@ class EfaCluster(Construct):
         self.security_group = EfaSecurityGroup(
             self, "SecurityGroup", vpc=vpc, ssh_peers=ssh_peers, internet_egress=egress
         )
-        if use_placement_group and placement_group is None:
+        self.capacity.check(
+            instance_type=instance_type,
+            availability_zone=None
+            if Token.is_unresolved(self.subnet.availability_zone)
+            else self.subnet.availability_zone,
+            node_count=node_count,
+        )
+        if use_placement_group and placement_group is None and self.capacity.creates_placement_group:
             placement_group = ec2.PlacementGroup(
                 self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
             )
@@ -173,7 +221,7 @@ class EfaCluster(Construct):
                 security_groups=[self.security_group],
                 nic_layout=nic_layout,
                 efa_count=efa_count,
-                subnet=self.subnet,
+                subnet=self.subnet if self.node_group is NodeGroup.EXPLICIT else None,  # an ASG sets it
                 machine_image=self.machine_image,
                 key_pair=key_pair,
                 role=lt_role,
@@ -181,6 +229,7 @@ class EfaCluster(Construct):
                 root_volume_gib=root_volume_gib,
                 placement_group=placement_group,
                 primary_network_interface_id=eni,
+                capacity=self.capacity,
             )
 
         self.launch_template = launch_template("LaunchTemplate", role)
@@ -200,7 +249,10 @@ class EfaCluster(Construct):
             self._public_subnet = self._check_public_ip(vpc, public_subnet)
         self.nodes: list[ec2.CfnInstance] = []
         self.elastic_ips: list[ec2.CfnEIP | None] = []
-        for i in range(node_count):
+        self.auto_scaling_group: autoscaling.CfnAutoScalingGroup | None = None
+        if self.node_group is NodeGroup.ASG:
+            self.auto_scaling_group = self._node_group(id_, node_count)
+        for i in range(node_count if self.node_group is NodeGroup.EXPLICIT else 0):
             template = self.launch_template
             eip: ec2.CfnEIP | None = None
             if i < eip_nodes:
@@ -239,6 +291,39 @@ class EfaCluster(Construct):
         if software is not None:
             self._add_node_software(software, node_count)
         acknowledge(self, "AwsSolutions-EC29")
+        check_limits(self)
+
+    @property
+    def _launched(self) -> list[CfnResource]:
+        """The resources that launch nodes: the instances, or the Auto Scaling group."""
+        return [self.auto_scaling_group] if self.auto_scaling_group else list(self.nodes)
+
+    def _node_group(self, id_: str, node_count: int) -> autoscaling.CfnAutoScalingGroup:
+        """A fixed-size Auto Scaling group: min = max = desired = node_count, one subnet.
+
+        A launch-template change replaces the whole group (AutoScalingReplacingUpdate), like
+        explicit nodes; a node-count change resizes it in place.
+        """
+        size = str(node_count)
+        asg = autoscaling.CfnAutoScalingGroup(
+            self,
+            "Nodes",
+            min_size=size,
+            max_size=size,
+            desired_capacity=size,
+            vpc_zone_identifier=[self.subnet.subnet_id],
+            launch_template=autoscaling.CfnAutoScalingGroup.LaunchTemplateSpecificationProperty(
+                launch_template_id=self.launch_template.launch_template_id,
+                version=self.launch_template.latest_version_number,
+            ),
+        )
+        asg.cfn_options.update_policy = CfnUpdatePolicy(
+            auto_scaling_replacing_update=CfnAutoScalingReplacingUpdate(will_replace=True)
+        )
+        acknowledge(asg, "AwsSolutions-AS3")
+        Tags.of(asg).add("Name", f"{id_}-node")
+        Tags.of(asg).add("efa-cdk:logical-id", Stack.of(self).resolve(asg.logical_id))
+        return asg
 
     def _add_node_software(self, software: EfaUserData, node_count: int) -> None:
         """Key pair, node-count parameter, script asset, permissions, signals and user data."""
@@ -299,20 +384,35 @@ class EfaCluster(Construct):
                 count=1,
                 timeout=str(software.benchmark_timeout_minutes * 60),
             )
-            for node in self.nodes:
+            for node in self._launched:
                 condition.node.add_dependency(node)
             settings["EFA_CDK_BENCHMARK_URL"] = handle.ref
             self.benchmark_results = Token.as_string(condition.attr_data)
         script = software.render(settings, scripts_s3_url=scripts.s3_object_url, benchmarks=benchmarks)
         self.node_user_data.add_commands(script.split("\n", 1)[1])  # for_linux() writes the #! line
+        timeout = f"PT{software.signal_timeout_minutes}M"
         for node in self.nodes:
             node.cfn_options.creation_policy = CfnCreationPolicy(
-                resource_signal=CfnResourceSignal(count=1, timeout=f"PT{software.signal_timeout_minutes}M")
+                resource_signal=CfnResourceSignal(count=1, timeout=timeout)
+            )
+        if self.auto_scaling_group is not None:  # every instance signals the group
+            self.auto_scaling_group.cfn_options.creation_policy = CfnCreationPolicy(
+                resource_signal=CfnResourceSignal(count=node_count, timeout=timeout),
+                auto_scaling_creation_policy=CfnResourceAutoScalingCreationPolicy(
+                    min_successful_instances_percent=100
+                ),
             )
         self.ssh_key = ssh_key
         self.node_count_parameter = count
 
     def _check_public_ip(self, vpc: ec2.IVpc, public_subnet: ec2.ISubnet | None) -> ec2.ISubnet:
+        if self.node_group is not NodeGroup.EXPLICIT:
+            raise EfaConfigError(
+                "public_ip",
+                value=self.public_ip.value,
+                why="an Elastic IP goes on a pre-created interface per node, which needs explicit nodes",
+                fix="use node_group=explicit for public nodes, or reach an ASG's nodes with Session Manager",
+            )
         if self.layout.primary.is_efa:
             raise EfaConfigError(
                 "public_ip",
@@ -380,7 +480,7 @@ class EfaCluster(Construct):
         return [eip.attr_public_ip if eip else None for eip in self.elastic_ips]
 
 
-def _check_node_count(node_count: int) -> None:
+def _check_node_count(node_count: int, group: NodeGroup) -> None:
     if not Token.is_unresolved(node_count) and (
         isinstance(node_count, bool) or not isinstance(node_count, int) or not node_count >= 1
     ):
@@ -390,11 +490,11 @@ def _check_node_count(node_count: int) -> None:
             why="a cluster needs at least one node",
             fix="set node_count to a whole number >= 1 (2 or more to use EFA between nodes)",
         )
-    if node_count > MAX_EXPLICIT_NODES:
+    if group is NodeGroup.EXPLICIT and node_count > MAX_EXPLICIT_NODES:
         raise EfaConfigError(
             "node_count",
             value=node_count,
-            why=f"explicit nodes cost several CloudFormation resources each; more than "
+            why=f"explicit nodes cost at least one CloudFormation resource each; more than "
             f"{MAX_EXPLICIT_NODES} approach the 500-resource limit of one template",
-            fix=f"use at most {MAX_EXPLICIT_NODES} nodes per cluster",
+            fix="use node_group=asg (one Auto Scaling group: the template does not grow with node_count)",
         )

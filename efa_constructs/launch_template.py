@@ -15,6 +15,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from .acknowledgements import acknowledge
+from .capacity import Capacity
 from .catalogue import InstanceType
 from .catalogue import instance_type as lookup
 from .errors import EfaConfigError
@@ -109,6 +110,7 @@ class EfaLaunchTemplate(Construct):
         root_volume_gib: size of the encrypted gp3 root volume. Default: 200.
         placement_group: a cluster placement group. Default: none in the template.
         primary_network_interface_id: a pre-created ENI for card 0 / DeviceIndex 0. Default: none.
+        capacity: a Capacity Reservation or Capacity Block to launch into. Default: On-Demand.
     """
 
     def __init__(
@@ -128,6 +130,7 @@ class EfaLaunchTemplate(Construct):
         root_volume_gib: int = 200,
         placement_group: ec2.IPlacementGroup | None = None,
         primary_network_interface_id: str | None = None,
+        capacity: Capacity | None = None,
     ) -> None:
         super().__init__(scope, id_)
         self.instance_type: InstanceType = lookup(instance_type)
@@ -197,6 +200,8 @@ class EfaLaunchTemplate(Construct):
                 primary_network_interface_id=primary_network_interface_id,
             ),
         )
+        for key, value in (capacity or Capacity.on_demand()).launch_template_data().items():
+            cfn.add_property_override(f"LaunchTemplateData.{key}", value)
         self.security_groups = list(security_groups)
         self.grant_principal = self.role
 

@@ -92,20 +92,36 @@ class EfaClusterStack(Stack):
             public_ip=params.public_ip,
             public_subnet=public_subnet if params.public_ip is not PublicIp.NONE else None,
             node_software=EfaUserData(benchmarks=params.benchmarks),
+            node_group=params.node_group,
+            capacity=params.capacity,
+            placement_group=(
+                ec2.PlacementGroup.from_placement_group_name(self, "PlacementGroup", params.placement_group)
+                if params.placement_group
+                else None
+            ),
         )
         layout = self.cluster.layout
-        CfnOutput(
-            self,
-            "NodePrivateIps",
-            value=Fn.join(",", self.cluster.private_ips),
-            description="Primary private IP of each node, in node order",
-        )
-        CfnOutput(
-            self,
-            "NodeInstanceIds",
-            value=Fn.join(",", [n.ref for n in self.cluster.nodes]),
-            description="Instance id of each node (aws ssm start-session --target <id>)",
-        )
+        if self.cluster.auto_scaling_group is not None:
+            CfnOutput(
+                self,
+                "NodeGroupName",
+                value=self.cluster.auto_scaling_group.ref,
+                description="The nodes' Auto Scaling group (aws autoscaling describe-auto-scaling-groups "
+                "--auto-scaling-group-names <name>); node 0's ~/hostfile lists every node",
+            )
+        else:
+            CfnOutput(
+                self,
+                "NodePrivateIps",
+                value=Fn.join(",", self.cluster.private_ips),
+                description="Primary private IP of each node, in node order",
+            )
+            CfnOutput(
+                self,
+                "NodeInstanceIds",
+                value=Fn.join(",", [n.ref for n in self.cluster.nodes]),
+                description="Instance id of each node (aws ssm start-session --target <id>)",
+            )
         CfnOutput(
             self,
             "Layout",

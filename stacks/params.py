@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from efa_constructs.capacity import Capacity
 from efa_constructs.catalogue import instance_type as lookup
-from efa_constructs.cluster import PublicIp
+from efa_constructs.cluster import NodeGroup, PublicIp
 from efa_constructs.errors import EfaConfigError
 from efa_constructs.layout import LayoutMode, plan_layout
 from efa_constructs.node_software import Benchmark, check_benchmarks
@@ -35,12 +36,54 @@ CONTEXT_KEYS: dict[str, str] = {
     "public_ip": "none | leader | all: Elastic IP on card 0 / device 0 of those nodes (default: none)",
     "public_subnet_id": "existing public subnet for the Elastic IP interfaces (with vpc_id and public_ip)",
     "benchmarks": "auto | none | comma-separated nccl-tests, nccom-test, fi_pingpong (default: auto)",
+    "node_group": "explicit (an instance resource per node) | asg (one Auto Scaling group: large clusters)",
+    "capacity_reservation": "Capacity Reservation id (cr-...) or reservation resource-group ARN",
+    "capacity_block": "Capacity Block for ML reservation id (cr-...) to launch into",
+    "capacity_instances": "instances the reservation or block holds (checked against node_count)",
+    "placement_group": "existing placement group to launch into (e.g. the reservation's); default: a new one",
 }
 
 _AZ = re.compile(r"^(?P<region>[a-z]{2}(-gov)?-[a-z]+-\d+)[a-z]$")
 _VPC = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$")
 _SUBNET = re.compile(r"^subnet-[0-9a-f]{8}([0-9a-f]{9})?$")
 _KEY = re.compile(r"^[\x20-\x7e]{1,255}$")
+ON_DEMAND = Capacity.on_demand()
+_PLACEMENT = re.compile(r"^[\x21-\x7e]{1,255}$")
+
+
+def _capacity(get: Any, az: str | None) -> Capacity:
+    """The capacity context keys as a :class:`Capacity` (checked against the cluster later)."""
+    reservation, block = get("capacity_reservation"), get("capacity_block")
+    if reservation is not None and block is not None:
+        raise EfaConfigError(
+            "capacity_block",
+            value=block,
+            why="a launch targets one reservation: capacity_reservation is set too",
+            fix="pass only one of capacity_reservation and capacity_block",
+        )
+    if (reservation is not None or block is not None) and az is None:
+        raise EfaConfigError(
+            "availability_zone",
+            value=None,
+            why="a reservation lives in one Availability Zone and the nodes' subnet must be in it",
+            fix="pass -c availability_zone=<the reservation's AZ> (aws ec2 describe-capacity-reservations)",
+        )
+    count = get("capacity_instances")
+    instances = None if count is None else _int("capacity_instances", count, 1, 100_000)
+    if count is not None and reservation is None and block is None:
+        raise EfaConfigError(
+            "capacity_instances",
+            value=count,
+            why="it describes a reservation, and none is given",
+            fix="pass capacity_reservation=cr-... or capacity_block=cr-... with it",
+        )
+    if block is not None:
+        return Capacity.capacity_block(str(block), instance_count=instances)
+    if reservation is not None and str(reservation).startswith("arn:"):
+        return Capacity.reservation_group(str(reservation))
+    if reservation is not None:
+        return Capacity.reservation(str(reservation), instance_count=instances)
+    return Capacity.on_demand()
 
 
 def _int(key: str, raw: Any, lo: int, hi: int) -> int:
@@ -74,6 +117,9 @@ class ClusterParams:
     public_ip: PublicIp = PublicIp.NONE
     public_subnet_id: str | None = None
     benchmarks: tuple[Benchmark, ...] | None = None
+    node_group: NodeGroup = NodeGroup.EXPLICIT
+    capacity: Capacity = ON_DEMAND
+    placement_group: str | None = None
 
     @property
     def region(self) -> str | None:
@@ -150,6 +196,16 @@ class ClusterParams:
                 "(no lookups at synth)",
                 fix="pass -c public_subnet_id=subnet-... (a subnet routed to an internet gateway, same AZ)",
             )
+        node_group = NodeGroup.parse(get("node_group", NodeGroup.EXPLICIT.value))
+        capacity = _capacity(get, None if az is None else str(az))
+        placement = get("placement_group")
+        if placement is not None and not _PLACEMENT.match(str(placement)):
+            raise EfaConfigError(
+                "placement_group",
+                value=placement,
+                why="not a placement group name",
+                fix="pass the name of an existing cluster placement group (1-255 printable characters)",
+            )
         benchmarks = Benchmark.parse_list(str(get("benchmarks", "auto")))
         if benchmarks:
             check_benchmarks(lookup(itype), benchmarks)
@@ -177,4 +233,7 @@ class ClusterParams:
             public_ip=public_ip,
             public_subnet_id=None if public_subnet_id is None else str(public_subnet_id),
             benchmarks=benchmarks,
+            node_group=node_group,
+            capacity=capacity,
+            placement_group=None if placement is None else str(placement),
         )

@@ -14,13 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_cdk import CfnParameter, Token
+from aws_cdk import CfnParameter, Environment, Token
 from aws_cdk import aws_ec2 as ec2
 
 from efa_constructs import (
+    Capacity,
     EfaCluster,
     EfaInstaller,
     EfaLaunchTemplate,
+    EfaNetwork,
     EfaSecurityGroup,
     EfaUserData,
     NetworkInterfaceSpec,
@@ -137,7 +139,104 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ("negative nodes", ctx(node_count="-1"), "node_count", "not a whole number"),
     ("fractional nodes", ctx(node_count="2.5"), "node_count", "not a whole number"),
     ("zero nodes in a construct", cluster(node_count=0), "node_count", "at least one node"),
-    ("more explicit nodes than a template holds", cluster(node_count=65), "node_count", "500-resource limit"),
+    (
+        "more explicit nodes than a template holds",
+        cluster(node_count=401),
+        "node_count",
+        "500-resource limit",
+    ),
+    ("unknown node group", ctx(node_group="fleet"), "node_group", "not a node-group mode"),
+    (
+        "Elastic IPs on an Auto Scaling group",
+        lambda make: (
+            lambda s: EfaCluster(
+                s,
+                "C",
+                vpc=EfaNetwork(s, "N").vpc,
+                instance_type="p5.48xlarge",
+                node_group="asg",
+                public_ip="leader",
+            )
+        )(make()),
+        "public_ip",
+        "needs explicit nodes",
+    ),
+    # capacity
+    (
+        "malformed reservation id",
+        ctx(capacity_reservation="cr-123", availability_zone="us-east-1a"),
+        "capacity_reservation",
+        "not a Capacity Reservation id",
+    ),
+    (
+        "malformed reservation group",
+        call(Capacity.reservation_group, "my-group"),
+        "capacity_reservation",
+        "not a resource-group ARN",
+    ),
+    (
+        "reservation without its AZ",
+        ctx(capacity_block="cr-0123456789abcdef0"),
+        "availability_zone",
+        "lives in one Availability Zone",
+    ),
+    (
+        "reservation and block together",
+        ctx(
+            capacity_block="cr-0123456789abcdef0",
+            capacity_reservation="cr-0123456789abcdef1",
+            availability_zone="us-east-1a",
+        ),
+        "capacity_block",
+        "one reservation",
+    ),
+    (
+        "reservation size without reservation",
+        ctx(capacity_instances="4"),
+        "capacity_instances",
+        "none is given",
+    ),
+    (
+        "more nodes than the reservation holds",
+        cluster(node_count=3, capacity=Capacity.reservation("cr-0123456789abcdef0", instance_count=2)),
+        "node_count",
+        "holds 2 instances",
+    ),
+    (
+        "reservation of another type",
+        cluster(capacity=Capacity.capacity_block("cr-0123456789abcdef0", instance_type="p5.48xlarge")),
+        "capacity_block",
+        "reserves p5.48xlarge",
+    ),
+    (
+        "reservation in another AZ",
+        lambda make: (
+            lambda s: EfaCluster(
+                s,
+                "C",
+                vpc=EfaNetwork(s, "N", availability_zone="us-east-1a").vpc,
+                instance_type="trn1.32xlarge",
+                capacity=Capacity.reservation("cr-0123456789abcdef0", availability_zone="us-east-1c"),
+            )
+        )(make(env=Environment(region="us-east-1"))),
+        "capacity_reservation",
+        "is in us-east-1c",
+    ),
+    (
+        "placement group with a Capacity Block",
+        lambda make: (
+            lambda s: EfaCluster(
+                s,
+                "C",
+                vpc=isolated_vpc(s),
+                instance_type="trn1.32xlarge",
+                capacity=Capacity.capacity_block("cr-0123456789abcdef0"),
+                placement_group=ec2.PlacementGroup(s, "Pg"),
+            )
+        )(make()),
+        "placement_group",
+        "placed by EC2",
+    ),
     # placement
     (
         "placement group given and disabled",

@@ -132,3 +132,30 @@ def test_ready_stack_instantiates_in_moto(templates: dict[str, Any], name: str) 
             for p in group["IpPermissions"]
             if p.get("UserIdGroupPairs")
         )
+
+
+def test_auto_scaling_node_group_instantiates_in_moto() -> None:
+    """The ASG mode: moto creates the group from the EFA launch template and launches its nodes."""
+    from stacks.cluster_stack import EfaClusterStack
+    from stacks.params import ClusterParams
+    from tests.conftest import new_app
+
+    params = ClusterParams.from_context(
+        {"node_group": "asg", "node_count": "3"}, default_instance_type="p5.48xlarge"
+    )
+    app = new_app()
+    stack = EfaClusterStack(app, "Asg", params=params)
+    synthesized = app.synth().get_stack_by_name(stack.stack_name).template
+    with mock_aws():
+        ec2, ssm, cfn, autoscaling = (
+            boto3.client(s, region_name=os.environ["AWS_DEFAULT_REGION"])
+            for s in ("ec2", "ssm", "cloudformation", "autoscaling")
+        )
+        body = moto_compatible(synthesized, ec2, ssm)
+        cfn.create_stack(StackName="Asg", TemplateBody=json.dumps(body), Capabilities=["CAPABILITY_IAM"])
+        assert cfn.describe_stacks(StackName="Asg")["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
+        (group,) = autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"]
+        assert (group["MinSize"], group["MaxSize"], group["DesiredCapacity"]) == (3, 3, 3)
+        assert len(group["Instances"]) == 3
+        tags = {t["Key"]: t["PropagateAtLaunch"] for t in group["Tags"]}
+        assert tags["efa-cdk:cluster"] and tags["efa-cdk:logical-id"]

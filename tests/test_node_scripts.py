@@ -46,6 +46,7 @@ done
 case "$url" in
   */api/token) echo tok ;;
   */meta-data/instance-id) echo i-0123456789abcdef0 ;;
+  */meta-data/local-ipv4) cat "$STUB_DIR/local-ipv4" ;;
   */meta-data/tags/instance/*) cat "$STUB_DIR/tags/${url##*/}" 2>/dev/null || exit 22 ;;
   https://stand-in/handle) cp "$data" "$STUB_DIR/posted.json" ;;
   *) [ -f "$STUB_DIR/downloads/${url##*/}" ] || exit 22; cp "$STUB_DIR/downloads/${url##*/}" "$out" ;;
@@ -54,7 +55,7 @@ esac
     "aws": r"""
 args=" $* "
 case "$args" in
-  *" signal-resource "*) echo "$*" >>"$STUB_DIR/signals.log" ;;
+  *" signal-resource "*) [ -z "${STUB_SIGNAL_FAILS:-}" ] || exit 254; echo "$*" >>"$STUB_DIR/signals.log" ;;
   *" get-parameter "*"/ec2/keypair/"*) echo "-----BEGIN OPENSSH PRIVATE KEY-----"; echo fake ;;
   *" get-parameter "*) cat "$STUB_DIR/node-count" ;;
   *" describe-instances "*) cat "$STUB_DIR/instances" ;;
@@ -132,6 +133,7 @@ class Node:
             path.chmod(0o755)
         self.tags(**{"efa-cdk:node-index": str(index), "efa-cdk:logical-id": f"ClusterNode{index}ABCD1234"})
         self.cluster(["10.0.1.10", "10.0.1.11"], count=2)
+        (self.stub_dir / "local-ipv4").write_text(f"10.0.1.1{index}\n")
         self.env = {
             "PATH": f"{self.stub_dir / 'bin'}:{os.environ['PATH']}",
             "EFA_CDK_ROOT": str(self.root),
@@ -160,8 +162,9 @@ class Node:
         for key, value in tags.items():
             (self.stub_dir / "tags" / key).write_text(value + "\n")
 
-    def cluster(self, ips: list[str], count: int) -> None:
-        (self.stub_dir / "instances").write_text("".join(f"{i}\t{ip}\n" for i, ip in enumerate(ips)))
+    def cluster(self, ips: list[str], count: int, *, indexed: bool = True) -> None:
+        rows = "".join(f"{i if indexed else 'None'}\t{ip}\n" for i, ip in enumerate(ips))
+        (self.stub_dir / "instances").write_text(rows)
         (self.stub_dir / "node-count").write_text(f"{count}\n")
 
     def installer_tarball(self, *, sha256: str | None = None) -> str:
@@ -417,3 +420,33 @@ def test_user_step_runs_before_verification_and_its_failure_is_signalled(tmp_pat
     r = node.run(*steps)
     assert r.returncode == 1 and node.read("tools") == "tools\n"
     assert "install-tools" in node.signals()[0] and "--status FAILURE" in node.signals()[0]
+
+
+def test_auto_scaling_nodes_are_ordered_by_address_and_the_lowest_leads(tmp_path: Path) -> None:
+    node = Node(tmp_path, EFA_CDK_BENCHMARKS="fi_pingpong")
+    node.cluster(["10.0.1.10", "10.0.1.9", "10.0.2.1"], count=3, indexed=False)  # no node-index tags
+    (node.stub_dir / "local-ipv4").write_text("10.0.1.9\n")
+    shutil.copy(FIXTURES / "fi_pingpong-efa.txt", node.stub_dir / "pingpong-output")
+    r = node.run("hostfile", "benchmarks")
+    assert r.returncode == 0, r.log
+    assert node.read("etc/efa-cdk/hostfile").split() == [
+        "10.0.1.9",
+        "slots=32",
+        "10.0.1.10",
+        "slots=32",
+        "10.0.2.1",
+        "slots=32",
+    ]
+    assert json.loads((node.stub_dir / "posted.json").read_text())["Status"] == "SUCCESS"
+
+
+def test_a_success_nobody_waits_for_is_not_an_error(tmp_path: Path) -> None:
+    """A node an Auto Scaling group adds on a resize: its signal has no CloudFormation operation."""
+    node = Node(tmp_path)
+    r = node.run("verify-efa", "signal", "hostfile", STUB_SIGNAL_FAILS="1")
+    assert r.returncode == 0, r.log
+    assert "nothing waits" not in r.log and "no CloudFormation operation waits" in r.log
+    failed = node.run("signal", STUB_SIGNAL_FAILS="1")  # run by hand without a reason: still fine
+    assert failed.returncode == 0
+    bad = node.run("verify-efa", "signal", STUB_SIGNAL_FAILS="1", STUB_FI_INFO="broken")
+    assert bad.returncode == 1 and "could not signal FAILURE" in bad.log

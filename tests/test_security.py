@@ -31,5 +31,15 @@ def test_the_gate_can_fail() -> None:
 
 
 def test_every_acknowledgement_has_a_reason_a_reviewer_can_judge() -> None:
-    assert set(REASONS) == {"AwsSolutions-EC29", "AwsSolutions-IAM5", "CloudFormation-Validate::F6101"}
+    assert set(REASONS) == {
+        "AwsSolutions-AS3",
+        "AwsSolutions-EC29",
+        "AwsSolutions-IAM5",
+        "CloudFormation-Validate::F6101",
+    }
     assert all(len(reason) > 80 for reason in REASONS.values())
+
+
+def test_auto_scaling_and_elastic_ip_variants_have_no_unacknowledged_finding() -> None:
+    nag({"node_group": "asg", "node_count": "16", "Trn1EfaCluster:benchmarks": "none"})
+    nag({"public_ip": "all"})

@@ -24,6 +24,11 @@ LINT_IGNORED = [
         "CDK's restrict-default-SG provider has a redundant DependsOn next to a GetAtt; harmless",
     ),
     (
+        "W3010",
+        "",
+        "a user-chosen availability_zone is pinned on purpose: an EFA cluster lives in one AZ",
+    ),
+    (
         "E6101",
         "BenchmarkResults",
         "the CloudFormation user guide's documented output of a wait condition's Data; the registry "

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the leader (node index 0): once every node in the hostfile has verified EFA, run the
+# On the leader (the hostfile's first node): once every node in the hostfile has verified EFA, run the
 # cross-node benchmarks chosen for the accelerator, keep logs and JSON in $STATE, and report the
 # figures to the stack's benchmark wait condition (they appear in the stack outputs).
 set -euo pipefail
@@ -13,7 +13,6 @@ fi
 PATH="$(efa_path):/opt/aws/neuron/bin"
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}"
 
-[ "$(tag efa-cdk:node-index || true)" = 0 ] || { log "not the leader; nothing to run"; exit 0; }
 url=${EFA_CDK_BENCHMARK_URL:?}
 user=${EFA_CDK_USER:?}
 out="$STATE/benchmarks"
@@ -31,6 +30,8 @@ report() { # report JSON...: post the results to the wait condition
 as_user() { runuser -u "$user" -- env "PATH=$PATH" "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" "$@"; }
 
 mapfile -t hosts < <(awk '{print $1}' "$ETC/hostfile")
+# The leader is the hostfile's first node: node 0, or in an Auto Scaling group the lowest address.
+[ "$(imds meta-data/local-ipv4 || true)" = "${hosts[0]:-}" ] || { log "not the leader; nothing to run"; exit 0; }
 if [ "${#hosts[@]}" -lt 2 ]; then
   printf '{"benchmark":"all","ok":true,"skipped":"one node: cross-node benchmarks need two"}\n' >"$out/skipped.json"
   report "$out/skipped.json"

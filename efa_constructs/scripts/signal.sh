@@ -17,7 +17,12 @@ if [ -n "$reason" ]; then
   uid="$instance-$(tr -c 'A-Za-z0-9.\n-' '-' <<<"$reason" | tr -s '-' | head -c $((63 - ${#instance})))"
   echo "efa-cdk: $status: $reason" >"$R/dev/console" 2>/dev/null || true
 fi
-retry 5 5 aws_ cloudformation signal-resource --stack-name "${EFA_CDK_STACK:?}" \
-  --logical-resource-id "$logical" --unique-id "$uid" --status "$status" \
-  || die "could not signal $status for $logical to stack $EFA_CDK_STACK"
-log "signalled $status for $logical as $uid"
+if retry 5 5 aws_ cloudformation signal-resource --stack-name "${EFA_CDK_STACK:?}" \
+  --logical-resource-id "$logical" --unique-id "$uid" --status "$status"; then
+  log "signalled $status for $logical as $uid"
+elif [ "$status" = SUCCESS ]; then
+  # A node an Auto Scaling group added after creation: nothing waits for its signal.
+  log "no CloudFormation operation waits for $logical's signal (a node added by a resize?); continuing"
+else
+  die "could not signal $status for $logical to stack $EFA_CDK_STACK"
+fi

@@ -1,0 +1,78 @@
+"""Synthesis cost by cluster size and node-group mode: wall time, resources, template bytes.
+
+Run with `scripts/bench-synth` (a benchmark that prints figures, not a test). Everything runs in
+one Python process, so the CDK's Node process starts once ("Node start"); the empty app's synth
+is the floor every stack pays. Each configuration synthesizes a fresh App holding one ready
+stack (Trn1EfaCluster's trn1.32xlarge, default node software), timed with perf_counter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+SIZES = (2, 16, 128, 1024)
+MODES = ("explicit", "asg")
+
+
+def main() -> None:
+    start = time.perf_counter()
+    import aws_cdk as cdk
+
+    node_start = time.perf_counter() - start
+    from efa_constructs.errors import EfaConfigError
+    from stacks.cluster_stack import EfaClusterStack
+    from stacks.params import ClusterParams
+
+    context = json.loads((Path(__file__).resolve().parent.parent / "cdk.json").read_text())["context"]
+
+    def timed(build: Any) -> tuple[float, dict[str, Any] | None, int]:
+        with tempfile.TemporaryDirectory() as out:
+            t0 = time.perf_counter()
+            app = cdk.App(outdir=out, context=context)
+            name = build(app)
+            assembly = app.synth()
+            elapsed = time.perf_counter() - t0
+            if name is None:
+                return elapsed, None, 0
+            path = Path(assembly.get_stack_by_name(name).template_full_path)
+            return elapsed, json.loads(path.read_text()), path.stat().st_size
+
+    def cluster(n: int, mode: str) -> Any:
+        def build(app: Any) -> str:
+            params = ClusterParams.from_context(
+                {"node_count": str(n), "node_group": mode}, default_instance_type="trn1.32xlarge"
+            )
+            return str(EfaClusterStack(app, "Trn1EfaCluster", params=params).stack_name)
+
+        return build
+
+    # Warm-up, not reported: the first use of each jsii module loads it into the Node process.
+    for mode in MODES:
+        timed(cluster(2, mode))
+    floor, _, _ = timed(lambda app: None)
+    print(f"Node start (import aws_cdk): {node_start:.2f} s; empty app synth (floor): {floor:.3f} s")
+    print(f"{'mode':<9} {'nodes':>5} {'synth s':>8} {'resources':>9} {'template bytes':>14}")
+    for mode in MODES:
+        for n in SIZES:
+            build = cluster(n, mode)
+
+            try:
+                elapsed, template, size = timed(build)
+            except EfaConfigError as err:
+                print(f"{mode:<9} {n:>5} {'refused':>8}  {str(err).split(':')[0]} ({err.why})")
+                continue
+            assert template is not None
+            print(f"{mode:<9} {n:>5} {elapsed:>8.2f} {len(template['Resources']):>9} {size:>14,}")
+
+
+if __name__ == "__main__":
+    main()

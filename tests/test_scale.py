@@ -1,0 +1,188 @@
+"""Scale: the Auto Scaling node group, CloudFormation's limits, capacity reservations and blocks.
+
+What this proves: a 1,024-node cluster's template is the size of a 2-node one and lint-clean;
+resizing (up or down, in either mode) replaces nothing; the launch template targets the
+reservation or block the way EC2 documents; synthesis stops when a template would exceed
+CloudFormation's limits. What it does not: EC2 placing 1,024 nodes (no account here).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk import assertions
+
+from efa_constructs.limits import MAX_RESOURCES, MAX_TEMPLATE_BYTES, limit_violations
+from efa_constructs.template_diff import diff_templates
+from stacks.cluster_stack import EfaClusterStack
+from stacks.params import ClusterParams
+from tests.conftest import new_app
+from tests.test_stacks import by_type, lint
+
+
+def synth(**context: Any) -> dict[str, Any]:
+    params = ClusterParams.from_context(context, default_instance_type="trn1.32xlarge")
+    stack = EfaClusterStack(new_app(), "Scale", params=params)
+    return assertions.Template.from_stack(stack).to_json()  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def asg() -> dict[int, dict[str, Any]]:
+    return {n: synth(node_group="asg", node_count=str(n)) for n in (2, 1024)}
+
+
+def test_1024_nodes_in_an_auto_scaling_group(asg: dict[int, dict[str, Any]]) -> None:
+    small, large = asg[2], asg[1024]
+    assert len(large["Resources"]) == len(small["Resources"]) < 60
+    assert abs(len(json.dumps(large)) - len(json.dumps(small))) < 100  # only the numbers differ
+    (group,) = by_type(large, "AWS::AutoScaling::AutoScalingGroup")
+    props = group["Properties"]
+    assert (props["MinSize"], props["MaxSize"], props["DesiredCapacity"]) == ("1024", "1024", "1024")
+    assert group["CreationPolicy"] == {
+        "AutoScalingCreationPolicy": {"MinSuccessfulInstancesPercent": 100},
+        "ResourceSignal": {"Count": 1024, "Timeout": "PT45M"},
+    }
+    assert group["UpdatePolicy"] == {"AutoScalingReplacingUpdate": {"WillReplace": True}}
+    tags = {t["Key"]: t for t in props["Tags"]}
+    assert all(t["PropagateAtLaunch"] for t in tags.values())
+    assert {"efa-cdk:cluster", "efa-cdk:logical-id", "Name"} <= set(tags)
+    assert not by_type(large, "AWS::EC2::Instance")
+    assert "NodeGroupName" in large["Outputs"] and "NodePrivateIps" not in large["Outputs"]
+    assert lint(large) == []
+
+
+def test_the_group_sets_the_subnet_not_the_launch_template(asg: dict[int, dict[str, Any]]) -> None:
+    t = asg[2]
+    (group,) = by_type(t, "AWS::AutoScaling::AutoScalingGroup")
+    (subnet,) = group["Properties"]["VPCZoneIdentifier"]
+    assert subnet["Ref"].startswith("NetworkVpcPrivateSubnet")
+    (lt,) = by_type(t, "AWS::EC2::LaunchTemplate")
+    nics = lt["Properties"]["LaunchTemplateData"]["NetworkInterfaces"]
+    assert len(nics) == 9 and not [n for n in nics if "SubnetId" in n]  # 1 ENA + 8 EFA
+    group_name = lt["Properties"]["LaunchTemplateData"]["Placement"]["GroupName"]
+    assert group_name["Fn::GetAtt"][0].startswith("ClusterPlacementGroup")
+
+
+@pytest.mark.parametrize(("before", "after"), [(2, 1024), (1024, 16)])
+def test_resizing_an_auto_scaling_group_replaces_nothing(
+    asg: dict[int, dict[str, Any]], before: int, after: int
+) -> None:
+    old = asg[before] if before in asg else synth(node_group="asg", node_count=str(before))
+    new = asg[after] if after in asg else synth(node_group="asg", node_count=str(after))
+    d = diff_templates(old, new)
+    assert d.replaced == {} and d.added == {} and d.removed == {}
+    (group,) = [k for k, v in new["Resources"].items() if v["Type"] == "AWS::AutoScaling::AutoScalingGroup"]
+    (count,) = [k for k, v in new["Resources"].items() if v["Type"] == "AWS::SSM::Parameter"]
+    assert d.modified == {group: ["DesiredCapacity", "MaxSize", "MinSize"], count: ["Value"]}
+
+
+def test_shrinking_explicit_nodes_removes_only_the_last_ones() -> None:
+    d = diff_templates(synth(node_count="4"), synth(node_count="2"))
+    assert d.replaced == {}
+    assert sorted(d.removed) == sorted(k for k in d.removed if k.startswith(("ClusterNode2", "ClusterNode3")))
+    assert len(d.removed) == 2 and list(d.modified) == [
+        k for k in d.modified if k.startswith("ClusterNodeCount")
+    ]
+
+
+def test_switching_mode_is_shown_as_replacing_every_node() -> None:
+    d = diff_templates(synth(node_count="2"), synth(node_count="2", node_group="asg"))
+    assert sorted(d.removed)[:2] == sorted(k for k in d.removed if k.startswith("ClusterNode"))[:2]
+    assert [t for t in d.added.values()] == ["AWS::AutoScaling::AutoScalingGroup"]
+
+
+# --- capacity -------------------------------------------------------------------------------
+
+
+def launch_data(t: dict[str, Any]) -> dict[str, Any]:
+    (lt,) = by_type(t, "AWS::EC2::LaunchTemplate")
+    return lt["Properties"]["LaunchTemplateData"]  # type: ignore[no-any-return]
+
+
+def test_on_demand_reservation_without_its_own_placement_group() -> None:
+    t = synth(
+        capacity_reservation="cr-0123456789abcdef0", availability_zone="us-east-1a", capacity_instances="4"
+    )
+    data = launch_data(t)
+    assert data["CapacityReservationSpecification"] == {
+        "CapacityReservationTarget": {"CapacityReservationId": "cr-0123456789abcdef0"}
+    }
+    assert "InstanceMarketOptions" not in data and "Placement" not in data
+    assert not by_type(t, "AWS::EC2::PlacementGroup")
+    assert lint(t) == []
+
+
+def test_reservation_in_its_cluster_placement_group() -> None:
+    t = synth(
+        capacity_reservation="cr-0123456789abcdef0",
+        availability_zone="us-east-1a",
+        placement_group="train-pg",
+    )
+    assert launch_data(t)["Placement"] == {"GroupName": "train-pg"}
+    assert not by_type(t, "AWS::EC2::PlacementGroup")
+
+
+def test_capacity_block() -> None:
+    t = synth(
+        capacity_block="cr-0fedcba9876543210",
+        availability_zone="us-east-2b",
+        node_count="16",
+        node_group="asg",
+    )
+    data = launch_data(t)
+    assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
+    assert data["CapacityReservationSpecification"]["CapacityReservationTarget"] == {
+        "CapacityReservationId": "cr-0fedcba9876543210"
+    }
+    assert "Placement" not in data and not by_type(t, "AWS::EC2::PlacementGroup")
+    assert lint(t) == []
+
+
+def test_reservation_group() -> None:
+    arn = "arn:aws:resource-groups:us-east-1:123456789012:group/trn1-odcrs"
+    t = synth(capacity_reservation=arn, availability_zone="us-east-1a")
+    assert launch_data(t)["CapacityReservationSpecification"]["CapacityReservationTarget"] == {
+        "CapacityReservationResourceGroupArn": arn
+    }
+
+
+# --- CloudFormation limits ------------------------------------------------------------------
+
+
+def test_limit_violations_pure() -> None:
+    ok = {"Resources": {f"R{i}": {} for i in range(MAX_RESOURCES)}, "Outputs": {}}
+    assert limit_violations(ok, 1000) == []
+    too_many = {
+        "Resources": {f"R{i}": {} for i in range(MAX_RESOURCES + 1)},
+        "Outputs": {f"O{i}": {} for i in range(201)},
+    }
+    rules = [v.rule for v in limit_violations(too_many, MAX_TEMPLATE_BYTES + 1)]
+    assert rules == ["resources", "outputs", "template-size"]
+    assert "node_group=asg" in limit_violations(too_many, 0)[0].fix
+
+
+def test_too_many_resources_stop_synthesis() -> None:
+    """90 explicit nodes with Elastic IPs: six resources each (CDK itself counts resources)."""
+    params = ClusterParams.from_context(
+        {"node_count": "90", "public_ip": "all"}, default_instance_type="p4d.24xlarge"
+    )
+    app = new_app()
+    EfaClusterStack(app, "TooBig", params=params)
+    with pytest.raises(RuntimeError, match="greater than allowed maximum of 500"):
+        app.synth()
+
+
+def test_the_limits_plugin_stops_synthesis_with_the_fix() -> None:
+    """201 outputs next to a cluster: the plugin the cluster registered fails synthesis."""
+    from aws_cdk import CfnOutput
+
+    params = ClusterParams.from_context({}, default_instance_type="p4d.24xlarge")
+    app = new_app()
+    stack = EfaClusterStack(app, "ManyOutputs", params=params)
+    for i in range(200):
+        CfnOutput(stack, f"Extra{i}", value=str(i))
+    with pytest.raises(RuntimeError, match="ValidationFailed") as err:
+        app.synth()
+    assert "efa-cdk-cloudformation-limits" in str(err.value) or "outputs" in str(err.value)
