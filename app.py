@@ -7,7 +7,8 @@ npx cdk synth Trn1EfaCluster -c node_count=4 -c availability_zone=us-east-1c
 import aws_cdk as cdk
 
 from stacks.cluster_stack import READY_CLUSTERS, EfaClusterStack, stack_context
-from stacks.params import ClusterParams
+from stacks.parallel_cluster_stack import READY_PCLUSTERS, EfaParallelClusterStack
+from stacks.params import ClusterParams, PclusterParams
 
 
 def build(app: cdk.App) -> cdk.App:
@@ -20,6 +21,16 @@ def build(app: cdk.App) -> cdk.App:
             name,
             params=params,
             description=f"efa-cdk {name}: EFA cluster of {params.node_count} x {params.instance_type}",
+        )
+    for name, default_type in READY_PCLUSTERS.items():
+        pparams = PclusterParams.from_context(
+            stack_context(context, name), default_instance_type=default_type
+        )
+        EfaParallelClusterStack(
+            app,
+            name,
+            params=pparams,
+            description=f"efa-cdk {name}: ParallelCluster network, storage, config ({pparams.instance_type})",
         )
     return app
 

@@ -245,7 +245,7 @@ class EfaUserData:
         out = directory or Path(tempfile.mkdtemp(prefix="efa-cdk-scripts-"))
         src = resources.files("efa_constructs") / "scripts"
         for entry in src.iterdir():
-            if entry.name.endswith((".sh", ".py")):
+            if entry.name.endswith((".sh", ".py", ".sbatch")):
                 (out / entry.name).write_bytes(entry.read_bytes())
         for name, text in self._user_steps.items():
             (out / f"{name}.sh").write_text(text)

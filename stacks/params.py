@@ -43,6 +43,18 @@ CONTEXT_KEYS: dict[str, str] = {
     "placement_group": "existing placement group to launch into (e.g. the reservation's); default: a new one",
 }
 
+#: Keys only the ParallelCluster stack reads (it also reads instance_type, availability_zone,
+#: key_pair, ssh_cidr, capacity_reservation and capacity_block above).
+PCLUSTER_KEYS: dict[str, str] = {
+    "min_count": "ParallelCluster: static compute nodes (default: 0)",
+    "max_count": "ParallelCluster: static + dynamic compute nodes (default: 2)",
+    "head_node_instance_type": "ParallelCluster: head node type (default: c5.2xlarge)",
+    "image_os": "ParallelCluster: Image.Os, e.g. ubuntu2204, alinux2023 (default: ubuntu2204)",
+    "efs_throughput_mibps": "ParallelCluster: EFS provisioned throughput in MiB/s (default: 1024)",
+    "fsx_lustre_gib": "ParallelCluster: also an FSx for Lustre file system of this size (default: none)",
+    "create_cluster": "ParallelCluster: true = create the cluster from the stack (default: false)",
+}
+
 _AZ = re.compile(r"^(?P<region>[a-z]{2}(-gov)?-[a-z]+-\d+)[a-z]$")
 _VPC = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$")
 _SUBNET = re.compile(r"^subnet-[0-9a-f]{8}([0-9a-f]{9})?$")
@@ -84,6 +96,20 @@ def _capacity(get: Any, az: str | None) -> Capacity:
     if reservation is not None:
         return Capacity.reservation(str(reservation), instance_count=instances)
     return Capacity.on_demand()
+
+
+def check_keys(ctx: Mapping[str, Any]) -> None:
+    """Refuse a key close to one the app reads but not one of them: a typo would be ignored."""
+    known = {**CONTEXT_KEYS, **PCLUSTER_KEYS}
+    for name in ctx:
+        close = difflib.get_close_matches(name.replace("-", "_").lower(), known, n=1, cutoff=0.75)
+        if name not in known and close:
+            raise EfaConfigError(
+                "context",
+                value=name,
+                why="not a context key this app reads (a typo would be ignored)",
+                fix=f"write {close[0]} (keys: {', '.join(known)})",
+            )
 
 
 def _int(key: str, raw: Any, lo: int, hi: int) -> int:
@@ -209,15 +235,7 @@ class ClusterParams:
         benchmarks = Benchmark.parse_list(str(get("benchmarks", "auto")))
         if benchmarks:
             check_benchmarks(lookup(itype), benchmarks)
-        for name in ctx:
-            close = difflib.get_close_matches(name.replace("-", "_").lower(), CONTEXT_KEYS, n=1, cutoff=0.75)
-            if name not in CONTEXT_KEYS and close:
-                raise EfaConfigError(
-                    "context",
-                    value=name,
-                    why="not a context key this app reads (a typo would be ignored)",
-                    fix=f"write {close[0]} (keys: {', '.join(CONTEXT_KEYS)})",
-                )
+        check_keys(ctx)
         return ClusterParams(
             instance_type=itype,
             node_count=_int("node_count", get("node_count", 2), 1, 100_000),
@@ -236,4 +254,82 @@ class ClusterParams:
             node_group=node_group,
             capacity=capacity,
             placement_group=None if placement is None else str(placement),
+        )
+
+
+@dataclass(frozen=True)
+class PclusterParams:
+    """Validated parameters of the ParallelCluster ready stack."""
+
+    instance_type: str
+    min_count: int = 0
+    max_count: int = 2
+    availability_zone: str | None = None
+    head_node_instance_type: str = "c5.2xlarge"
+    image_os: str = "ubuntu2204"
+    key_pair: str | None = None
+    ssh_cidr: str | None = None
+    efs_throughput_mibps: int = 1024
+    fsx_lustre_gib: int | None = None
+    capacity_reservation: str | None = None
+    capacity_block: bool = False
+    create_cluster: bool = False
+
+    @property
+    def region(self) -> str | None:
+        """The region the AZ belongs to, or None."""
+        match = _AZ.match(self.availability_zone or "")
+        return match.group("region") if match else None
+
+    @staticmethod
+    def from_context(ctx: Mapping[str, Any], *, default_instance_type: str) -> PclusterParams:
+        """Parse and validate; the ParallelCluster model checks the rest when the stack builds it."""
+
+        def get(key: str, default: Any = None) -> Any:
+            value = ctx.get(key)
+            return default if value is None or value == "" else value
+
+        base = ClusterParams.from_context(
+            {k: v for k, v in ctx.items() if k not in PCLUSTER_KEYS},
+            default_instance_type=default_instance_type,
+        )
+        if base.capacity.kind.value == "reservation-group":
+            raise EfaConfigError(
+                "capacity_reservation",
+                value=base.capacity.target,
+                why="ParallelCluster targets one reservation per compute resource, not a group",
+                fix="pass the reservation id (cr-...)",
+            )
+        if len(base.ssh_cidrs) > 1 or any(c.startswith("pl-") for c in base.ssh_cidrs):
+            raise EfaConfigError(
+                "ssh_cidr",
+                value=",".join(base.ssh_cidrs),
+                why="ParallelCluster's HeadNode.Ssh.AllowedIps takes one CIDR",
+                fix="pass a single CIDR, e.g. 203.0.113.0/24",
+            )
+        flag = str(get("create_cluster", "false")).lower()
+        if flag not in ("true", "false"):
+            raise EfaConfigError(
+                "create_cluster", value=flag, why="not true or false", fix="pass true or false"
+            )
+        head = str(get("head_node_instance_type", "c5.2xlarge"))
+        if not re.fullmatch(r"[a-z0-9-]+\.[a-z0-9-]+", head):
+            raise EfaConfigError(
+                "head_node_instance_type", value=head, why="not an instance type name", fix="e.g. c5.2xlarge"
+            )
+        fsx = get("fsx_lustre_gib")
+        return PclusterParams(
+            instance_type=base.instance_type,
+            min_count=_int("min_count", get("min_count", 0), 0, 10_000),
+            max_count=_int("max_count", get("max_count", 2), 1, 10_000),
+            availability_zone=base.availability_zone,
+            head_node_instance_type=head,
+            image_os=str(get("image_os", "ubuntu2204")),
+            key_pair=base.key_pair,
+            ssh_cidr=base.ssh_cidrs[0] if base.ssh_cidrs else None,
+            efs_throughput_mibps=_int("efs_throughput_mibps", get("efs_throughput_mibps", 1024), 1, 10240),
+            fsx_lustre_gib=None if fsx is None else _int("fsx_lustre_gib", fsx, 1200, 1_000_000),
+            capacity_reservation=base.capacity.target,
+            capacity_block=base.capacity.kind.value == "capacity-block",
+            create_cluster=flag == "true",
         )

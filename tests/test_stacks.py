@@ -13,6 +13,7 @@ from syrupy.extensions.json import JSONSnapshotExtension
 from efa_constructs import plan_layout
 from efa_constructs.template_diff import diff_templates
 from stacks.cluster_stack import READY_CLUSTERS, EfaClusterStack
+from stacks.parallel_cluster_stack import READY_PCLUSTERS
 from stacks.params import ClusterParams
 from tests.conftest import new_app
 
@@ -63,7 +64,7 @@ def by_type(template: dict[str, Any], cfn_type: str) -> list[dict[str, Any]]:
     return [r for r in template["Resources"].values() if r["Type"] == cfn_type]
 
 
-@pytest.mark.parametrize("name", list(READY_CLUSTERS))
+@pytest.mark.parametrize("name", [*READY_CLUSTERS, *READY_PCLUSTERS])
 def test_ready_stack_is_cfn_lint_clean(templates: dict[str, Any], name: str) -> None:
     assert lint(templates[name]) == []
 
@@ -105,7 +106,7 @@ def test_no_ingress_from_the_world(templates: dict[str, Any]) -> None:
         assert not [r for r in rules if r.get("CidrIp") == "0.0.0.0/0" or r.get("CidrIpv6") == "::/0"], name
 
 
-@pytest.mark.parametrize("name", list(READY_CLUSTERS))
+@pytest.mark.parametrize("name", [*READY_CLUSTERS, *READY_PCLUSTERS])
 def test_snapshot(templates: dict[str, Any], snapshot: Any, name: str) -> None:
     assert masked(templates[name]) == snapshot(extension_class=JSONSnapshotExtension)
 

@@ -1,0 +1,346 @@
+"""A ParallelCluster 3.x configuration model in pure Python, rendered to the cluster YAML.
+
+EFA settings come from the instance catalogue; every rule ParallelCluster would reject late (or
+silently get wrong, like EFA across subnets) is checked when the model is built. Ids may be CDK
+tokens: the stack renders the YAML into an output whose ids are resolved at deploy.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from .catalogue import InstanceType
+from .catalogue import instance_type as lookup
+from .errors import EfaConfigError
+
+#: The ParallelCluster version the model targets and its schema is tested against.
+PCLUSTER_VERSION = "3.16.1"
+#: Image.Os values ParallelCluster 3.16 accepts.
+SUPPORTED_OS = ("alinux2023", "ubuntu2204", "ubuntu2404", "rhel8", "rhel9", "rocky8", "rocky9")
+#: Values older versions accepted, with the version's reason for refusing them.
+RETIRED_OS = {"alinux2": "Amazon Linux 2 is no longer supported", "centos7": "CentOS 7 reached end of life"}
+_NAME = re.compile(r"^[a-z][a-z0-9-]{0,24}$")
+_MOUNT = re.compile(r"^/[A-Za-z0-9_./-]+$")
+
+
+@dataclass(frozen=True)
+class ComputeResource:
+    """Instances of one kind in a queue.
+
+    Args:
+        name: lowercase letters, digits and '-' (ParallelCluster names it in Slurm node names).
+        instance_types: one type, or several (flexible compute) with the same EFA card layout.
+        min_count: static nodes, always running. max_count: static + dynamic nodes.
+        efa: enable EFA. Default: when every type supports it (from the catalogue).
+        capacity_reservation_id: an On-Demand Capacity Reservation or Capacity Block (``cr-...``).
+    """
+
+    name: str
+    instance_types: tuple[str, ...]
+    min_count: int = 0
+    max_count: int = 2
+    efa: bool | None = None
+    capacity_reservation_id: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_name("compute resource name", self.name)
+        if not self.instance_types:
+            raise EfaConfigError(
+                "instance_types", value=[], why="a compute resource needs an instance type", fix="pass one"
+            )
+        types = [lookup(t) for t in self.instance_types]  # unknown / non-EFA types fail here
+        if not 0 <= self.min_count <= self.max_count or self.max_count < 1:
+            raise EfaConfigError(
+                "max_count",
+                value=f"MinCount={self.min_count} MaxCount={self.max_count}",
+                why="ParallelCluster needs 0 <= MinCount <= MaxCount and MaxCount >= 1",
+                fix="set min_count (static nodes) <= max_count (static + dynamic nodes)",
+            )
+        layouts = {(len(t.network_cards), t.max_efa_interfaces) for t in types}
+        if self.efa_enabled and len(layouts) > 1:
+            raise EfaConfigError(
+                "instance_types",
+                value=list(self.instance_types),
+                why="an EFA compute resource launches one launch template; these types have different "
+                "network cards / EFA counts "
+                + ", ".join(f"{t.name}: {len(t.network_cards)}/{t.max_efa_interfaces}" for t in types),
+                fix="put each card layout in its own compute resource",
+            )
+
+    @property
+    def types(self) -> list[InstanceType]:
+        """Catalogue entries of the instance types."""
+        return [lookup(t) for t in self.instance_types]
+
+    @property
+    def efa_enabled(self) -> bool:
+        """EFA is on unless switched off (every type here supports it: the catalogue checked)."""
+        return True if self.efa is None else self.efa
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ParallelCluster ``ComputeResources`` entry."""
+        out: dict[str, Any] = {"Name": self.name}
+        if len(self.instance_types) == 1:
+            out["InstanceType"] = self.instance_types[0]
+        else:
+            out["Instances"] = [{"InstanceType": t} for t in self.instance_types]
+        out.update(MinCount=self.min_count, MaxCount=self.max_count, Efa={"Enabled": self.efa_enabled})
+        if self.capacity_reservation_id:
+            out["CapacityReservationTarget"] = {"CapacityReservationId": self.capacity_reservation_id}
+        return out
+
+
+@dataclass(frozen=True)
+class SlurmQueue:
+    """A Slurm partition: compute resources in ONE subnet, in a placement group when EFA is on.
+
+    Args:
+        name: queue (partition) name.
+        subnet_ids: the compute subnet. Several are refused with EFA (EFA does not cross subnets).
+        compute_resources: what the queue launches.
+        placement_group: name of an existing cluster placement group; None lets ParallelCluster
+            manage one (when EFA is on).
+        security_group_ids: extra security groups on the compute nodes (the EFA group).
+        on_node_configured: URL of a script every compute node runs at the end of its setup.
+        on_node_configured_args: its arguments.
+        s3_read: ``(bucket, key)`` pairs the compute nodes may read (the bootstrap script).
+        capacity_type: ``ONDEMAND``, ``SPOT`` or ``CAPACITY_BLOCK``.
+    """
+
+    name: str
+    subnet_ids: tuple[str, ...]
+    compute_resources: tuple[ComputeResource, ...]
+    placement_group: str | None = None
+    security_group_ids: tuple[str, ...] = ()
+    on_node_configured: str | None = None
+    on_node_configured_args: tuple[str, ...] = ()
+    s3_read: tuple[tuple[str, str], ...] = ()
+    capacity_type: str = "ONDEMAND"
+
+    def __post_init__(self) -> None:
+        _check_name("queue name", self.name)
+        if not self.compute_resources:
+            raise EfaConfigError(
+                "compute_resources", value=[], why="a queue needs a compute resource", fix="add one"
+            )
+        names = [c.name for c in self.compute_resources]
+        if len(set(names)) != len(names):
+            raise EfaConfigError(
+                "compute_resources",
+                value=names,
+                why="names repeat within the queue",
+                fix="name each uniquely",
+            )
+        if self.efa and len(self.subnet_ids) != 1:
+            raise EfaConfigError(
+                "subnet_ids",
+                value=list(self.subnet_ids),
+                why="EFA traffic stays inside one subnet (one AZ); a queue with EFA must have exactly one",
+                fix="give the EFA queue one subnet, or make a queue per subnet",
+            )
+        if self.capacity_type not in ("ONDEMAND", "SPOT", "CAPACITY_BLOCK"):
+            raise EfaConfigError(
+                "capacity_type",
+                value=self.capacity_type,
+                why="not a ParallelCluster capacity type",
+                fix="use ONDEMAND, SPOT or CAPACITY_BLOCK",
+            )
+        if self.capacity_type == "CAPACITY_BLOCK":
+            for c in self.compute_resources:
+                if not c.capacity_reservation_id or c.min_count != c.max_count:
+                    raise EfaConfigError(
+                        "capacity_type",
+                        value=c.name,
+                        why="a Capacity Block compute resource needs its reservation and only static nodes",
+                        fix="set capacity_reservation_id and min_count == max_count (the block's size)",
+                    )
+
+    @property
+    def efa(self) -> bool:
+        """True when any compute resource enables EFA."""
+        return any(c.efa_enabled for c in self.compute_resources)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``SlurmQueues`` entry."""
+        networking: dict[str, Any] = {"SubnetIds": list(self.subnet_ids)}
+        if self.security_group_ids:
+            networking["AdditionalSecurityGroups"] = list(self.security_group_ids)
+        if self.efa:
+            pg: dict[str, Any] = {"Enabled": True}
+            if self.placement_group:
+                pg["Name"] = self.placement_group
+            networking["PlacementGroup"] = pg
+        out: dict[str, Any] = {
+            "Name": self.name,
+            "CapacityType": self.capacity_type,
+            "Networking": networking,
+            "ComputeResources": [c.to_dict() for c in self.compute_resources],
+        }
+        if self.on_node_configured:
+            action: dict[str, Any] = {"Script": self.on_node_configured}
+            if self.on_node_configured_args:
+                action["Args"] = list(self.on_node_configured_args)
+            out["CustomActions"] = {"OnNodeConfigured": action}
+        if self.s3_read:
+            out["Iam"] = {"S3Access": [{"BucketName": b, "KeyName": k} for b, k in self.s3_read]}
+        return out
+
+
+@dataclass(frozen=True)
+class SharedStorage:
+    """An existing file system mounted on every node."""
+
+    name: str
+    mount_dir: str
+    kind: str  # "Efs" or "FsxLustre"
+    file_system_id: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("Efs", "FsxLustre"):
+            raise EfaConfigError(
+                "kind", value=self.kind, why="not a storage type here", fix="use Efs or FsxLustre"
+            )
+        if not _MOUNT.match(self.mount_dir) or self.mount_dir in ("/", "/home", "/opt", "/etc", "/usr"):
+            raise EfaConfigError(
+                "mount_dir",
+                value=self.mount_dir,
+                why="not an absolute path ParallelCluster can mount over",
+                fix="use a path of its own, e.g. /shared or /fsx",
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``SharedStorage`` entry (existing file system, by id)."""
+        settings = "EfsSettings" if self.kind == "Efs" else "FsxLustreSettings"
+        return {
+            "Name": self.name,
+            "MountDir": self.mount_dir,
+            "StorageType": self.kind,
+            settings: {"FileSystemId": self.file_system_id},
+        }
+
+
+@dataclass(frozen=True)
+class ParallelClusterConfig:
+    """A whole cluster configuration (HeadNode, Scheduling, SharedStorage, Image).
+
+    Args:
+        region: the region (``Region`` key).
+        image_os: one of :data:`SUPPORTED_OS`.
+        head_node_instance_type: the head node's type (no EFA needed).
+        head_node_subnet_id: a public subnet (or private with a route to the internet).
+        key_name: EC2 key pair for SSH to the head node.
+        queues: the Slurm queues.
+        shared_storage: mounted file systems.
+        head_node_security_group_ids: extra groups on the head node.
+        head_node_on_node_configured: URL of a script the head node runs at the end of its setup.
+        head_node_on_node_configured_args: its arguments.
+        head_node_s3_read: ``(bucket, key)`` pairs the head node may read.
+        ssh_cidr: where SSH to the head node may come from. Default: nowhere (Session Manager).
+    """
+
+    region: str
+    image_os: str
+    head_node_instance_type: str
+    head_node_subnet_id: str
+    key_name: str
+    queues: tuple[SlurmQueue, ...]
+    shared_storage: tuple[SharedStorage, ...] = ()
+    head_node_security_group_ids: tuple[str, ...] = ()
+    head_node_on_node_configured: str | None = None
+    head_node_on_node_configured_args: tuple[str, ...] = ()
+    head_node_s3_read: tuple[tuple[str, str], ...] = field(default=())
+    ssh_cidr: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.image_os in RETIRED_OS:
+            raise EfaConfigError(
+                "image_os",
+                value=self.image_os,
+                why=f"ParallelCluster {PCLUSTER_VERSION} refuses it: {RETIRED_OS[self.image_os]}",
+                fix=f"use one of {', '.join(SUPPORTED_OS)}",
+            )
+        if self.image_os not in SUPPORTED_OS:
+            raise EfaConfigError(
+                "image_os",
+                value=self.image_os,
+                why="not an OS ParallelCluster offers",
+                fix=f"use one of {', '.join(SUPPORTED_OS)}",
+            )
+        if not self.queues:
+            raise EfaConfigError("queues", value=[], why="Slurm needs at least one queue", fix="add a queue")
+        names = [q.name for q in self.queues]
+        if len(set(names)) != len(names):
+            raise EfaConfigError(
+                "queues", value=names, why="queue names repeat", fix="name each queue uniquely"
+            )
+        mounts = [s.mount_dir for s in self.shared_storage]
+        if len(set(mounts)) != len(mounts):
+            raise EfaConfigError(
+                "shared_storage",
+                value=mounts,
+                why="two file systems on one mount point",
+                fix="use distinct mount_dir",
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The configuration as the dictionary ParallelCluster's schema loads."""
+        ssh: dict[str, Any] = {"KeyName": self.key_name}
+        if self.ssh_cidr:
+            ssh["AllowedIps"] = self.ssh_cidr
+        head: dict[str, Any] = {
+            "InstanceType": self.head_node_instance_type,
+            "Networking": {"SubnetId": self.head_node_subnet_id},
+            "Ssh": ssh,
+            "LocalStorage": {"RootVolume": {"Encrypted": True}},
+            "Imds": {"Secured": True},
+        }
+        if self.head_node_security_group_ids:
+            head["Networking"]["AdditionalSecurityGroups"] = list(self.head_node_security_group_ids)
+        if self.head_node_on_node_configured:
+            action: dict[str, Any] = {"Script": self.head_node_on_node_configured}
+            if self.head_node_on_node_configured_args:
+                action["Args"] = list(self.head_node_on_node_configured_args)
+            head["CustomActions"] = {"OnNodeConfigured": action}
+        if self.head_node_s3_read:
+            head["Iam"] = {"S3Access": [{"BucketName": b, "KeyName": k} for b, k in self.head_node_s3_read]}
+        out: dict[str, Any] = {
+            "Region": self.region,
+            "Image": {"Os": self.image_os},
+            "HeadNode": head,
+            "Scheduling": {"Scheduler": "slurm", "SlurmQueues": [q.to_dict() for q in self.queues]},
+        }
+        if self.shared_storage:
+            out["SharedStorage"] = [s.to_dict() for s in self.shared_storage]
+        return out
+
+    def to_yaml(self) -> str:
+        """The cluster YAML for ``pcluster create-cluster --cluster-configuration``."""
+        header = f"# ParallelCluster {PCLUSTER_VERSION} configuration, generated by efa-cdk\n"
+        return header + yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=False, width=1000)
+
+
+def _check_name(what: str, value: str) -> None:
+    if not _NAME.match(value):
+        raise EfaConfigError(
+            what.replace(" ", "_"),
+            value=value,
+            why="ParallelCluster names start with a lowercase letter and have up to 25 lowercase letters, "
+            "digits and '-'",
+            fix="e.g. 'compute' or 'trn1-32xl'",
+        )
+
+
+def default_compute_resource(
+    instance_type: str, *, min_count: int, max_count: int, name: str | None = None
+) -> ComputeResource:
+    """One EFA compute resource of a type, named after it (``trn1-32xlarge``)."""
+    return ComputeResource(
+        name=name or instance_type.replace(".", "-")[:25],
+        instance_types=(instance_type,),
+        min_count=min_count,
+        max_count=max_count,
+    )

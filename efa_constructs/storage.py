@@ -1,0 +1,104 @@
+"""`EfaSharedStorage`: the cluster's shared file systems (EFS, FSx for Lustre), kept on stack deletion."""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy, Size, Token
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_efs as efs
+from aws_cdk import aws_fsx as fsx
+from constructs import Construct
+
+from .errors import EfaConfigError
+
+
+class EfaSharedStorage(Construct):
+    """EFS with provisioned throughput and, optionally, FSx for Lustre, reachable from `clients`.
+
+    Both are encrypted and RETAINED when the stack is deleted (data outlives the cluster); pass
+    ``removal_policy=RemovalPolicy.DESTROY`` to opt out. Each gets its own security group that
+    admits only the client group, on the file system's ports.
+
+    Args:
+        vpc: the VPC. subnet: the one subnet for mount targets / the Lustre file system.
+        clients: the security group of the nodes that mount them.
+        efs_throughput_mibps: EFS provisioned throughput. Default: 1024 (the trn1 guide's value).
+        fsx_lustre_capacity_gib: size of an FSx for Lustre file system (1200 or a multiple of
+            2400). Default: none is created.
+        removal_policy: what deleting the stack does to the file systems. Default: RETAIN.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        vpc: ec2.IVpc,
+        subnet: ec2.ISubnet,
+        clients: ec2.ISecurityGroup,
+        efs_throughput_mibps: int = 1024,
+        fsx_lustre_capacity_gib: int | None = None,
+        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+    ) -> None:
+        super().__init__(scope, id_)
+        if not Token.is_unresolved(efs_throughput_mibps) and not 1 <= efs_throughput_mibps <= 10240:
+            raise EfaConfigError(
+                "efs_throughput_mibps",
+                value=efs_throughput_mibps,
+                why="EFS provisioned throughput is 1-10240 MiB/s",
+                fix="choose 1..10240 (the trn1 guide uses 1024)",
+            )
+        if fsx_lustre_capacity_gib is not None and not (
+            fsx_lustre_capacity_gib == 1200
+            or (fsx_lustre_capacity_gib > 0 and fsx_lustre_capacity_gib % 2400 == 0)
+        ):
+            raise EfaConfigError(
+                "fsx_lustre_capacity_gib",
+                value=fsx_lustre_capacity_gib,
+                why="an FSx for Lustre (PERSISTENT_2) file system is 1200 GiB or a multiple of 2400 GiB",
+                fix="use 1200, 2400, 4800, ...",
+            )
+        self.efs_security_group = ec2.SecurityGroup(
+            self,
+            "EfsSecurityGroup",
+            vpc=vpc,
+            allow_all_outbound=False,
+            description="EFS: NFS from the cluster",
+        )
+        clients.connections.allow_to(self.efs_security_group, ec2.Port.tcp(2049), "NFS to EFS")
+        self.file_system = efs.FileSystem(
+            self,
+            "Efs",
+            vpc=vpc,
+            vpc_subnets=ec2.SubnetSelection(subnets=[subnet]),
+            security_group=self.efs_security_group,
+            encrypted=True,
+            throughput_mode=efs.ThroughputMode.PROVISIONED,
+            provisioned_throughput_per_second=Size.mebibytes(efs_throughput_mibps),
+            performance_mode=efs.PerformanceMode.GENERAL_PURPOSE,
+            removal_policy=removal_policy,
+            enable_automatic_backups=True,
+        )
+        self.lustre: fsx.LustreFileSystem | None = None
+        if fsx_lustre_capacity_gib is not None:
+            self.lustre_security_group = ec2.SecurityGroup(
+                self, "LustreSecurityGroup", vpc=vpc, allow_all_outbound=False, description="FSx for Lustre"
+            )
+            for port in (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023)):
+                clients.connections.allow_to(self.lustre_security_group, port, "Lustre")
+                self.lustre_security_group.add_ingress_rule(
+                    self.lustre_security_group, port, "Lustre servers"
+                )
+            self.lustre = fsx.LustreFileSystem(
+                self,
+                "Lustre",
+                vpc=vpc,
+                vpc_subnet=subnet,
+                security_group=self.lustre_security_group,
+                storage_capacity_gib=fsx_lustre_capacity_gib,
+                lustre_configuration=fsx.LustreConfiguration(
+                    deployment_type=fsx.LustreDeploymentType.PERSISTENT_2,
+                    per_unit_storage_throughput=250,
+                    data_compression_type=fsx.LustreDataCompressionType.LZ4,
+                ),
+                removal_policy=removal_policy,
+            )

@@ -1,0 +1,68 @@
+"""The ParallelCluster ready stack: network, EFA group, placement group, retained storage, key
+pair and the validated ParallelCluster configuration as an output (optionally the cluster itself)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Environment, Stack
+from constructs import Construct
+
+from efa_constructs.parallel_cluster import SHARED_DIR, EfaParallelCluster
+
+from .params import PclusterParams
+
+#: Ready ParallelCluster stacks and the compute instance type of each.
+READY_PCLUSTERS: dict[str, str] = {"Trn1ParallelCluster": "trn1.32xlarge"}
+
+
+class EfaParallelClusterStack(Stack):
+    """An :class:`EfaParallelCluster` with its configuration in the outputs.
+
+    Args:
+        params: validated parameters (see :class:`PclusterParams`).
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, params: PclusterParams, **kwargs: Any) -> None:
+        if params.region and "env" not in kwargs:
+            kwargs["env"] = Environment(region=params.region)
+        super().__init__(scope, id_, **kwargs)
+        self.pcluster = EfaParallelCluster(
+            self,
+            "ParallelCluster",
+            instance_type=params.instance_type,
+            min_count=params.min_count,
+            max_count=params.max_count,
+            availability_zone=params.availability_zone,
+            head_node_instance_type=params.head_node_instance_type,
+            image_os=params.image_os,
+            key_pair_name=params.key_pair,
+            ssh_cidr=params.ssh_cidr,
+            efs_throughput_mibps=params.efs_throughput_mibps,
+            fsx_lustre_capacity_gib=params.fsx_lustre_gib,
+            capacity_reservation_id=params.capacity_reservation,
+            capacity_block=params.capacity_block,
+            create_cluster=params.create_cluster,
+        )
+        CfnOutput(
+            self,
+            "ParallelClusterConfig",
+            value=self.pcluster.config_yaml,
+            description="pcluster create-cluster --cluster-configuration <this, saved as cluster.yaml>",
+        )
+        key = getattr(self.pcluster, "key_pair", None)
+        if key is not None:
+            CfnOutput(
+                self,
+                "KeyPairParameter",
+                value=f"/ec2/keypair/{key.key_pair_id}",
+                description="SSM parameter with the head node's private SSH key (aws ssm get-parameter "
+                "--with-decryption --name <this>)",
+            )
+        CfnOutput(
+            self,
+            "SharedFileSystemId",
+            value=self.pcluster.storage.file_system.file_system_id,
+            description=f"EFS mounted at {SHARED_DIR} (retained when the stack is deleted); job templates in "
+            f"{SHARED_DIR}/jobs",
+        )

@@ -1,0 +1,345 @@
+"""ParallelCluster: the pure config model, its validation by ParallelCluster's own schema, the
+ready stack (network, EFA group, placement group, retained storage, key pair, config output) and
+the node bootstrap scripts.
+
+The schema check runs aws-parallelcluster 3.16.1 in its own venv (`.venv-pcluster`, made by
+`scripts/setup --dev`; `scripts/test` points EFA_CDK_PCLUSTER_PYTHON at it). What it proves: the
+YAML we render is a configuration ParallelCluster loads. What it does not: `pcluster
+create-cluster`'s AWS-side validators (they need an account) or a running cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from aws_cdk import assertions
+
+from efa_constructs.errors import EfaConfigError
+from efa_constructs.pcluster import (
+    ComputeResource,
+    ParallelClusterConfig,
+    SharedStorage,
+    SlurmQueue,
+)
+from stacks.parallel_cluster_stack import EfaParallelClusterStack
+from stacks.params import PclusterParams
+from tests.conftest import ROOT, new_app
+from tests.test_node_scripts import BASH, Node
+from tests.test_stacks import by_type, lint
+
+SUBNETS = ("subnet-0123456789abcdef0", "subnet-0123456789abcdef1")
+
+
+def config(itype: str, **queue: Any) -> ParallelClusterConfig:
+    cr = ComputeResource(itype.replace(".", "-"), (itype,), min_count=0, max_count=4)
+    return ParallelClusterConfig(
+        region="us-east-1",
+        image_os="ubuntu2204",
+        head_node_instance_type="c5.2xlarge",
+        head_node_subnet_id=SUBNETS[0],
+        key_name="efa-key",
+        queues=(
+            SlurmQueue(
+                **{
+                    "name": "compute",
+                    "subnet_ids": (SUBNETS[1],),
+                    "compute_resources": (cr,),
+                    "placement_group": "efa-pg",
+                    "security_group_ids": ("sg-0123456789abcdef0",),
+                    "on_node_configured": "s3://bucket/bootstrap.sh",
+                    "on_node_configured_args": ("us-east-1", "s3://bucket/scripts.zip", "1", "32", "efa-env"),
+                    "s3_read": (("bucket", "bootstrap.sh"),),
+                    **queue,
+                }
+            ),
+        ),
+        shared_storage=(
+            SharedStorage("shared", "/shared", "Efs", "fs-0123456789abcdef0"),
+            SharedStorage("lustre", "/fsx", "FsxLustre", "fs-0123456789abcdef1"),
+        ),
+        head_node_security_group_ids=("sg-0123456789abcdef0",),
+        ssh_cidr="203.0.113.0/24",
+    )
+
+
+def schema_check(configs: list[dict[str, Any]]) -> list[str]:
+    python = os.environ.get("EFA_CDK_PCLUSTER_PYTHON")
+    if not python:
+        pytest.skip(
+            "EFA_CDK_PCLUSTER_PYTHON is not set: run through scripts/test (it sets up .venv-pcluster)"
+        )
+    assert Path(python).exists(), f"{python} is missing: run scripts/setup --dev"
+    run = subprocess.run(
+        [python, str(ROOT / "tests" / "pcluster_schema_check.py")],
+        input=json.dumps(configs),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)  # type: ignore[no-any-return]
+
+
+QUEUE_TYPES = ["trn1.32xlarge", "trn1n.32xlarge", "p4d.24xlarge", "p5.48xlarge"]
+
+
+def test_configs_pass_parallelclusters_own_schema() -> None:
+    configs = [yaml.safe_load(config(t).to_yaml()) for t in QUEUE_TYPES]
+    flexible = ComputeResource("gpu", ("p5.48xlarge", "p5e.48xlarge"), min_count=1, max_count=2)
+    block = ComputeResource("block", ("p5.48xlarge",), 2, 2, capacity_reservation_id="cr-0123456789abcdef0")
+    configs.append(yaml.safe_load(config("p5.48xlarge", compute_resources=(flexible,)).to_yaml()))
+    configs.append(
+        yaml.safe_load(
+            config("p5.48xlarge", compute_resources=(block,), capacity_type="CAPACITY_BLOCK").to_yaml()
+        )
+    )
+    broken = yaml.safe_load(config("trn1.32xlarge").to_yaml())
+    broken["Image"]["Os"] = "alinux2"  # the check can fail: the schema refuses a retired OS
+    results = schema_check([*configs, broken])
+    assert results[:-1] == ["OK"] * len(configs), results
+    assert results[-1] != "OK" and "alinux2" in results[-1]
+
+
+def test_rendered_yaml_is_the_model() -> None:
+    c = config("trn1.32xlarge")
+    text = c.to_yaml()
+    assert text.startswith("# ParallelCluster 3.16.1 configuration")
+    assert yaml.safe_load(text) == c.to_dict()
+    queue = c.to_dict()["Scheduling"]["SlurmQueues"][0]
+    assert queue["ComputeResources"][0]["Efa"] == {"Enabled": True}
+    assert queue["Networking"]["PlacementGroup"] == {"Enabled": True, "Name": "efa-pg"}
+
+
+@pytest.mark.parametrize(
+    ("build", "key", "why"),
+    [
+        (lambda: ComputeResource("x", ("m5.large",)), "instance_type", "does not support EFA"),
+        (
+            lambda: ComputeResource("x", ("p4d.24xlarge", "p5.48xlarge")),
+            "instance_types",
+            "different network cards",
+        ),
+        (
+            lambda: ComputeResource("x", ("trn1.32xlarge",), min_count=3, max_count=2),
+            "max_count",
+            "MinCount <= MaxCount",
+        ),
+        (lambda: ComputeResource("Trn1", ("trn1.32xlarge",)), "compute_resource_name", "lowercase"),
+        (lambda: config("trn1.32xlarge", subnet_ids=SUBNETS), "subnet_ids", "one subnet"),
+        (lambda: config("trn1.32xlarge", capacity_type="CAPACITY_BLOCK"), "capacity_type", "reservation"),
+        (lambda: SharedStorage("s", "/home", "Efs", "fs-1"), "mount_dir", "mount over"),
+        (
+            lambda: ParallelClusterConfig("us-east-1", "alinux2", "c5.xlarge", SUBNETS[0], "k", queues=()),
+            "image_os",
+            "no longer supported",
+        ),
+    ],
+)
+def test_bad_configurations_fail_when_built(build: Any, key: str, why: str) -> None:
+    with pytest.raises(EfaConfigError) as err:
+        build()
+    assert str(err.value).startswith(f"{key}=") and why in str(err.value), str(err.value)
+
+
+# --- the ready stack --------------------------------------------------------------------------
+
+
+def synth(**context: Any) -> dict[str, Any]:
+    params = PclusterParams.from_context(context, default_instance_type="trn1.32xlarge")
+    stack = EfaParallelClusterStack(new_app(), "Trn1ParallelCluster", params=params)
+    return assertions.Template.from_stack(stack).to_json()  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def stack() -> dict[str, Any]:
+    return synth(fsx_lustre_gib="1200", availability_zone="us-east-1d")
+
+
+def test_storage_is_provisioned_encrypted_and_retained(stack: dict[str, Any]) -> None:
+    (fs,) = [r for r in stack["Resources"].values() if r["Type"] == "AWS::EFS::FileSystem"]
+    assert fs["Properties"]["ThroughputMode"] == "provisioned"
+    assert fs["Properties"]["ProvisionedThroughputInMibps"] == 1024
+    assert fs["Properties"]["Encrypted"] is True
+    (lustre,) = by_type(stack, "AWS::FSx::FileSystem")
+    for resource in (fs, lustre):
+        assert resource["DeletionPolicy"] == "Retain" and resource["UpdateReplacePolicy"] == "Retain"
+
+
+def test_only_the_cluster_reaches_the_file_systems(stack: dict[str, Any]) -> None:
+    (efa_sg,) = [
+        k
+        for k, v in stack["Resources"].items()
+        if k.startswith("ParallelClusterSecurityGroup") and v["Type"] == "AWS::EC2::SecurityGroup"
+    ]
+    ingress = by_type(stack, "AWS::EC2::SecurityGroupIngress")
+    nfs = [r["Properties"] for r in ingress if r["Properties"].get("FromPort") == 2049]
+    assert [r["SourceSecurityGroupId"]["Fn::GetAtt"][0] for r in nfs] == [efa_sg]
+    lustre = [r["Properties"] for r in ingress if r["Properties"].get("FromPort") in (988, 1018)]
+    assert {r["SourceSecurityGroupId"]["Fn::GetAtt"][0] for r in lustre} >= {efa_sg}
+
+
+def test_config_output_refers_to_the_stack(stack: dict[str, Any]) -> None:
+    joined = stack["Outputs"]["ParallelClusterConfig"]["Value"]["Fn::Join"][1]
+    refs = {json.dumps(p) for p in joined if isinstance(p, dict)}
+    resources = stack["Resources"]
+    for kind in ("AWS::EC2::Subnet", "AWS::EFS::FileSystem", "AWS::FSx::FileSystem", "AWS::EC2::KeyPair"):
+        assert any(k in r for r in refs for k, v in resources.items() if v["Type"] == kind), kind
+    text = "".join(p if isinstance(p, str) else "X" for p in joined)
+    assert "InstanceType: trn1.32xlarge" in text and "efa-env,pcluster-hosts" in text
+    assert "KeyPairParameter" in stack["Outputs"] and "SharedFileSystemId" in stack["Outputs"]
+
+
+def test_resolved_config_passes_the_schema(stack: dict[str, Any]) -> None:
+    """The output with every reference replaced by a plausible id is still a valid configuration."""
+    ids = iter(range(10**6))
+
+    def resolve(part: Any) -> str:
+        if isinstance(part, str):
+            return part
+        text = json.dumps(part)
+        if "AWS::Region" in text and "s3://" not in text:
+            return "us-east-1"
+        if "Subnet" in text:
+            return f"subnet-{next(ids):017x}"
+        if "SecurityGroup" in text:
+            return f"sg-{next(ids):017x}"
+        if "PlacementGroup" in text:
+            return "efa-pg"
+        if "s3://" in text:
+            return "s3://cdk-assets/key.zip"
+        if "cdk-hnb659fds" in text:
+            return "cdk-assets"
+        if "KeyPair" in text:
+            return "efa-key"
+        return f"fs-{next(ids):017x}"
+
+    text = "".join(resolve(p) for p in stack["Outputs"]["ParallelClusterConfig"]["Value"]["Fn::Join"][1])
+    assert len(text) < 4096  # a CloudFormation output value
+    assert schema_check([yaml.safe_load(text)]) == ["OK"]
+
+
+def test_ready_stack_is_lint_clean_and_has_the_efa_pieces(stack: dict[str, Any]) -> None:
+    assert lint(stack) == []
+    assert by_type(stack, "AWS::EC2::PlacementGroup")[0]["Properties"]["Strategy"] == "cluster"
+    (efa_sg,) = [
+        k
+        for k, v in stack["Resources"].items()
+        if k.startswith("ParallelClusterSecurityGroup") and v["Type"] == "AWS::EC2::SecurityGroup"
+    ]
+    egress = [r["Properties"] for r in by_type(stack, "AWS::EC2::SecurityGroupEgress")]
+    assert any(e.get("DestinationSecurityGroupId", {}).get("Fn::GetAtt", [None])[0] == efa_sg for e in egress)
+    subnets = by_type(stack, "AWS::EC2::Subnet")
+    assert {s["Properties"]["AvailabilityZone"] for s in subnets} == {"us-east-1d"}
+
+
+def test_create_cluster_uses_the_published_provider() -> None:
+    t = synth(create_cluster="true")
+    (nested,) = by_type(t, "AWS::CloudFormation::Stack")
+    url = json.dumps(nested["Properties"]["TemplateURL"])
+    assert (
+        "aws-parallelcluster" in url
+        and "/parallelcluster/3.16.1/templates/custom_resource/cluster.yaml" in url
+    )
+    (cluster,) = by_type(t, "Custom::PclusterCluster")
+    props = cluster["Properties"]
+    assert props["ServiceToken"]["Fn::GetAtt"][1] == "Outputs.ServiceToken"
+    assert props["ClusterConfiguration"]["Scheduling"]["SlurmQueues"][0]["ComputeResources"][0]["Efa"] == {
+        "Enabled": True
+    }
+    assert props["ClusterName"] == "c-Trn1ParallelCluster"
+    assert lint(t) == []
+
+
+def test_capacity_block_queue() -> None:
+    t = synth(
+        capacity_block="cr-0123456789abcdef0", availability_zone="us-east-2a", min_count="4", max_count="4"
+    )
+    text = "".join(
+        p for p in t["Outputs"]["ParallelClusterConfig"]["Value"]["Fn::Join"][1] if isinstance(p, str)
+    )
+    assert "CapacityType: CAPACITY_BLOCK" in text and "CapacityReservationId: cr-0123456789abcdef0" in text
+    assert not by_type(t, "AWS::EC2::PlacementGroup")
+
+
+@pytest.mark.parametrize(
+    ("context", "key", "why"),
+    [
+        ({"instance_type": "m5.large"}, "instance_type", "does not support EFA"),
+        ({"image_os": "alinux2"}, "image_os", "no longer supported"),
+        ({"min_count": "3", "max_count": "2"}, "max_count", "MinCount <= MaxCount"),
+        ({"ssh_cidr": "10.0.0.0/8,192.168.0.0/16"}, "ssh_cidr", "one CIDR"),
+        ({"create_cluster": "yes"}, "create_cluster", "not true or false"),
+        ({"fsx_lustre_gib": "1000"}, "fsx_lustre_gib", "out of range"),
+        ({"fsx_lustre_gib": "1300"}, "fsx_lustre_capacity_gib", "multiple of 2400"),
+        (
+            {"capacity_block": "cr-0123456789abcdef0", "availability_zone": "us-east-1a"},
+            "capacity_type",
+            "static nodes",
+        ),
+    ],
+)
+def test_bad_context_fails_at_synth(context: dict[str, str], key: str, why: str) -> None:
+    with pytest.raises(EfaConfigError) as err:
+        synth(**context)
+    assert str(err.value).startswith(f"{key}=") and why in str(err.value), str(err.value)
+
+
+# --- the bootstrap scripts ------------------------------------------------------------------
+
+
+def test_hosts_workaround_drops_only_the_queues_pcluster_names(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    node.setting("EFA_CDK_QUEUES", "compute")
+    hosts = "10.0.1.5 compute-st-trn1-32xlarge-1.mycluster.pcluster ip-10-0-1-5\n10.0.0.9 head.local\n"
+    (node.root / "etc/hosts").write_text(hosts)
+    r = node.run("pcluster-hosts")
+    assert r.returncode == 0, r.log
+    assert node.read("etc/hosts") == "10.0.1.5 ip-10-0-1-5\n10.0.0.9 head.local\n"
+
+
+def test_head_node_gets_the_job_templates(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    r = node.run("slurm-jobs")
+    assert r.returncode == 0, r.log
+    jobs = sorted(p.name for p in (node.root / "shared/jobs").iterdir())
+    assert jobs == ["nccl-tests.sbatch", "nccom-test.sbatch", "train-trn1.sbatch"]
+
+
+def test_bootstrap_fetches_scripts_and_runs_the_steps(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    zip_path = node.stub_dir / "downloads" / "scripts.zip"
+    shutil.make_archive(str(zip_path.with_suffix("")), "zip", node.bin)
+    (node.stub_dir / "bin" / "aws").write_text(
+        f'#!{BASH}\ncp "$STUB_DIR/downloads/scripts.zip" "${{@: -1}}"\n'
+    )
+    (node.root / "etc/hosts").write_text("10.0.1.5 compute-st-x-1.c.pcluster ip-10-0-1-5\n")
+    shutil.rmtree(node.bin)
+    run = subprocess.run(
+        [
+            BASH,
+            str(ROOT / "efa_constructs/scripts/pcluster-bootstrap.sh"),
+            "us-east-1",
+            "s3://b/scripts.zip",
+            "1",
+            "32",
+            "efa-env,pcluster-hosts",
+            "compute",
+        ],
+        env={**node.env, "EFA_CDK_ROOT": str(node.root)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "FI_EFA_USE_DEVICE_RDMA=1" in node.read("etc/efa-cdk/efa.env")
+    assert node.read("etc/hosts") == "10.0.1.5 ip-10-0-1-5\n"
+    assert re.search(r"EFA_CDK_SLOTS='32'", node.read("etc/efa-cdk/node.env"))
+    assert not node.signals()  # ParallelCluster tracks its nodes: no CloudFormation signal
