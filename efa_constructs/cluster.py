@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import atexit
 import enum
 import re
-import shutil
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 
 from aws_cdk import (
     Annotations,
@@ -237,7 +233,7 @@ class EfaCluster(Construct):
         self.role = self.launch_template.role
         self.grant_principal = self.role
         self.connections = self.security_group.connections
-        #: The cluster's name within its stack ("Cluster", "Training/Cluster", ...).
+        #: The cluster's path within its stack, "/" as "-" ("Cluster", "Training-Cluster", ...).
         self.path_in_stack = re.sub(
             r"[^A-Za-z0-9_.-]+", "-", self.node.path[len(Stack.of(self).node.path) + 1 :]
         )
@@ -338,9 +334,7 @@ class EfaCluster(Construct):
             string_value=str(node_count),
             description=f"Number of nodes in EFA cluster {self.node.path} (read by the nodes at boot)",
         )
-        staged = Path(tempfile.mkdtemp(prefix="efa-cdk-scripts-"))
-        atexit.register(shutil.rmtree, staged, ignore_errors=True)
-        scripts = s3_assets.Asset(self, "NodeScripts", path=str(software.stage(staged)))
+        scripts = s3_assets.Asset(self, "NodeScripts", path=str(software.stage()))
         self.role.add_to_principal_policy(
             iam.PolicyStatement(
                 sid="EfaNodeSoftware",

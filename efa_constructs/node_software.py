@@ -12,8 +12,10 @@ the user's own steps, ``verify-efa``, ``signal`` (CloudFormation CreationPolicy)
 
 from __future__ import annotations
 
+import atexit
 import enum
 import re
+import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -241,8 +243,15 @@ class EfaUserData:
         return [*SETUP_STEPS, *self._user_steps, *VERIFY_STEPS, *AFTER_SIGNAL_STEPS, *tail]
 
     def stage(self, directory: Path | None = None) -> Path:
-        """Copy the library scripts and the user's steps into one directory (the S3 asset)."""
-        out = directory or Path(tempfile.mkdtemp(prefix="efa-cdk-scripts-"))
+        """Copy the library scripts and the user's steps into one directory (the S3 asset).
+
+        Default: a temporary directory, removed when the process exits (CDK copies the asset
+        into the cloud assembly while the construct is built).
+        """
+        out = directory
+        if out is None:
+            out = Path(tempfile.mkdtemp(prefix="efa-cdk-scripts-"))
+            atexit.register(shutil.rmtree, out, ignore_errors=True)
         src = resources.files("efa_constructs") / "scripts"
         for entry in src.iterdir():
             if entry.name.endswith((".sh", ".py", ".sbatch")):

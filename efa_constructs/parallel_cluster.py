@@ -9,11 +9,6 @@ itself, through ParallelCluster's published CloudFormation custom-resource provi
 
 from __future__ import annotations
 
-import atexit
-import shutil
-import tempfile
-from pathlib import Path
-
 from aws_cdk import Aws, CfnOutput, CfnStack, CustomResource, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_s3_assets as s3_assets
@@ -111,9 +106,8 @@ class EfaParallelCluster(Construct):
             key_name = key_pair_name
 
         # Bootstrap: the efa-cdk scripts (zip) and the ParallelCluster entry script (a file).
-        staged = Path(tempfile.mkdtemp(prefix="efa-cdk-pcluster-"))
-        atexit.register(shutil.rmtree, staged, ignore_errors=True)
-        scripts = s3_assets.Asset(self, "NodeScripts", path=str(EfaUserData().stage(staged)))
+        staged = EfaUserData().stage()
+        scripts = s3_assets.Asset(self, "NodeScripts", path=str(staged))
         entry = s3_assets.Asset(self, "Bootstrap", path=str(staged / "pcluster-bootstrap.sh"))
         read = ((scripts.s3_bucket_name, scripts.s3_object_key), (entry.s3_bucket_name, entry.s3_object_key))
         rdma = "1" if it.rdma_read else "0"

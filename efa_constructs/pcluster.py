@@ -332,15 +332,3 @@ def _check_name(what: str, value: str) -> None:
             "digits and '-'",
             fix="e.g. 'compute' or 'trn1-32xl'",
         )
-
-
-def default_compute_resource(
-    instance_type: str, *, min_count: int, max_count: int, name: str | None = None
-) -> ComputeResource:
-    """One EFA compute resource of a type, named after it (``trn1-32xlarge``)."""
-    return ComputeResource(
-        name=name or instance_type.replace(".", "-")[:25],
-        instance_types=(instance_type,),
-        min_count=min_count,
-        max_count=max_count,
-    )
