@@ -345,6 +345,11 @@ def test_leader_benchmarks_report_to_the_wait_condition(tmp_path: Path) -> None:
         ("nccl-tests", 32.84),
         ("fi_pingpong", 2.36),
     ]
+    # the collective against the node's 400 Gbps, fi_pingpong (one EFA) against one card's 100 Gbps
+    assert [x["line_rate_fraction"] for x in results] == [
+        round(32.84 * 8 / 400, 3),
+        round(2.359 * 8 / 100, 3),
+    ]
     assert json.loads(node.read("var/lib/efa-cdk/benchmarks.json")) == body  # kept on the node
     (mpirun,) = node.calls("mpirun")
     assert "-n 16 -N 8" in mpirun and "-x FI_EFA_USE_DEVICE_RDMA=1" in mpirun and "NCCL_DEBUG=INFO" in mpirun
