@@ -178,7 +178,8 @@ class EfaCluster(Construct):
                 value=egress.value,
                 why="the node software calls AWS APIs over HTTPS (S3, SSM, EC2, CloudFormation) and the "
                 "nodes could reach none of them",
-                fix="use internet_egress=web (the default), or node_software=False with your own user_data",
+                fix="use internet_egress=web (the default), or turn the node software off "
+                "(node_software=False, -c node_software=false)",
             )
         self.public_ip = PublicIp.parse(public_ip)
         self.subnet = subnet or self._default_subnet(vpc)

@@ -36,6 +36,7 @@ CONTEXT_KEYS: dict[str, str] = {
     "public_ip": "none | leader | all: Elastic IP on card 0 / device 0 of those nodes (default: none)",
     "public_subnet_id": "existing public subnet for the Elastic IP interfaces (with vpc_id and public_ip)",
     "benchmarks": "auto | none | comma-separated nccl-tests, nccom-test, fi_pingpong (default: auto)",
+    "node_software": "true | false: EFA install and check, SSH, hostfile, benchmarks at boot (default: true)",
     "node_group": "explicit (an instance resource per node) | asg (one Auto Scaling group: large clusters)",
     "capacity_reservation": "Capacity Reservation id (cr-...) or reservation resource-group ARN",
     "capacity_block": "Capacity Block for ML reservation id (cr-...) to launch into",
@@ -112,6 +113,13 @@ def check_keys(ctx: Mapping[str, Any]) -> None:
             )
 
 
+def _bool(key: str, raw: Any) -> bool:
+    value = str(raw).lower()
+    if value not in ("true", "false"):
+        raise EfaConfigError(key, value=raw, why="not true or false", fix=f"pass -c {key}=true or false")
+    return value == "true"
+
+
 def _int(key: str, raw: Any, lo: int, hi: int) -> int:
     if isinstance(raw, bool) or not (
         isinstance(raw, int) or (isinstance(raw, str) and raw.strip().isdigit())
@@ -144,6 +152,7 @@ class ClusterParams:
     public_subnet_id: str | None = None
     benchmarks: tuple[Benchmark, ...] | None = None
     node_group: NodeGroup = NodeGroup.EXPLICIT
+    node_software: bool = True
     capacity: Capacity = ON_DEMAND
     placement_group: str | None = None
 
@@ -233,6 +242,7 @@ class ClusterParams:
                 fix="pass the name of an existing cluster placement group (1-255 printable characters)",
             )
         benchmarks = Benchmark.parse_list(str(get("benchmarks", "auto")))
+        software = _bool("node_software", get("node_software", "true"))
         if benchmarks:
             check_benchmarks(lookup(itype), benchmarks)
         check_keys(ctx)
@@ -252,6 +262,7 @@ class ClusterParams:
             public_subnet_id=None if public_subnet_id is None else str(public_subnet_id),
             benchmarks=benchmarks,
             node_group=node_group,
+            node_software=software,
             capacity=capacity,
             placement_group=None if placement is None else str(placement),
         )
@@ -307,11 +318,6 @@ class PclusterParams:
                 why="ParallelCluster's HeadNode.Ssh.AllowedIps takes one CIDR",
                 fix="pass a single CIDR, e.g. 203.0.113.0/24",
             )
-        flag = str(get("create_cluster", "false")).lower()
-        if flag not in ("true", "false"):
-            raise EfaConfigError(
-                "create_cluster", value=flag, why="not true or false", fix="pass true or false"
-            )
         head = str(get("head_node_instance_type", "c5.2xlarge"))
         if not re.fullmatch(r"[a-z0-9-]+\.[a-z0-9-]+", head):
             raise EfaConfigError(
@@ -331,5 +337,5 @@ class PclusterParams:
             fsx_lustre_gib=None if fsx is None else _int("fsx_lustre_gib", fsx, 1200, 1_000_000),
             capacity_reservation=base.capacity.target,
             capacity_block=base.capacity.kind.value == "capacity-block",
-            create_cluster=flag == "true",
+            create_cluster=_bool("create_cluster", get("create_cluster", "false")),
         )

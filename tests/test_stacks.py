@@ -212,3 +212,10 @@ def test_benchmarks_can_be_switched_off() -> None:
     t = _synth(benchmarks="none")
     assert not by_type(t, "AWS::CloudFormation::WaitCondition") and "BenchmarkResults" not in t["Outputs"]
     assert all("CreationPolicy" in n for n in by_type(t, "AWS::EC2::Instance"))  # still verified
+
+
+def test_node_software_off_allows_a_cluster_without_egress() -> None:
+    t = _synth(node_software="false", internet_egress="none")
+    assert all("CreationPolicy" not in n for n in by_type(t, "AWS::EC2::Instance"))
+    assert not by_type(t, "AWS::EC2::KeyPair") and "BenchmarkResults" not in t["Outputs"]
+    assert lint(t) == []
