@@ -99,11 +99,11 @@ class EfaParallelCluster(Construct):
             fsx_lustre_capacity_gib=fsx_lustre_capacity_gib,
             removal_policy=storage_removal_policy,
         )
+        #: The key pair the stack created, or None when ``key_pair_name`` names yours.
+        self.key_pair: ec2.KeyPair | None = None
         if key_pair_name is None:
             self.key_pair = ec2.KeyPair(self, "KeyPair", type=ec2.KeyPairType.ED25519)
-            key_name = self.key_pair.key_pair_name
-        else:
-            key_name = key_pair_name
+            key_pair_name = self.key_pair.key_pair_name
 
         # Bootstrap: the efa-cdk scripts (zip) and the ParallelCluster entry script (a file).
         staged = EfaUserData().stage()
@@ -132,7 +132,7 @@ class EfaParallelCluster(Construct):
             image_os=image_os,
             head_node_instance_type=head_node_instance_type,
             head_node_subnet_id=self.network.public_subnet.subnet_id,
-            key_name=key_name,
+            key_name=key_pair_name,
             ssh_cidr=ssh_cidr,
             queues=(
                 SlurmQueue(

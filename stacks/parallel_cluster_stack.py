@@ -50,7 +50,7 @@ class EfaParallelClusterStack(Stack):
             value=self.pcluster.config_yaml,
             description="pcluster create-cluster --cluster-configuration <this, saved as cluster.yaml>",
         )
-        key = getattr(self.pcluster, "key_pair", None)
+        key = self.pcluster.key_pair
         if key is not None:
             CfnOutput(
                 self,

@@ -41,12 +41,34 @@ def ctx(**context: Any) -> Callable[[Any], Any]:
     return lambda _make: ClusterParams.from_context(context, default_instance_type="trn1.32xlarge")
 
 
-def cluster(**kwargs: Any) -> Callable[[Any], Any]:
+def cluster(
+    *,
+    vpc: Callable[[Any], Any] = isolated_vpc,
+    env: Environment | None = None,
+    per_stack: Callable[[Any], dict[str, Any]] = lambda _stack: {},
+    **kwargs: Any,
+) -> Callable[[Any], Any]:
+    """An EfaCluster in a fresh stack: `vpc` builds its VPC, `per_stack` more props in the stack."""
+
     def build(make: Any) -> Any:
-        stack = make()
-        return EfaCluster(stack, "C", vpc=isolated_vpc(stack), **{"instance_type": "trn1.32xlarge", **kwargs})
+        stack = make(env=env) if env else make()
+        props = {"instance_type": "trn1.32xlarge", **kwargs, **per_stack(stack)}
+        return EfaCluster(stack, "C", vpc=vpc(stack), **props)
 
     return build
+
+
+def network(**kwargs: Any) -> Callable[[Any], Any]:
+    return lambda stack: EfaNetwork(stack, "N", **kwargs).vpc
+
+
+def public_only_vpc(stack: Any) -> Any:
+    public = ec2.SubnetConfiguration(name="Pub", subnet_type=ec2.SubnetType.PUBLIC)
+    return ec2.Vpc(stack, "V", max_azs=1, subnet_configuration=[public])
+
+
+def a_placement_group(stack: Any) -> dict[str, Any]:
+    return {"placement_group": ec2.PlacementGroup(stack, "Pg")}
 
 
 def template(**kwargs: Any) -> Callable[[Any], Any]:
@@ -148,16 +170,7 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ("unknown node group", ctx(node_group="fleet"), "node_group", "not a node-group mode"),
     (
         "Elastic IPs on an Auto Scaling group",
-        lambda make: (
-            lambda s: EfaCluster(
-                s,
-                "C",
-                vpc=EfaNetwork(s, "N").vpc,
-                instance_type="p5.48xlarge",
-                node_group="asg",
-                public_ip="leader",
-            )
-        )(make()),
+        cluster(vpc=network(), instance_type="p5.48xlarge", node_group="asg", public_ip="leader"),
         "public_ip",
         "needs explicit nodes",
     ),
@@ -210,46 +223,24 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ),
     (
         "reservation in another AZ",
-        lambda make: (
-            lambda s: EfaCluster(
-                s,
-                "C",
-                vpc=EfaNetwork(s, "N", availability_zone="us-east-1a").vpc,
-                instance_type="trn1.32xlarge",
-                capacity=Capacity.reservation("cr-0123456789abcdef0", availability_zone="us-east-1c"),
-            )
-        )(make(env=Environment(region="us-east-1"))),
+        cluster(
+            vpc=network(availability_zone="us-east-1a"),
+            env=Environment(region="us-east-1"),
+            capacity=Capacity.reservation("cr-0123456789abcdef0", availability_zone="us-east-1c"),
+        ),
         "capacity_reservation",
         "is in us-east-1c",
     ),
     (
         "placement group with a Capacity Block",
-        lambda make: (
-            lambda s: EfaCluster(
-                s,
-                "C",
-                vpc=isolated_vpc(s),
-                instance_type="trn1.32xlarge",
-                capacity=Capacity.capacity_block("cr-0123456789abcdef0"),
-                placement_group=ec2.PlacementGroup(s, "Pg"),
-            )
-        )(make()),
+        cluster(capacity=Capacity.capacity_block("cr-0123456789abcdef0"), per_stack=a_placement_group),
         "placement_group",
         "placed by EC2",
     ),
     # placement
     (
         "placement group given and disabled",
-        lambda make: (
-            lambda s: EfaCluster(
-                s,
-                "C",
-                vpc=isolated_vpc(s),
-                instance_type="trn1.32xlarge",
-                use_placement_group=False,
-                placement_group=ec2.PlacementGroup(s, "Pg"),
-            )
-        )(make()),
+        cluster(use_placement_group=False, per_stack=a_placement_group),
         "placement_group",
         "use_placement_group=False",
     ),
@@ -274,21 +265,7 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ("malformed subnet id", ctx(subnet_id="subnet_1"), "subnet_id", "not a subnet id"),
     (
         "VPC without private subnet",
-        lambda make: (
-            lambda s: EfaCluster(
-                s,
-                "C",
-                vpc=ec2.Vpc(
-                    s,
-                    "V",
-                    max_azs=1,
-                    subnet_configuration=[
-                        ec2.SubnetConfiguration(name="Pub", subnet_type=ec2.SubnetType.PUBLIC)
-                    ],
-                ),
-                instance_type="trn1.32xlarge",
-            )
-        )(make()),
+        cluster(vpc=public_only_vpc),
         "subnet",
         "no private subnet",
     ),
