@@ -1,33 +1,61 @@
 """efa-cdk: AWS CDK constructs for EC2 clusters wired for Elastic Fabric Adapter (EFA).
 
-The pure core (no jsii, importable without Node): :mod:`.catalogue` (instance facts) and
-:mod:`.layout` (which interface goes on which card). The constructs translate those decisions
-into CloudFormation; importing them starts the CDK's Node process.
+Three layers, one folder each:
+
+* :mod:`efa_constructs.core`: the pure core (instance catalogue, layout engine, capacity, node
+  software builder, ParallelCluster config model, the checks). Plain Python: importing it never
+  loads ``aws_cdk`` (no Node process).
+* :mod:`efa_constructs.cdk`: the CDK constructs, which translate the core's decisions into
+  CloudFormation. Importing them starts the CDK's Node process.
+* ``efa_constructs/node``: the files that run on the nodes (boot steps, ParallelCluster hooks,
+  Slurm job templates, the benchmark parser), shipped as package data.
+
+Everything public is importable from here; the constructs load on first use.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .errors import EfaConfigError
+from .core import (
+    Benchmark,
+    Capacity,
+    EfaConfigError,
+    EfaInstaller,
+    EfaUserData,
+    InternetEgress,
+    LayoutMode,
+    NetworkInterfaceSpec,
+    NicLayout,
+    NodeGroup,
+    PublicIp,
+    __version__,
+    instance_type,
+    plan_layout,
+)
 
-__version__ = "0.1.0"
-
-# The constructs import aws_cdk (a Node process, seconds); load them only when first used so
-# `python -m efa_constructs layout ...` and the pure core stay fast.
-_LAZY = {
-    "EfaSecurityGroup": ".security_group",
-    "InternetEgress": ".security_group",
-    "EfaLaunchTemplate": ".launch_template",
-    "EfaMachineImage": ".machine_image",
-    "EfaCluster": ".cluster",
-    "PublicIp": ".cluster",
-    "NodeGroup": ".cluster",
-    "EfaNetwork": ".network",
-}
+#: The constructs import aws_cdk (a Node process, seconds): loaded only when first used, so
+#: `python -m efa_constructs layout ...` and the pure core stay fast.
+_CONSTRUCTS = (
+    "BenchmarkReport",
+    "EfaCluster",
+    "EfaLaunchTemplate",
+    "EfaMachineImage",
+    "EfaNetwork",
+    "EfaNode",
+    "EfaNodeGroup",
+    "EfaParallelCluster",
+    "EfaSecurityGroup",
+    "EfaSharedStorage",
+    "NodePublicAddress",
+    "NodeSoftwareInstallation",
+)
 
 __all__ = [
     "Benchmark",
+    # constructs (loaded on first use)
+    "BenchmarkReport",
     "Capacity",
     "EfaCluster",
     "EfaConfigError",
@@ -35,34 +63,43 @@ __all__ = [
     "EfaLaunchTemplate",
     "EfaMachineImage",
     "EfaNetwork",
+    "EfaNode",
+    "EfaNodeGroup",
+    "EfaParallelCluster",
     "EfaSecurityGroup",
+    "EfaSharedStorage",
     "EfaUserData",
     "InternetEgress",
     "LayoutMode",
     "NetworkInterfaceSpec",
     "NicLayout",
     "NodeGroup",
+    "NodePublicAddress",
+    "NodeSoftwareInstallation",
     "PublicIp",
+    "__version__",
     "instance_type",
     "plan_layout",
 ]
 
-from .capacity import Capacity  # noqa: E402
-from .catalogue import instance_type  # noqa: E402
-from .layout import LayoutMode, NetworkInterfaceSpec, NicLayout, plan_layout  # noqa: E402
-from .node_software import Benchmark, EfaInstaller, EfaUserData  # noqa: E402
-
 if TYPE_CHECKING:
-    from .cluster import EfaCluster, NodeGroup, PublicIp
-    from .launch_template import EfaLaunchTemplate
-    from .machine_image import EfaMachineImage
-    from .network import EfaNetwork
-    from .security_group import EfaSecurityGroup, InternetEgress
+    from .cdk import (
+        BenchmarkReport,
+        EfaCluster,
+        EfaLaunchTemplate,
+        EfaMachineImage,
+        EfaNetwork,
+        EfaNode,
+        EfaNodeGroup,
+        EfaParallelCluster,
+        EfaSecurityGroup,
+        EfaSharedStorage,
+        NodePublicAddress,
+        NodeSoftwareInstallation,
+    )
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    if name in _CONSTRUCTS:
+        return getattr(import_module(".cdk", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

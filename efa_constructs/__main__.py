@@ -14,9 +14,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from .catalogue import all_instance_types, catalogue_metadata
-from .errors import EfaConfigError
-from .layout import LayoutMode, plan_layout
+from .core.catalogue import all_instance_types, catalogue_metadata
+from .core.errors import EfaConfigError
+from .core.layout import LayoutMode, plan_layout
 
 
 def _layout(args: argparse.Namespace) -> int:
@@ -41,8 +41,8 @@ def _types(args: argparse.Namespace) -> int:
 
 
 def _refresh(args: argparse.Namespace) -> int:
-    from . import catalogue
-    from .catalogue import generate
+    from .core import catalogue
+    from .core.catalogue import generate
 
     answer, source = generate.load_live(args.region) if args.live else generate.load_moto_snapshot()
     doc = generate.build(answer, source)
@@ -53,7 +53,16 @@ def _refresh(args: argparse.Namespace) -> int:
 
 
 def _template_diff(args: argparse.Namespace) -> int:
-    from .template_diff import run
+    try:
+        import cfnlint  # noqa: F401  (CloudFormation's resource schemas: which changes replace)
+    except ModuleNotFoundError:
+        raise EfaConfigError(
+            "template-diff",
+            value="cfn-lint not installed",
+            why="the diff reads CloudFormation's resource schemas, which ship in cfn-lint",
+            fix="pip install 'efa-cdk[diff]' (the project's own scripts/setup --dev installs it)",
+        ) from None
+    from .tools.template_diff import run
 
     bad = [kv for kv in args.context if "=" not in kv]
     if bad:

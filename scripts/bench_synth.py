@@ -28,7 +28,7 @@ def main() -> None:
     import aws_cdk as cdk
 
     node_start = time.perf_counter() - start
-    from efa_constructs.errors import EfaConfigError
+    from efa_constructs.core.errors import EfaConfigError
     from stacks.cluster_stack import EfaClusterStack
     from stacks.params import ClusterParams
 

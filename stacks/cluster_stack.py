@@ -9,10 +9,8 @@ from aws_cdk import CfnOutput, Environment, Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from efa_constructs import EfaCluster, EfaNetwork
-from efa_constructs.cluster import PublicIp
-from efa_constructs.node_software import EfaUserData
-from efa_constructs.security_group import ssh_peer
+from efa_constructs.cdk import EfaCluster, EfaNetwork, ssh_peer
+from efa_constructs.core import EfaUserData, PublicIp
 
 from .params import ClusterParams
 
@@ -51,28 +49,7 @@ class EfaClusterStack(Stack):
             kwargs["env"] = Environment(region=params.region)
         super().__init__(scope, id_, **kwargs)
         self.params = params
-        if params.vpc_id and params.subnet_id and params.availability_zone:
-            vpc: ec2.IVpc = ec2.Vpc.from_vpc_attributes(
-                self, "Vpc", vpc_id=params.vpc_id, availability_zones=[params.availability_zone]
-            )
-            subnet = ec2.Subnet.from_subnet_attributes(
-                self, "Subnet", subnet_id=params.subnet_id, availability_zone=params.availability_zone
-            )
-            public_subnet = (
-                ec2.Subnet.from_subnet_attributes(
-                    self,
-                    "PublicSubnet",
-                    subnet_id=params.public_subnet_id,
-                    availability_zone=params.availability_zone,
-                )
-                if params.public_subnet_id
-                else None
-            )
-            self.network: EfaNetwork | None = None
-        else:
-            self.network = EfaNetwork(self, "Network", availability_zone=params.availability_zone)
-            vpc, subnet = self.network.vpc, self.network.private_subnet
-            public_subnet = self.network.public_subnet
+        vpc, subnet, public_subnet = self._network(params)
         key_pair = (
             ec2.KeyPair.from_key_pair_name(self, "KeyPair", params.key_pair) if params.key_pair else None
         )
@@ -86,7 +63,7 @@ class EfaClusterStack(Stack):
             nic_layout=params.nic_layout,
             efa_count=params.efa_count,
             key_pair=key_pair,
-            ssh_peers=[ssh_peer(c) for c in params.ssh_cidrs],
+            ssh_peers=[ssh_peer(c) for c in params.ssh_cidr],
             internet_egress=params.internet_egress,
             root_volume_gib=params.root_volume_gib,
             public_ip=params.public_ip,
@@ -100,12 +77,37 @@ class EfaClusterStack(Stack):
                 else None
             ),
         )
+        self._outputs(params)
+
+    def _network(self, params: ClusterParams) -> tuple[ec2.IVpc, ec2.ISubnet, ec2.ISubnet | None]:
+        """The existing VPC and subnets named by the context, or a new :class:`EfaNetwork`."""
+        self.network: EfaNetwork | None = None
+        if not (params.vpc_id and params.subnet_id and params.availability_zone):
+            self.network = EfaNetwork(self, "Network", availability_zone=params.availability_zone)
+            return self.network.vpc, self.network.private_subnet, self.network.public_subnet
+        vpc = ec2.Vpc.from_vpc_attributes(
+            self, "Vpc", vpc_id=params.vpc_id, availability_zones=[params.availability_zone]
+        )
+        subnet = ec2.Subnet.from_subnet_attributes(
+            self, "Subnet", subnet_id=params.subnet_id, availability_zone=params.availability_zone
+        )
+        public_subnet = None
+        if params.public_subnet_id:
+            public_subnet = ec2.Subnet.from_subnet_attributes(
+                self,
+                "PublicSubnet",
+                subnet_id=params.public_subnet_id,
+                availability_zone=params.availability_zone,
+            )
+        return vpc, subnet, public_subnet
+
+    def _outputs(self, params: ClusterParams) -> None:
         layout = self.cluster.layout
         if self.cluster.auto_scaling_group is not None:
             CfnOutput(
                 self,
                 "NodeGroupName",
-                value=self.cluster.auto_scaling_group.ref,
+                value=self.cluster.auto_scaling_group.auto_scaling_group_name,
                 description="The nodes' Auto Scaling group (aws autoscaling describe-auto-scaling-groups "
                 "--auto-scaling-group-names <name>); node 0's ~/hostfile lists every node",
             )
@@ -119,7 +121,7 @@ class EfaClusterStack(Stack):
             CfnOutput(
                 self,
                 "NodeInstanceIds",
-                value=Fn.join(",", [n.ref for n in self.cluster.nodes]),
+                value=Fn.join(",", [n.instance_id for n in self.cluster.nodes]),
                 description="Instance id of each node (aws ssm start-session --target <id>)",
             )
         CfnOutput(

@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk import CfnOutput, Environment, Stack
+from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from efa_constructs.parallel_cluster import SHARED_DIR, EfaParallelCluster
+from efa_constructs.cdk import EfaParallelCluster, ssh_peer
+from efa_constructs.cdk.parallel_cluster import SHARED_DIR
 
 from .params import PclusterParams
 
@@ -36,12 +38,13 @@ class EfaParallelClusterStack(Stack):
             availability_zone=params.availability_zone,
             head_node_instance_type=params.head_node_instance_type,
             image_os=params.image_os,
-            key_pair_name=params.key_pair,
-            ssh_cidr=params.ssh_cidr,
+            key_pair=(
+                ec2.KeyPair.from_key_pair_name(self, "KeyPair", params.key_pair) if params.key_pair else None
+            ),
+            ssh_peers=[ssh_peer(c) for c in params.ssh_cidr],
             efs_throughput_mibps=params.efs_throughput_mibps,
             fsx_lustre_capacity_gib=params.fsx_lustre_gib,
-            capacity_reservation_id=params.capacity_reservation,
-            capacity_block=params.capacity_block,
+            capacity=params.capacity,
             create_cluster=params.create_cluster,
         )
         CfnOutput(
@@ -50,7 +53,7 @@ class EfaParallelClusterStack(Stack):
             value=self.pcluster.config_yaml,
             description="pcluster create-cluster --cluster-configuration <this, saved as cluster.yaml>",
         )
-        key = self.pcluster.key_pair
+        key = self.pcluster.created_key_pair
         if key is not None:
             CfnOutput(
                 self,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -14,36 +13,8 @@ from typing import Any
 import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-ROOT = Path(__file__).resolve().parent.parent
 
-
-def cdk_json_context() -> dict[str, Any]:
-    """cdk.json's feature flags: an App built in pytest does not read cdk.json by itself."""
-    context: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]
-    return context
-
-
-def new_app(extra_context: dict[str, Any] | None = None) -> Any:
-    """An App as `cdk synth` builds it, minus the bootstrap-version rule (snapshot churn)."""
-    import aws_cdk as cdk
-
-    return cdk.App(
-        context={**cdk_json_context(), **(extra_context or {})},
-        default_stack_synthesizer=cdk.DefaultStackSynthesizer(generate_bootstrap_version_rule=False),
-    )
-
-
-def isolated_vpc(stack: Any) -> Any:
-    """A one-AZ VPC with one isolated subnet: the cheapest VPC the constructs accept."""
-    from aws_cdk import aws_ec2 as ec2
-
-    return ec2.Vpc(
-        stack,
-        "Vpc",
-        max_azs=1,
-        nat_gateways=0,
-        subnet_configuration=[ec2.SubnetConfiguration(name="P", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
-    )
+from tests.helpers import ROOT, new_app
 
 
 @pytest.fixture(scope="session")
@@ -84,14 +55,8 @@ BACKGROUND_COMMANDS: dict[str, list[str]] = {
     ],
     "tests/test_template_diff.py::test_command_synthesizes_two_revisions": [
         sys.executable,
-        "-m",
-        "efa_constructs",
-        "template-diff",
-        "--base",
-        "HEAD",
-        "--head",
-        "HEAD~0",
-        "--strict",
+        str(ROOT / "tests" / "template_diff_check.py"),
+        "{tmp}",
     ],
 }
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from efa_constructs.scripts import bench_parse
+from efa_constructs.node import bench_parse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
 SCRIPT = Path(bench_parse.__file__)

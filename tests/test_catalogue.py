@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from efa_constructs.catalogue import (
+from efa_constructs.core.catalogue import (
     AcceleratorKind,
     all_instance_types,
     catalogue_metadata,
     generate,
     instance_type,
 )
-from efa_constructs.errors import EfaConfigError
+from efa_constructs.core.errors import EfaConfigError
 
 # (type, network cards, max EFA, EFA line rate Gbps) from EFA-FACTS section 3.
 REFERENCE = [

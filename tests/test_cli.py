@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from efa_constructs.__main__ import main
-from efa_constructs.catalogue import generate
+from efa_constructs.core.catalogue import generate
 
 
 def test_layout_table(capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,11 +6,13 @@ from typing import Any
 
 import pytest
 from aws_cdk import assertions
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_s3 as s3
 
 from efa_constructs import EfaCluster, EfaLaunchTemplate, EfaSecurityGroup, InternetEgress, plan_layout
-from efa_constructs.errors import EfaConfigError
-from efa_constructs.security_group import ssh_peer
-from tests.conftest import isolated_vpc
+from efa_constructs.cdk.security_group import ssh_peer
+from efa_constructs.core.errors import EfaConfigError
+from tests.helpers import isolated_vpc
 
 Match = assertions.Match
 
@@ -191,7 +193,59 @@ def test_cluster_wires_placement_group_and_nodes(make_stack: Any) -> None:
         {"LaunchTemplateData": Match.object_like({"Placement": {"GroupName": Match.any_value()}})},
     )
     assert cluster.layout.efa_count == 8
-    assert cluster.grant_principal is cluster.role
+
+
+def _policy_statements(t: assertions.Template, role_prefix: str) -> list[dict[str, Any]]:
+    """Statements of the IAM policies attached to the role whose logical id starts with role_prefix."""
+    out = []
+    for policy in t.find_resources("AWS::IAM::Policy").values():
+        if any(r["Ref"].startswith(role_prefix) for r in policy["Properties"]["Roles"]):
+            out += policy["Properties"]["PolicyDocument"]["Statement"]
+    return out
+
+
+def test_cluster_composes_with_cdk_grants_and_connections(make_stack: Any) -> None:
+    """`bucket.grant_read(cluster)` and `db.connections.allow_from(cluster, ...)`, through CDK itself."""
+    stack = make_stack()
+    vpc = isolated_vpc(stack)
+    cluster = EfaCluster(stack, "C", vpc=vpc, instance_type="p4d.24xlarge", node_software=False)
+    bucket = s3.Bucket(stack, "Data")
+    bucket.grant_read(cluster)
+    db = ec2.SecurityGroup(stack, "Db", vpc=vpc, allow_all_outbound=False)
+    db.connections.allow_from(cluster, ec2.Port.tcp(5432), "nodes to Postgres")
+    cluster.connections.allow_from(db, ec2.Port.tcp(8080), "db to the nodes")
+    t = assertions.Template.from_stack(stack)
+    statements = _policy_statements(t, "CLaunchTemplateRole")
+    assert any("s3:GetObject*" in st["Action"] and "Data" in str(st["Resource"]) for st in statements)
+    sg = {"Fn::GetAtt": [Match.string_like_regexp("^CSecurityGroup"), "GroupId"]}
+    t.has_resource_properties(
+        "AWS::EC2::SecurityGroupIngress",
+        {
+            "FromPort": 5432,
+            "GroupId": {"Fn::GetAtt": [Match.string_like_regexp("^Db"), "GroupId"]},
+            "SourceSecurityGroupId": sg,
+        },
+    )
+    t.has_resource_properties("AWS::EC2::SecurityGroupIngress", {"FromPort": 8080, "GroupId": sg})
+
+
+def test_launch_template_composes_with_cdk_grants_and_connections(make_stack: Any) -> None:
+    stack = make_stack()
+    vpc = isolated_vpc(stack)
+    sg = EfaSecurityGroup(stack, "Sg", vpc=vpc)
+    lt = EfaLaunchTemplate(stack, "Lt", instance_type="trn1.32xlarge", security_groups=[sg])
+    s3.Bucket(stack, "Ckpt").grant_write(lt)
+    cache = ec2.SecurityGroup(stack, "Cache", vpc=vpc)
+    cache.connections.allow_from(lt, ec2.Port.tcp(6379))
+    t = assertions.Template.from_stack(stack)
+    assert any("s3:PutObject" in st["Action"] for st in _policy_statements(t, "LtRole"))
+    t.has_resource_properties(
+        "AWS::EC2::SecurityGroupIngress",
+        {
+            "FromPort": 6379,
+            "SourceSecurityGroupId": {"Fn::GetAtt": [Match.string_like_regexp("^Sg"), "GroupId"]},
+        },
+    )
 
 
 @pytest.mark.parametrize("bad", [0, -2, True])

@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from efa_constructs.catalogue import InstanceType, all_instance_types, instance_type
-from efa_constructs.errors import EfaConfigError
-from efa_constructs.layout import (
+from efa_constructs.core.catalogue import InstanceType, all_instance_types, instance_type
+from efa_constructs.core.errors import EfaConfigError
+from efa_constructs.core.layout import (
     LayoutMode,
     NetworkInterfaceSpec,
     NicLayout,

@@ -138,7 +138,7 @@ def test_auto_scaling_node_group_instantiates_in_moto() -> None:
     """The ASG mode: moto creates the group from the EFA launch template and launches its nodes."""
     from stacks.cluster_stack import EfaClusterStack
     from stacks.params import ClusterParams
-    from tests.conftest import new_app
+    from tests.helpers import new_app
 
     params = ClusterParams.from_context(
         {"node_group": "asg", "node_count": "3"}, default_instance_type="p5.48xlarge"

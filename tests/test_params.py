@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from efa_constructs.layout import LayoutMode
+from efa_constructs.core.layout import LayoutMode
 from stacks.cluster_stack import stack_context
 from stacks.params import ClusterParams
 
@@ -32,7 +32,7 @@ def test_strings_from_the_command_line() -> None:
         availability_zone="us-east-2b",
         ssh_cidr=" 10.0.0.0/8 ",
     )
-    assert (p.node_count, p.nic_layout, p.efa_count, p.region, p.ssh_cidrs) == (
+    assert (p.node_count, p.nic_layout, p.efa_count, p.region, p.ssh_cidr) == (
         16,
         LayoutMode.LEGACY,
         4,

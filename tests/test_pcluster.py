@@ -22,18 +22,17 @@ import pytest
 import yaml
 from aws_cdk import assertions
 
-from efa_constructs.errors import EfaConfigError
-from efa_constructs.pcluster import (
+from efa_constructs.core.errors import EfaConfigError
+from efa_constructs.core.pcluster import (
     ComputeResource,
     ParallelClusterConfig,
     SharedStorage,
     SlurmQueue,
 )
+from efa_constructs.core.software import bootstrap_script
 from stacks.parallel_cluster_stack import EfaParallelClusterStack
 from stacks.params import PclusterParams
-from tests.conftest import ROOT, new_app
-from tests.test_node_scripts import BASH, Node
-from tests.test_stacks import by_type, lint
+from tests.helpers import BASH, ROOT, Node, by_type, lint, new_app
 
 SUBNETS = ("subnet-0123456789abcdef0", "subnet-0123456789abcdef1")
 
@@ -275,9 +274,17 @@ def test_capacity_block_queue() -> None:
         ({"instance_type": "m5.large"}, "instance_type", "does not support EFA"),
         ({"image_os": "alinux2"}, "image_os", "no longer supported"),
         ({"min_count": "3", "max_count": "2"}, "max_count", "MinCount <= MaxCount"),
-        ({"ssh_cidr": "10.0.0.0/8,192.168.0.0/16"}, "ssh_cidr", "one CIDR"),
+        ({"ssh_cidr": "10.0.0.0/8,192.168.0.0/16"}, "ssh_peers", "takes one CIDR"),
         ({"create_cluster": "yes"}, "create_cluster", "not true or false"),
-        ({"fsx_lustre_gib": "1000"}, "fsx_lustre_gib", "out of range"),
+        ({"fsx_lustre_gib": "1000"}, "fsx_lustre_capacity_gib", "multiple of 2400"),
+        (
+            {
+                "capacity_reservation": "arn:aws:resource-groups:us-east-1:123456789012:group/g",
+                "availability_zone": "us-east-1a",
+            },
+            "capacity",
+            "not a group",
+        ),
         ({"fsx_lustre_gib": "1300"}, "fsx_lustre_capacity_gib", "multiple of 2400"),
         (
             {"capacity_block": "cr-0123456789abcdef0", "availability_zone": "us-east-1a"},
@@ -322,16 +329,15 @@ def test_bootstrap_fetches_scripts_and_runs_the_steps(tmp_path: Path) -> None:
     )
     (node.root / "etc/hosts").write_text("10.0.1.5 compute-st-x-1.c.pcluster ip-10-0-1-5\n")
     shutil.rmtree(node.bin)
+    settings = {"EFA_CDK_RDMA_READ": "1", "EFA_CDK_SLOTS": "32", "EFA_CDK_QUEUES": "compute"}
+    (tmp_path / "pcluster-bootstrap.sh").write_text(bootstrap_script(settings))
     run = subprocess.run(
         [
             BASH,
-            str(ROOT / "efa_constructs/scripts/pcluster-bootstrap.sh"),
-            "us-east-1",
-            "s3://b/scripts.zip",
-            "1",
-            "32",
-            "efa-env,pcluster-hosts",
-            "compute",
+            str(tmp_path / "pcluster-bootstrap.sh"),
+            "EFA_CDK_REGION=us-east-1",
+            "EFA_CDK_SCRIPTS_URL=s3://b/scripts.zip",
+            "EFA_CDK_STEPS=efa-env,pcluster-hosts",
         ],
         env={**node.env, "EFA_CDK_ROOT": str(node.root)},
         capture_output=True,
@@ -343,3 +349,16 @@ def test_bootstrap_fetches_scripts_and_runs_the_steps(tmp_path: Path) -> None:
     assert node.read("etc/hosts") == "10.0.1.5 ip-10-0-1-5\n"
     assert re.search(r"EFA_CDK_SLOTS='32'", node.read("etc/efa-cdk/node.env"))
     assert not node.signals()  # ParallelCluster tracks its nodes: no CloudFormation signal
+    assert "EFA_CDK_SCRIPTS_URL='s3://b/scripts.zip'" in node.read("etc/efa-cdk/node.env")
+
+
+def test_bootstrap_refuses_an_argument_that_is_not_a_setting(tmp_path: Path) -> None:
+    (tmp_path / "b.sh").write_text(bootstrap_script({}))
+    run = subprocess.run(
+        [BASH, str(tmp_path / "b.sh"), "us-east-1"],
+        env={"PATH": "/usr/bin:/bin", "EFA_CDK_ROOT": str(tmp_path / "root")},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert run.returncode == 1 and "not EFA_CDK_*=VALUE: us-east-1" in run.stdout + run.stderr

@@ -14,12 +14,11 @@ from typing import Any
 import pytest
 from aws_cdk import assertions
 
-from efa_constructs.limits import MAX_RESOURCES, MAX_TEMPLATE_BYTES, limit_violations
-from efa_constructs.template_diff import diff_templates
+from efa_constructs.core.limits import MAX_RESOURCES, MAX_TEMPLATE_BYTES, limit_violations
+from efa_constructs.tools.template_diff import diff_templates
 from stacks.cluster_stack import EfaClusterStack
 from stacks.params import ClusterParams
-from tests.conftest import new_app
-from tests.test_stacks import by_type, lint
+from tests.helpers import by_type, lint, new_app
 
 
 def synth(**context: Any) -> dict[str, Any]:
@@ -78,19 +77,32 @@ def test_resizing_an_auto_scaling_group_replaces_nothing(
     assert d.modified == {group: ["DesiredCapacity", "MaxSize", "MinSize"], count: ["Value"]}
 
 
+def node_ids(template: dict[str, Any]) -> dict[str, str]:
+    """Logical id of each explicit node, by its efa-cdk:node-index tag."""
+    return {
+        tag["Value"]: k
+        for k, v in template["Resources"].items()
+        if v["Type"] == "AWS::EC2::Instance"
+        for tag in v["Properties"]["Tags"]
+        if tag["Key"] == "efa-cdk:node-index"
+    }
+
+
 def test_shrinking_explicit_nodes_removes_only_the_last_ones() -> None:
-    d = diff_templates(synth(node_count="4"), synth(node_count="2"))
-    assert d.replaced == {}
-    assert sorted(d.removed) == sorted(k for k in d.removed if k.startswith(("ClusterNode2", "ClusterNode3")))
-    assert len(d.removed) == 2 and list(d.modified) == [
-        k for k in d.modified if k.startswith("ClusterNodeCount")
-    ]
+    old, new = synth(node_count="4"), synth(node_count="2")
+    d = diff_templates(old, new)
+    ids = node_ids(old)
+    assert d.replaced == {} and d.added == {}
+    assert d.removed == {ids["2"]: "AWS::EC2::Instance", ids["3"]: "AWS::EC2::Instance"}
+    (count,) = [k for k, v in new["Resources"].items() if v["Type"] == "AWS::SSM::Parameter"]
+    assert d.modified == {count: ["Value"]}  # the node count the nodes read; nothing else changes
 
 
 def test_switching_mode_is_shown_as_replacing_every_node() -> None:
-    d = diff_templates(synth(node_count="2"), synth(node_count="2", node_group="asg"))
-    assert sorted(d.removed)[:2] == sorted(k for k in d.removed if k.startswith("ClusterNode"))[:2]
-    assert [t for t in d.added.values()] == ["AWS::AutoScaling::AutoScalingGroup"]
+    old = synth(node_count="2")
+    d = diff_templates(old, synth(node_count="2", node_group="asg"))
+    assert set(d.removed) == set(node_ids(old).values())
+    assert list(d.added.values()) == ["AWS::AutoScaling::AutoScalingGroup"]
 
 
 # --- capacity -------------------------------------------------------------------------------

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import pytest
@@ -11,59 +10,14 @@ from aws_cdk import assertions
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from efa_constructs import plan_layout
-from efa_constructs.template_diff import diff_templates
+from efa_constructs.tools.template_diff import diff_templates
 from stacks.cluster_stack import READY_CLUSTERS, EfaClusterStack
 from stacks.parallel_cluster_stack import READY_PCLUSTERS
 from stacks.params import ClusterParams
-from tests.conftest import new_app
+from tests.helpers import by_type, lint, masked, new_app
+
 
 # (rule, logical-id prefix, reason): findings in resources CDK itself generates, not ours.
-LINT_IGNORED = [
-    (
-        "W3005",
-        "CustomVpcRestrictDefaultSGCustomResourceProvider",
-        "CDK's restrict-default-SG provider has a redundant DependsOn next to a GetAtt; harmless",
-    ),
-    (
-        "W3010",
-        "",
-        "a user-chosen availability_zone is pinned on purpose: an EFA cluster lives in one AZ",
-    ),
-    (
-        "E6101",
-        "BenchmarkResults",
-        "the CloudFormation user guide's documented output of a wait condition's Data; the registry "
-        "schema types that attribute as an object (see acknowledgements.REASONS)",
-    ),
-]
-
-
-def lint(template: dict[str, Any]) -> list[str]:
-    """cfn-lint findings (errors and warnings) for a synthesized template, in us-east-1."""
-    from cfnlint.api import ManualArgs
-    from cfnlint.api import lint as cfn_lint
-
-    matches = cfn_lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"]))
-    return [
-        f"{m.rule.id} {m.message} ({'/'.join(map(str, m.path))})"
-        for m in matches
-        if not any(
-            m.rule.id == rule and str(m.path[1]).startswith(prefix) for rule, prefix, _ in LINT_IGNORED
-        )
-    ]
-
-
-def masked(template: dict[str, Any]) -> dict[str, Any]:
-    """The template with asset hashes masked, so snapshots change only when this project does."""
-    text = re.sub(r'"[0-9a-f]{64}\.zip"', '"<asset-hash>.zip"', json.dumps(template))
-    result: dict[str, Any] = json.loads(text)
-    return result
-
-
-def by_type(template: dict[str, Any], cfn_type: str) -> list[dict[str, Any]]:
-    return [r for r in template["Resources"].values() if r["Type"] == cfn_type]
-
-
 @pytest.mark.parametrize("name", [*READY_CLUSTERS, *READY_PCLUSTERS])
 def test_ready_stack_is_cfn_lint_clean(templates: dict[str, Any], name: str) -> None:
     assert lint(templates[name]) == []

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from efa_constructs.template_diff import diff_templates, render
+from efa_constructs.tools.template_diff import diff_templates, render
 from stacks.cluster_stack import READY_CLUSTERS
 from stacks.parallel_cluster_stack import READY_PCLUSTERS
 from tests.conftest import background_result
@@ -62,11 +62,18 @@ def test_renamed_logical_id_shows_as_delete_and_add(templates: dict[str, Any]) -
 
 
 def test_command_synthesizes_two_revisions(request: pytest.FixtureRequest) -> None:
-    """End to end through a git worktree: a revision against itself shows no change in any stack.
+    """End to end through git: a commit that changes one stack's instance type, diffed against its parent.
 
-    Runs in the background from collection time (see conftest.BACKGROUND_COMMANDS).
+    Runs in the background from collection time (see conftest.BACKGROUND_COMMANDS and
+    tests/template_diff_check.py).
     """
     run, _ = background_result(request.node.nodeid)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.splitlines()[0] == "Template diff HEAD -> HEAD~0"
-    assert run.stdout.count(": no changes") == len(READY_CLUSTERS) + len(READY_PCLUSTERS)
+    lines = run.stdout.splitlines()
+    assert lines[0] == "Template diff HEAD~1 -> HEAD"
+    unchanged = {
+        f"Stack {s}: no changes" for s in [*READY_CLUSTERS, *READY_PCLUSTERS] if s != "P4dEfaCluster"
+    }
+    assert unchanged <= set(lines)
+    p4d = run.stdout.split("Stack P4dEfaCluster")[1].split("\nStack ")[0]
+    assert p4d.count("! REPLACE ClusterNode") == 2, p4d  # the launch template changed under both nodes

@@ -1,9 +1,11 @@
-"""`EfaUserData`: the node software, composed from the shell scripts in ``efa_constructs/scripts``.
+"""`EfaUserData`: the node software, composed from the files in ``efa_constructs/node``.
 
-The scripts are real files shipped as package data. The builder decides which steps run, in
-which order, and with which settings (pure Python, tested over every instance type); the
-cluster ships the scripts as one S3 asset and renders a short user data that fetches them,
-writes the settings to ``/etc/efa-cdk/node.env`` and runs the steps, logging each one.
+The scripts are real files shipped as package data: ``node/boot`` (the bootstrap and the boot
+steps), ``node/pcluster`` (ParallelCluster hooks), ``node/slurm`` (Slurm job templates) and the
+benchmark parser. The builder decides which steps run, in which order, and with which settings
+(pure Python, tested over every instance type); the cluster ships the scripts as one S3 asset,
+and the user data is ``node/boot/bootstrap.sh`` with the settings rendered in: it fetches the
+scripts, writes the settings to ``/etc/efa-cdk/node.env`` and runs the steps, logging each one.
 
 Steps, in order: ``install-efa`` (skipped when the image has EFA), ``efa-env``, ``ssh-keys``,
 the user's own steps, ``verify-efa``, ``signal`` (CloudFormation CreationPolicy), then
@@ -21,10 +23,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .catalogue import AcceleratorKind, InstanceType
 from .errors import EfaConfigError, parse_choice
 from .layout import NicLayout
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 #: The EFA installer this library installs where the image has no EFA software. Its SHA-256 is
 #: the one aws-parallelcluster-cookbook pins for this version; the signature is checked too.
@@ -41,6 +47,10 @@ AFTER_SIGNAL_STEPS = ("hostfile",)
 NODE_BIN = "/opt/efa-cdk/bin"
 NODE_ENV = "/etc/efa-cdk/node.env"
 NODE_LOG = "/var/log/efa-cdk.log"
+#: The folders of ``efa_constructs/node`` whose files are staged (flat) into the scripts asset.
+NODE_FOLDERS = ("boot", "pcluster", "slurm", ".")
+#: The line of ``node/boot/bootstrap.sh`` that the settings replace.
+SETTINGS_MARK = "# efa-cdk:settings"
 _STEP_NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 _SETTING = re.compile(r"^EFA_CDK_[A-Z0-9_]+$")
 
@@ -202,6 +212,7 @@ class EfaUserData:
         self.signal_timeout_minutes = signal_timeout_minutes
         self.benchmark_timeout_minutes = benchmark_timeout_minutes
         self._user_steps: dict[str, str] = {}
+        self._staged = False
 
     def add_step(self, name: str, script: str | Path) -> EfaUserData:
         """Add a step of your own: a bash script (its text, or a path to a file).
@@ -210,6 +221,14 @@ class EfaUserData:
         verified, so a failure stops the node and fails the deploy with the step's name. It can
         source ``/opt/efa-cdk/bin/lib.sh`` for ``log``, ``die``, ``imds`` and the settings.
         """
+        if self._staged:
+            raise EfaConfigError(
+                "add_step",
+                value=name,
+                why="this node software was already staged for a cluster; the step would never reach its "
+                "nodes",
+                fix="add every step before passing the EfaUserData to a cluster",
+            )
         if not _STEP_NAME.match(name) or name in self.step_names(()) or name in self._user_steps:
             raise EfaConfigError(
                 "name",
@@ -243,19 +262,20 @@ class EfaUserData:
         return [*SETUP_STEPS, *self._user_steps, *VERIFY_STEPS, *AFTER_SIGNAL_STEPS, *tail]
 
     def stage(self, directory: Path | None = None) -> Path:
-        """Copy the library scripts and the user's steps into one directory (the S3 asset).
+        """Copy the node files and the user's steps into one flat directory (the S3 asset).
 
-        Default: a temporary directory, removed when the process exits (CDK copies the asset
-        into the cloud assembly while the construct is built).
+        Staging binds the builder: a step added afterwards would never reach the nodes, so
+        :meth:`add_step` raises from then on. Default directory: a temporary one, removed when
+        the process exits (CDK copies the asset into the cloud assembly while the construct is
+        built).
         """
+        self._staged = True
         out = directory
         if out is None:
             out = Path(tempfile.mkdtemp(prefix="efa-cdk-scripts-"))
             atexit.register(shutil.rmtree, out, ignore_errors=True)
-        src = resources.files("efa_constructs") / "scripts"
-        for entry in src.iterdir():
-            if entry.name.endswith((".sh", ".py", ".sbatch")):
-                (out / entry.name).write_bytes(entry.read_bytes())
+        for entry in node_files():
+            (out / entry.name).write_bytes(entry.read_bytes())
         for name, text in self._user_steps.items():
             (out / f"{name}.sh").write_text(text)
         for path in out.iterdir():
@@ -265,43 +285,9 @@ class EfaUserData:
     def render(
         self, settings: Mapping[str, str], *, scripts_s3_url: str, benchmarks: Sequence[Benchmark]
     ) -> str:
-        """The user data script: log, write settings, fetch the scripts, run the steps."""
-        for key, value in settings.items():
-            if not _SETTING.match(key) or "\n" in value or "'" in value:
-                raise EfaConfigError(
-                    "settings",
-                    value=key,
-                    why="a setting is EFA_CDK_* = one line without quotes",
-                    fix="fix the value",
-                )
-        env = "\n".join(f"{k}='{v}'" for k, v in sorted(settings.items()))
+        """The user data script: ``node/boot/bootstrap.sh`` with the settings, scripts and steps."""
         steps = " ".join(self.step_names(benchmarks))
-        return f"""#!/bin/bash
-# efa-cdk node bootstrap: every line below is logged to {NODE_LOG} and the console.
-set -euo pipefail
-exec > >(tee -a {NODE_LOG}) 2>&1
-echo "efa-cdk: bootstrap started $(date -u +%FT%TZ)"
-mkdir -p /etc/efa-cdk /var/lib/efa-cdk {NODE_BIN}
-cat > {NODE_ENV} <<'EFA_CDK_SETTINGS'
-{env}
-EFA_CDK_SETTINGS
-# shellcheck source=/dev/null
-. {NODE_ENV}
-# Until run-steps takes over, a failure here still fails this node's CreationPolicy at once.
-bootstrap_failed() {{
-  t=$(curl -sS -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' http://169.254.169.254/latest/api/token)
-  md() {{ curl -sS -H "X-aws-ec2-metadata-token: $t" "http://169.254.169.254/latest/meta-data/$1"; }}
-  aws cloudformation signal-resource --region "$EFA_CDK_REGION" --stack-name "$EFA_CDK_STACK" \\
-    --logical-resource-id "$(md tags/instance/efa-cdk:logical-id)" \\
-    --unique-id "$(md instance-id)-bootstrap-failed" --status FAILURE
-}}
-trap bootstrap_failed ERR
-aws s3 cp --region "$EFA_CDK_REGION" --only-show-errors {scripts_s3_url} /var/lib/efa-cdk/scripts.zip
-python3 -m zipfile -e /var/lib/efa-cdk/scripts.zip {NODE_BIN}
-chmod 0755 {NODE_BIN}/*
-trap - ERR
-{NODE_BIN}/run-steps.sh {steps}
-"""
+        return bootstrap_script({**settings, "EFA_CDK_SCRIPTS_URL": scripts_s3_url, "EFA_CDK_STEPS": steps})
 
     def settings(self, it: InstanceType, layout: NicLayout, login_user: str) -> dict[str, str]:
         """Settings from the type, the layout and this builder (no deploy-time values)."""
@@ -311,3 +297,34 @@ trap - ERR
             "EFA_CDK_USER": login_user,
             "EFA_CDK_WAIT_SECONDS": str(self.wait_seconds),
         }
+
+
+def node_files() -> list[Traversable]:
+    """Every file the nodes run (steps, hooks, job templates, parser), from the package data."""
+    root = resources.files("efa_constructs") / "node"
+    out = []
+    for folder in NODE_FOLDERS:
+        out += [
+            e
+            for e in (root / folder).iterdir()
+            if e.is_file() and e.name.endswith((".sh", ".py", ".sbatch")) and not e.name.startswith("_")
+        ]
+    return sorted(out, key=lambda e: e.name)
+
+
+def bootstrap_script(settings: Mapping[str, str]) -> str:
+    """``node/boot/bootstrap.sh`` with `settings` written in as ``EFA_CDK_*='value'`` lines."""
+    for key, value in settings.items():
+        if not _SETTING.match(key) or "\n" in value or "'" in value:
+            raise EfaConfigError(
+                "settings",
+                value=key,
+                why="a setting is EFA_CDK_* = one line without quotes",
+                fix="fix the value",
+            )
+    template = (resources.files("efa_constructs") / "node" / "boot" / "bootstrap.sh").read_text()
+    lines = template.split("\n")
+    assert lines.count(SETTINGS_MARK) == 1, "bootstrap.sh must have exactly one settings line"
+    at = lines.index(SETTINGS_MARK)
+    lines[at : at + 1] = [f"{k}='{v}'" for k, v in sorted(settings.items())]
+    return "\n".join(lines)

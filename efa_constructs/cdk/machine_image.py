@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from aws_cdk import aws_ec2 as ec2
 
-from .catalogue import AcceleratorKind, InstanceType
+from ..core.catalogue import AcceleratorKind, InstanceType
 
 
 class OsFamily(enum.Enum):

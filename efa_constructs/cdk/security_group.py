@@ -2,54 +2,27 @@
 
 from __future__ import annotations
 
-import enum
-import ipaddress
 from collections.abc import Sequence
 
 from aws_cdk import Annotations, Token
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from .errors import EfaConfigError, parse_choice
-
-
-class InternetEgress(enum.Enum):
-    """What the nodes may reach beyond the cluster (EFA traffic to the group itself is always allowed)."""
-
-    #: TCP 80 and 443 to anywhere: package mirrors, the EFA installer, S3, SSM Session Manager.
-    WEB = "web"
-    #: All traffic to anywhere (IPv4).
-    ALL = "all"
-    #: Nothing but the cluster itself (for VPCs with endpoints and no internet path).
-    NONE = "none"
-
-    @classmethod
-    def parse(cls, value: str | InternetEgress) -> InternetEgress:
-        """Accept an enum member or its string value; reject anything else with the choices."""
-        return parse_choice(cls, value, what="internet_egress", why="not a known egress policy")
+from ..core.options import InternetEgress, parse_ssh_source
 
 
 def ssh_peer(source: str) -> ec2.IPeer:
     """An SSH source from a string: an IPv4/IPv6 CIDR or a managed prefix list id (``pl-...``).
 
     Raises:
-        EfaConfigError: the string is neither.
+        EfaConfigError: the string is neither (see :func:`parse_ssh_source`).
     """
     if Token.is_unresolved(source):
         return ec2.Peer.ipv4(source)
-    text = source.strip()
+    text = parse_ssh_source(source)
     if text.startswith("pl-"):
         return ec2.Peer.prefix_list(text)
-    try:
-        net = ipaddress.ip_network(text, strict=True)
-    except ValueError as exc:
-        raise EfaConfigError(
-            "ssh_cidr",
-            value=source,
-            why=f"not a CIDR block or prefix list id ({exc})",
-            fix="give a network such as 203.0.113.0/24 (host bits zero) or a prefix list id pl-0123abcd",
-        ) from None
-    return ec2.Peer.ipv4(str(net)) if net.version == 4 else ec2.Peer.ipv6(str(net))
+    return ec2.Peer.ipv6(text) if ":" in text else ec2.Peer.ipv4(text)
 
 
 class EfaSecurityGroup(ec2.SecurityGroup):

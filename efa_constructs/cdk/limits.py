@@ -2,16 +2,14 @@
 
 Every :class:`EfaCluster` registers :class:`CloudFormationLimits` (a CDK policy-validation plugin)
 on its app once, so a template that CloudFormation would refuse fails ``cdk synth`` instead, with
-the numbers and the fix. The checks themselves are one pure function over a template.
+the numbers and the fix. The checks themselves are one pure function over a template
+(:func:`efa_constructs.core.limits.limit_violations`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import jsii
 from aws_cdk import (
@@ -24,45 +22,8 @@ from aws_cdk import (
 )
 from constructs import Construct, IConstruct
 
-#: CloudFormation quotas (User Guide, "CloudFormation quotas"): per template.
-MAX_RESOURCES = 500
-MAX_OUTPUTS = 200
-MAX_PARAMETERS = 200
-MAX_TEMPLATE_BYTES = 1_000_000  # template body uploaded through S3, as `cdk deploy` does
-FIX = (
-    "use node_group=asg (one Auto Scaling group: the template does not grow with node_count), "
-    "or split the nodes across several stacks"
-)
-
-
-@dataclass(frozen=True)
-class LimitViolation:
-    """One exceeded limit: which, by how much, and the fix."""
-
-    rule: str
-    message: str
-    fix: str = FIX
-
-
-def limit_violations(template: Mapping[str, Any], size_bytes: int) -> list[LimitViolation]:
-    """Every CloudFormation per-template limit this template exceeds."""
-    out = []
-    for rule, section, limit in (
-        ("resources", "Resources", MAX_RESOURCES),
-        ("outputs", "Outputs", MAX_OUTPUTS),
-        ("parameters", "Parameters", MAX_PARAMETERS),
-    ):
-        count = len(template.get(section, {}))
-        if count > limit:
-            out.append(LimitViolation(rule, f"{count} {rule}; CloudFormation allows {limit} per template"))
-    if size_bytes > MAX_TEMPLATE_BYTES:
-        out.append(
-            LimitViolation(
-                "template-size",
-                f"{size_bytes:,} bytes; CloudFormation allows {MAX_TEMPLATE_BYTES:,} per template",
-            )
-        )
-    return out
+from ..core import __version__
+from ..core.limits import limit_violations
 
 
 @jsii.implements(IPolicyValidationPlugin)
@@ -82,7 +43,7 @@ class CloudFormationLimits:
     @property
     def version(self) -> str:
         """Plugin version (the package's)."""
-        return "0.1.0"
+        return __version__
 
     def validate(self, context: IPolicyValidationContext) -> PolicyValidationPluginReport:
         """Check every template of the app."""

@@ -291,3 +291,19 @@ def validate(it: InstanceType, interfaces: Sequence[NetworkInterfaceSpec]) -> No
             why=f"invalid on {it.name}: " + "; ".join(problems),
             fix="use plan_layout() (recommended, max-bandwidth or legacy) or correct the listed interfaces",
         )
+
+
+def resolve_layout(
+    instance_type: InstanceType, nic_layout: LayoutMode | str | NicLayout, *, efa_count: int | None = None
+) -> NicLayout:
+    """A ready :class:`NicLayout` as given (checked to be for `instance_type`), or one planned from a mode."""
+    if not isinstance(nic_layout, NicLayout):
+        return plan_layout(instance_type, nic_layout, efa_count=efa_count)
+    if nic_layout.instance_type.name != instance_type.name:
+        raise EfaConfigError(
+            "nic_layout",
+            value=nic_layout.instance_type.name,
+            why=f"the layout was planned for another type than instance_type={instance_type.name!r}",
+            fix="plan the layout for the same instance type",
+        )
+    return nic_layout

@@ -8,7 +8,7 @@ from aws_cdk import aws_efs as efs
 from aws_cdk import aws_fsx as fsx
 from constructs import Construct
 
-from .errors import EfaConfigError
+from ..core.errors import EfaConfigError
 
 
 class EfaSharedStorage(Construct):
@@ -57,6 +57,19 @@ class EfaSharedStorage(Construct):
                 why="an FSx for Lustre (PERSISTENT_2) file system is 1200 GiB or a multiple of 2400 GiB",
                 fix="use 1200, 2400, 4800, ...",
             )
+        self.file_system = self._efs(vpc, subnet, clients, efs_throughput_mibps, removal_policy)
+        self.lustre: fsx.LustreFileSystem | None = None
+        if fsx_lustre_capacity_gib is not None:
+            self.lustre = self._lustre(vpc, subnet, clients, fsx_lustre_capacity_gib, removal_policy)
+
+    def _efs(
+        self,
+        vpc: ec2.IVpc,
+        subnet: ec2.ISubnet,
+        clients: ec2.ISecurityGroup,
+        throughput_mibps: int,
+        removal_policy: RemovalPolicy,
+    ) -> efs.FileSystem:
         self.efs_security_group = ec2.SecurityGroup(
             self,
             "EfsSecurityGroup",
@@ -65,7 +78,7 @@ class EfaSharedStorage(Construct):
             description="EFS: NFS from the cluster",
         )
         clients.connections.allow_to(self.efs_security_group, ec2.Port.tcp(2049), "NFS to EFS")
-        self.file_system = efs.FileSystem(
+        return efs.FileSystem(
             self,
             "Efs",
             vpc=vpc,
@@ -73,32 +86,37 @@ class EfaSharedStorage(Construct):
             security_group=self.efs_security_group,
             encrypted=True,
             throughput_mode=efs.ThroughputMode.PROVISIONED,
-            provisioned_throughput_per_second=Size.mebibytes(efs_throughput_mibps),
+            provisioned_throughput_per_second=Size.mebibytes(throughput_mibps),
             performance_mode=efs.PerformanceMode.GENERAL_PURPOSE,
             removal_policy=removal_policy,
             enable_automatic_backups=True,
         )
-        self.lustre: fsx.LustreFileSystem | None = None
-        if fsx_lustre_capacity_gib is not None:
-            self.lustre_security_group = ec2.SecurityGroup(
-                self, "LustreSecurityGroup", vpc=vpc, allow_all_outbound=False, description="FSx for Lustre"
-            )
-            for port in (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023)):
-                clients.connections.allow_to(self.lustre_security_group, port, "Lustre")
-                self.lustre_security_group.add_ingress_rule(
-                    self.lustre_security_group, port, "Lustre servers"
-                )
-            self.lustre = fsx.LustreFileSystem(
-                self,
-                "Lustre",
-                vpc=vpc,
-                vpc_subnet=subnet,
-                security_group=self.lustre_security_group,
-                storage_capacity_gib=fsx_lustre_capacity_gib,
-                lustre_configuration=fsx.LustreConfiguration(
-                    deployment_type=fsx.LustreDeploymentType.PERSISTENT_2,
-                    per_unit_storage_throughput=250,
-                    data_compression_type=fsx.LustreDataCompressionType.LZ4,
-                ),
-                removal_policy=removal_policy,
-            )
+
+    def _lustre(
+        self,
+        vpc: ec2.IVpc,
+        subnet: ec2.ISubnet,
+        clients: ec2.ISecurityGroup,
+        capacity_gib: int,
+        removal_policy: RemovalPolicy,
+    ) -> fsx.LustreFileSystem:
+        self.lustre_security_group = ec2.SecurityGroup(
+            self, "LustreSecurityGroup", vpc=vpc, allow_all_outbound=False, description="FSx for Lustre"
+        )
+        for port in (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023)):
+            clients.connections.allow_to(self.lustre_security_group, port, "Lustre")
+            self.lustre_security_group.add_ingress_rule(self.lustre_security_group, port, "Lustre servers")
+        return fsx.LustreFileSystem(
+            self,
+            "Lustre",
+            vpc=vpc,
+            vpc_subnet=subnet,
+            security_group=self.lustre_security_group,
+            storage_capacity_gib=capacity_gib,
+            lustre_configuration=fsx.LustreConfiguration(
+                deployment_type=fsx.LustreDeploymentType.PERSISTENT_2,
+                per_unit_storage_throughput=250,
+                data_compression_type=fsx.LustreDataCompressionType.LZ4,
+            ),
+            removal_policy=removal_policy,
+        )

@@ -9,17 +9,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import jsii
 from aws_cdk import Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from ..core.capacity import Capacity
+from ..core.catalogue import InstanceType
+from ..core.catalogue import instance_type as lookup
+from ..core.checks import check_root_volume_gib
+from ..core.errors import EfaConfigError
+from ..core.layout import LayoutMode, NicLayout, resolve_layout
 from .acknowledgements import acknowledge
-from .capacity import Capacity
-from .catalogue import InstanceType
-from .catalogue import instance_type as lookup
-from .errors import EfaConfigError
-from .layout import LayoutMode, NicLayout, plan_layout
 from .machine_image import EfaMachineImage
 
 
@@ -87,8 +89,12 @@ def session_manager_role(scope: Construct, id_: str, description: str) -> iam.Ro
     return role
 
 
+@jsii.implements(ec2.IConnectable, iam.IGrantable)
 class EfaLaunchTemplate(Construct):
     """A launch template for EFA nodes.
+
+    It is ``IConnectable`` (its security groups) and ``IGrantable`` (its instance role), so
+    ``bucket.grant_read(template)`` and ``db.connections.allow_default_port_from(template)`` work.
 
     IMDSv2 is required, the root volume is an encrypted gp3 volume, and the network interfaces
     come from the layout engine with the security groups on every interface.
@@ -134,17 +140,7 @@ class EfaLaunchTemplate(Construct):
     ) -> None:
         super().__init__(scope, id_)
         self.instance_type: InstanceType = lookup(instance_type)
-        if isinstance(nic_layout, NicLayout):
-            if nic_layout.instance_type.name != instance_type:
-                raise EfaConfigError(
-                    "nic_layout",
-                    value=nic_layout.instance_type.name,
-                    why=f"the layout was planned for another type than instance_type={instance_type!r}",
-                    fix="plan the layout for the same instance type",
-                )
-            self.layout = nic_layout
-        else:
-            self.layout = plan_layout(self.instance_type, nic_layout, efa_count=efa_count)
+        self.layout = resolve_layout(self.instance_type, nic_layout, efa_count=efa_count)
         if not security_groups:
             raise EfaConfigError(
                 "security_groups",
@@ -152,19 +148,43 @@ class EfaLaunchTemplate(Construct):
                 why="EFA interfaces need a security group that allows all traffic to and from itself",
                 fix="pass an EfaSecurityGroup",
             )
-        if not Token.is_unresolved(root_volume_gib) and not 8 <= root_volume_gib <= 16384:
-            raise EfaConfigError(
-                "root_volume_gib",
-                value=root_volume_gib,
-                why="a gp3 volume is 1-16384 GiB and DLAMIs need more than 8 GiB",
-                fix="choose a size between 8 and 16384 (default 200)",
-            )
+        check_root_volume_gib(None if Token.is_unresolved(root_volume_gib) else root_volume_gib)
+        self._props: dict[str, Any] = dict(
+            instance_type=instance_type,
+            security_groups=security_groups,
+            nic_layout=self.layout,
+            subnet=subnet,
+            machine_image=machine_image,
+            key_pair=key_pair,
+            user_data=user_data,
+            root_volume_gib=root_volume_gib,
+            placement_group=placement_group,
+            capacity=capacity,
+        )
         self.machine_image = machine_image or EfaMachineImage.default_for(self.instance_type)
         self.user_data = user_data or ec2.UserData.for_linux()
         self.role: iam.IRole = role or session_manager_role(
             self, "Role", f"EFA nodes ({self.instance_type.name})"
         )
-        self.launch_template = ec2.LaunchTemplate(
+        self.launch_template = self._create(key_pair, root_volume_gib, placement_group)
+        self.security_groups = list(security_groups)
+        self._override_data(
+            network_interfaces(
+                self.layout,
+                [sg.security_group_id for sg in security_groups],
+                subnet_id=subnet.subnet_id if subnet else None,
+                primary_network_interface_id=primary_network_interface_id,
+            ),
+            capacity or Capacity.on_demand(),
+        )
+        self._connections = ec2.Connections(security_groups=self.security_groups)
+        self._props["role"] = self.role
+
+    def _create(
+        self, key_pair: ec2.IKeyPair | None, root_volume_gib: int, placement_group: ec2.IPlacementGroup | None
+    ) -> ec2.LaunchTemplate:
+        """The template (``Resource``): IMDSv2 required, encrypted gp3 root volume, instance tags in IMDS."""
+        return ec2.LaunchTemplate(
             self,
             "Resource",
             instance_type=ec2.InstanceType(self.instance_type.name),
@@ -189,21 +209,33 @@ class EfaLaunchTemplate(Construct):
                 )
             ],
         )
+
+    def _override_data(self, interfaces: list[dict[str, Any]], capacity: Capacity) -> None:
+        """Write what ec2.LaunchTemplate has no props for: the interfaces (NetworkCardIndex,
+        InterfaceType) and the capacity reservation / market type."""
         cfn = self.launch_template.node.default_child
         assert isinstance(cfn, ec2.CfnLaunchTemplate)
-        cfn.add_property_override(
-            "LaunchTemplateData.NetworkInterfaces",
-            network_interfaces(
-                self.layout,
-                [sg.security_group_id for sg in security_groups],
-                subnet_id=subnet.subnet_id if subnet else None,
-                primary_network_interface_id=primary_network_interface_id,
-            ),
-        )
-        for key, value in (capacity or Capacity.on_demand()).launch_template_data().items():
+        cfn.add_property_override("LaunchTemplateData.NetworkInterfaces", interfaces)
+        for key, value in capacity.launch_template_data().items():
             cfn.add_property_override(f"LaunchTemplateData.{key}", value)
-        self.security_groups = list(security_groups)
-        self.grant_principal = self.role
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The security groups of every interface (``ec2.IConnectable``)."""
+        return self._connections
+
+    @property
+    def grant_principal(self) -> iam.IPrincipal:
+        """The instance role (``iam.IGrantable``): grants reach every node of this template."""
+        return self.role
+
+    def with_primary_interface(
+        self, scope: Construct, id_: str, network_interface_id: str
+    ) -> EfaLaunchTemplate:
+        """The same template (role, user data, layout...) attaching a pre-created ENI as card 0 / device 0."""
+        return EfaLaunchTemplate(
+            scope, id_, **{**self._props, "primary_network_interface_id": network_interface_id}
+        )
 
     @property
     def launch_template_id(self) -> str:

@@ -1,0 +1,35 @@
+"""The CDK constructs of efa-cdk. Importing this module loads ``aws_cdk`` (starts Node).
+
+Each construct translates decisions of :mod:`efa_constructs.core` into CloudFormation; its main
+child has the id ``Resource``. Construct ids are part of the public contract: renaming one
+replaces the resource in a user's account (the snapshot tests show it).
+"""
+
+from __future__ import annotations
+
+from .cluster import EfaCluster
+from .launch_template import EfaLaunchTemplate
+from .machine_image import EfaMachineImage, OsFamily
+from .network import EfaNetwork
+from .node import EfaNode, EfaNodeGroup, NodePublicAddress
+from .node_software import BenchmarkReport, NodeSoftwareInstallation
+from .parallel_cluster import EfaParallelCluster
+from .security_group import EfaSecurityGroup, ssh_peer
+from .storage import EfaSharedStorage
+
+__all__ = [
+    "BenchmarkReport",
+    "EfaCluster",
+    "EfaLaunchTemplate",
+    "EfaMachineImage",
+    "EfaNetwork",
+    "EfaNode",
+    "EfaNodeGroup",
+    "EfaParallelCluster",
+    "EfaSecurityGroup",
+    "EfaSharedStorage",
+    "NodePublicAddress",
+    "NodeSoftwareInstallation",
+    "OsFamily",
+    "ssh_peer",
+]

@@ -1,0 +1,337 @@
+"""`EfaCluster`: N EFA nodes in one subnet and one cluster placement group, verified on boot."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TypeVar
+
+import jsii
+from aws_cdk import (
+    Annotations,
+    Aws,
+    CfnCreationPolicy,
+    CfnOutput,
+    CfnResource,
+    CfnResourceAutoScalingCreationPolicy,
+    CfnResourceSignal,
+    Stack,
+    Tags,
+    Token,
+)
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from ..core.capacity import Capacity
+from ..core.catalogue import InstanceType
+from ..core.catalogue import instance_type as lookup
+from ..core.checks import ClusterRequest, check_cluster
+from ..core.errors import EfaConfigError
+from ..core.layout import LayoutMode, NicLayout, resolve_layout
+from ..core.options import InternetEgress, NodeGroup, PublicIp
+from ..core.software import EfaUserData
+from .acknowledgements import acknowledge
+from .launch_template import EfaLaunchTemplate
+from .limits import check_limits
+from .machine_image import EfaMachineImage
+from .node import EfaNode, EfaNodeGroup
+from .node_software import BenchmarkReport, NodeSoftwareInstallation
+from .security_group import EfaSecurityGroup
+
+__all__ = ["EfaCluster", "NodeGroup", "PublicIp"]
+T = TypeVar("T")
+
+
+def _known(value: T) -> T | None:
+    """The value, or None when it is an unresolved token (checked at deploy, not at synth)."""
+    return None if Token.is_unresolved(value) else value
+
+
+@jsii.implements(ec2.IConnectable, iam.IGrantable)
+class EfaCluster(Construct):
+    """Nodes wired for EFA: security group, placement group, launch template, instances, software.
+
+    Node ``i`` is the construct ``Node{i}`` (an :class:`EfaNode`): raising ``node_count`` adds
+    nodes, lowering it removes the highest-numbered ones, and no existing node, group or template
+    is replaced (nothing in a launch template depends on the node count: nodes find each other at
+    boot). With ``node_group=asg`` the nodes are one :class:`EfaNodeGroup` (``NodeGroup``).
+
+    The cluster is ``IConnectable`` (its EFA security group) and ``IGrantable`` (the nodes' role):
+    ``bucket.grant_read(cluster)``, ``db.connections.allow_default_port_from(cluster)``.
+    Every check of the request (:mod:`efa_constructs.core.checks`) runs before any child is created.
+
+    With node software (the default) every node installs and checks EFA, and the stack's
+    creation waits for each node's signal: ``cdk deploy`` fails with the node's reason when EFA
+    does not work. Then the leader (node 0) runs the benchmarks and reports them to the
+    :attr:`benchmark_results` attribute.
+
+    Args:
+        vpc: the VPC.
+        instance_type: an EFA-capable instance type name.
+        node_count: number of nodes. Default: 2.
+        subnet: the one subnet for every node's EFA interfaces. Default: the VPC's first private
+            subnet (EFA traffic stays inside one subnet).
+        nic_layout: layout mode or ready layout. Default: ``LayoutMode.RECOMMENDED``.
+        efa_count: EFAs per node. Default: the type's maximum over its dedicated EFA cards.
+        machine_image: AMI choice. Default: by accelerator (see :class:`EfaMachineImage`).
+        key_pair: an EC2 key pair for your own SSH login. Default: none (Session Manager).
+        ssh_peers: sources allowed to reach TCP 22. Default: none.
+        internet_egress: egress beyond the cluster. Default: ``InternetEgress.WEB``.
+        placement_group: a placement group to use. Default: a cluster placement group is created.
+        use_placement_group: False launches without any placement group (e.g. inside a capacity
+            reservation that brings its own). Default: True.
+        root_volume_gib: encrypted gp3 root volume size. Default: 200.
+        node_software: the node software (:class:`EfaUserData`), or False for none. Default:
+            ``EfaUserData()``: install/verify EFA, passwordless SSH, hostfile, benchmarks.
+        user_data: your own user data instead of the node software (needs ``node_software=False``).
+            Default: the node software's.
+        role: instance role. Default: Session Manager access plus what the node software needs.
+        public_ip: nodes that get an Elastic IP. Default: ``PublicIp.NONE``.
+        public_subnet: where the Elastic IP interfaces go (same AZ as ``subnet``). Default: the
+            VPC's first public subnet.
+        node_group: ``NodeGroup.EXPLICIT`` (one instance resource per node) or ``NodeGroup.ASG``
+            (one fixed-size Auto Scaling group; the template size does not depend on node_count).
+            Default: explicit. Switching mode replaces every node.
+        capacity: a Capacity Reservation, reservation group or Capacity Block to launch into
+            (:class:`Capacity`). Default: On-Demand with a new cluster placement group.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        vpc: ec2.IVpc,
+        instance_type: str,
+        node_count: int = 2,
+        subnet: ec2.ISubnet | None = None,
+        nic_layout: LayoutMode | str | NicLayout = LayoutMode.RECOMMENDED,
+        efa_count: int | None = None,
+        machine_image: EfaMachineImage | None = None,
+        key_pair: ec2.IKeyPair | None = None,
+        ssh_peers: Sequence[ec2.IPeer] = (),
+        internet_egress: InternetEgress | str = InternetEgress.WEB,
+        placement_group: ec2.IPlacementGroup | None = None,
+        use_placement_group: bool = True,
+        root_volume_gib: int = 200,
+        node_software: EfaUserData | bool = True,
+        user_data: ec2.UserData | None = None,
+        role: iam.IRole | None = None,
+        public_ip: PublicIp | str = PublicIp.NONE,
+        public_subnet: ec2.ISubnet | None = None,
+        node_group: NodeGroup | str = NodeGroup.EXPLICIT,
+        capacity: Capacity | None = None,
+    ) -> None:
+        super().__init__(scope, id_)
+        self.node_group = NodeGroup.parse(node_group)
+        self.public_ip = PublicIp.parse(public_ip)
+        egress = InternetEgress.parse(internet_egress)
+        self.capacity = capacity or Capacity.on_demand()
+        software = EfaUserData() if node_software is True else node_software or None
+        self.instance_type: InstanceType = lookup(instance_type)
+        self.subnet = subnet or self._default_subnet(vpc)
+        eip_subnet = public_subnet or (vpc.public_subnets[0] if vpc.public_subnets else None)
+        self.layout: NicLayout = resolve_layout(self.instance_type, nic_layout, efa_count=efa_count)
+        check_cluster(
+            ClusterRequest(
+                instance_type=self.instance_type,
+                layout=self.layout,
+                node_count=_known(node_count),
+                node_group=self.node_group,
+                public_ip=self.public_ip,
+                internet_egress=egress,
+                node_software=software is not None,
+                user_data=user_data is not None,
+                placement_group=None if placement_group is None else placement_group.placement_group_name,
+                use_placement_group=use_placement_group,
+                capacity=self.capacity,
+                availability_zone=_known(self.subnet.availability_zone),
+                public_subnet=eip_subnet is not None,
+                public_subnet_availability_zone=_known(eip_subnet.availability_zone) if eip_subnet else None,
+                root_volume_gib=_known(root_volume_gib),
+            )
+        )
+        benchmarks = software.benchmarks_for(self.instance_type) if software else ()
+        if software is not None:
+            self._warn_if_isolated(vpc)
+        self.machine_image = machine_image or EfaMachineImage.default_for(self.instance_type)
+        self.security_group = EfaSecurityGroup(
+            self, "SecurityGroup", vpc=vpc, ssh_peers=ssh_peers, internet_egress=egress
+        )
+        self.node_user_data = user_data or ec2.UserData.for_linux()
+        self.placement_group = placement_group
+        if use_placement_group and placement_group is None and self.capacity.creates_placement_group:
+            self.placement_group = ec2.PlacementGroup(
+                self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
+            )
+        self.launch_template = self._launch_template(instance_type, key_pair, role, root_volume_gib)
+        self.role = self.launch_template.role
+        self._tag()
+        self._launch(id_, node_count, eip_subnet)
+        self.node_software = software
+        self.software: NodeSoftwareInstallation | None = None
+        self.benchmark_report: BenchmarkReport | None = None
+        if software is not None:
+            self._add_node_software(software, node_count, benchmarks)
+        acknowledge(self, "AwsSolutions-EC29")
+        check_limits(self)
+
+    def _launch_template(
+        self, instance_type: str, key_pair: ec2.IKeyPair | None, role: iam.IRole | None, root_volume_gib: int
+    ) -> EfaLaunchTemplate:
+        """The nodes' template (``LaunchTemplate``): the layout, the EFA group on every interface."""
+        return EfaLaunchTemplate(
+            self,
+            "LaunchTemplate",
+            instance_type=instance_type,
+            security_groups=[self.security_group],
+            nic_layout=self.layout,
+            subnet=self.subnet if self.node_group is NodeGroup.EXPLICIT else None,  # else the ASG sets it
+            machine_image=self.machine_image,
+            key_pair=key_pair,
+            role=role,
+            user_data=self.node_user_data,
+            root_volume_gib=root_volume_gib,
+            placement_group=self.placement_group,
+            capacity=self.capacity,
+        )
+
+    def _warn_if_isolated(self, vpc: ec2.IVpc) -> None:
+        if any(s.node.path == self.subnet.node.path for s in vpc.isolated_subnets):
+            Annotations.of(self).add_warning_v2(
+                "efa-cdk:isolated-subnet",
+                "The nodes' subnet has no route out: the node software needs VPC endpoints for S3, SSM, "
+                "EC2 and CloudFormation, and an image with EFA preinstalled (the installer is downloaded).",
+            )
+
+    def _tag(self) -> None:
+        """Tag everything with the cluster (the nodes find each other by it)."""
+        #: The cluster's path within its stack, "/" as "-" ("Cluster", "Training-Cluster", ...).
+        self.path_in_stack = re.sub(
+            r"[^A-Za-z0-9_.-]+", "-", self.node.path[len(Stack.of(self).node.path) + 1 :]
+        )
+        self.cluster_tag = f"{Aws.STACK_NAME}/{self.path_in_stack}"
+        Tags.of(self).add("efa-cdk:cluster", self.cluster_tag)
+
+    def _launch(self, id_: str, node_count: int, eip_subnet: ec2.ISubnet | None) -> None:
+        """Explicit nodes Node0..NodeN-1 (the first ``public_ip.count(N)`` with an Elastic IP), or the
+        Auto Scaling node group."""
+        self.nodes: list[EfaNode] = []
+        self.auto_scaling_group: EfaNodeGroup | None = None
+        if self.node_group is NodeGroup.ASG:
+            self.auto_scaling_group = EfaNodeGroup(
+                self,
+                "NodeGroup",
+                launch_template=self.launch_template,
+                subnet=self.subnet,
+                node_count=node_count,
+                name=f"{id_}-node",
+            )
+            return
+        for i in range(node_count):
+            self.nodes.append(
+                EfaNode(
+                    self,
+                    f"Node{i}",
+                    index=i,
+                    launch_template=self.launch_template,
+                    name=f"{id_}-node{i}",
+                    public_subnet=eip_subnet if i < self.public_ip.count(node_count) else None,
+                    security_group=self.security_group,
+                )
+            )
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The EFA security group's connections (``ec2.IConnectable``)."""
+        return self.security_group.connections
+
+    @property
+    def grant_principal(self) -> iam.IPrincipal:
+        """The nodes' role (``iam.IGrantable``): what you grant it, every node can do."""
+        return self.role
+
+    @property
+    def ssh_key(self) -> ec2.KeyPair | None:
+        """The cluster's SSH key pair (private key in SSM), or None without node software."""
+        return self.software.ssh_key if self.software else None
+
+    @property
+    def benchmark_results(self) -> str | None:
+        """The leader's benchmark report (a token), or None when no benchmarks run."""
+        return self.benchmark_report.results if self.benchmark_report else None
+
+    @property
+    def _launched(self) -> list[CfnResource]:
+        """The resources that launch nodes: the instances, or the Auto Scaling group."""
+        if self.auto_scaling_group is not None:
+            return [self.auto_scaling_group.auto_scaling_group]
+        return [n.instance for n in self.nodes]
+
+    def _add_node_software(
+        self, software: EfaUserData, node_count: int, benchmarks: Sequence[object]
+    ) -> None:
+        """The benchmark report, the software installation, and the nodes' creation policies."""
+        if benchmarks:
+            self.benchmark_report = BenchmarkReport(
+                self, "Benchmarks", nodes=self._launched, timeout_minutes=software.benchmark_timeout_minutes
+            )
+        self.software = NodeSoftwareInstallation(
+            self,
+            "Software",
+            software=software,
+            settings={
+                **software.settings(self.instance_type, self.layout, self.machine_image.login_user),
+                "EFA_CDK_STACK": Aws.STACK_NAME,
+                "EFA_CDK_REGION": Aws.REGION,
+                "EFA_CDK_CLUSTER": self.cluster_tag,
+            },
+            role=self.role,
+            user_data=self.node_user_data,
+            node_count=node_count,
+            parameter_path=f"/efa-cdk/{Aws.STACK_NAME}/{self.path_in_stack}",
+            benchmarks=software.benchmarks_for(self.instance_type),
+            benchmark_url=self.benchmark_report.url if self.benchmark_report else None,
+        )
+        timeout = f"PT{software.signal_timeout_minutes}M"
+        for node in self.nodes:
+            node.instance.cfn_options.creation_policy = CfnCreationPolicy(
+                resource_signal=CfnResourceSignal(count=1, timeout=timeout)
+            )
+        if self.auto_scaling_group is not None:  # every instance signals the group
+            self.auto_scaling_group.auto_scaling_group.cfn_options.creation_policy = CfnCreationPolicy(
+                resource_signal=CfnResourceSignal(count=node_count, timeout=timeout),
+                auto_scaling_creation_policy=CfnResourceAutoScalingCreationPolicy(
+                    min_successful_instances_percent=100
+                ),
+            )
+
+    @staticmethod
+    def _default_subnet(vpc: ec2.IVpc) -> ec2.ISubnet:
+        subnets = vpc.private_subnets or vpc.isolated_subnets
+        if not subnets:
+            raise EfaConfigError(
+                "subnet",
+                value=None,
+                why="the VPC has no private subnet to put the nodes in",
+                fix="pass subnet= explicitly (one subnet: EFA traffic stays in one AZ)",
+            )
+        return subnets[0]
+
+    def benchmark_output(self, scope: Construct, id_: str = "BenchmarkResults") -> CfnOutput | None:
+        """A stack output with the leader's benchmark results (None when no benchmarks run).
+
+        Its value is the wait condition's data: ``{"benchmarks": "<JSON list of results>"}``.
+        """
+        return self.benchmark_report.add_output(scope, id_) if self.benchmark_report else None
+
+    @property
+    def private_ips(self) -> list[str]:
+        """Each node's primary private IP (tokens, in node order)."""
+        return [n.private_ip for n in self.nodes]
+
+    @property
+    def public_ips(self) -> list[str | None]:
+        """Each node's Elastic IP (tokens), or None for nodes without one, in node order."""
+        return [n.public_address.public_ip if n.public_address else None for n in self.nodes]

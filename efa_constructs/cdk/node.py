@@ -1,0 +1,176 @@
+"""One EFA node (`EfaNode`), the Elastic IP of a node (`NodePublicAddress`), and the Auto Scaling
+node group (`EfaNodeGroup`): the three ways an :class:`EfaCluster` launches its instances."""
+
+from __future__ import annotations
+
+from aws_cdk import CfnAutoScalingReplacingUpdate, CfnUpdatePolicy, Stack, Tags
+from aws_cdk import aws_autoscaling as autoscaling
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from .acknowledgements import acknowledge
+from .launch_template import EfaLaunchTemplate
+
+
+class NodePublicAddress(Construct):
+    """An Elastic IP on a node's card-0 / DeviceIndex-0 interface.
+
+    Multi-interface instances get no public IP, and CloudFormation associates an EIP with such an
+    instance only through an interface id. So the interface is pre-created in the public subnet
+    (``Interface``), the EIP (``Resource``) is associated with it (``Association``), and the node
+    launches from its own copy of the cluster's launch template (``LaunchTemplate``) that attaches
+    that interface as card 0 / device 0. The EFA interfaces stay in the cluster's subnet.
+
+    Args:
+        launch_template: the cluster's launch template (copied with the interface attached).
+        subnet: the public subnet (same AZ as the nodes).
+        security_group: the cluster's EFA security group.
+        description: the interface's description.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        launch_template: EfaLaunchTemplate,
+        subnet: ec2.ISubnet,
+        security_group: ec2.ISecurityGroup,
+        description: str,
+    ) -> None:
+        super().__init__(scope, id_)
+        self.network_interface = ec2.CfnNetworkInterface(
+            self,
+            "Interface",
+            subnet_id=subnet.subnet_id,
+            group_set=[security_group.security_group_id],
+            description=description,
+        )
+        self.eip = ec2.CfnEIP(self, "Resource", domain="vpc")
+        ec2.CfnEIPAssociation(
+            self,
+            "Association",
+            allocation_id=self.eip.attr_allocation_id,
+            network_interface_id=self.network_interface.ref,
+        )
+        self.launch_template = launch_template.with_primary_interface(
+            self, "LaunchTemplate", self.network_interface.ref
+        )
+
+    @property
+    def public_ip(self) -> str:
+        """The Elastic IP (a token)."""
+        return self.eip.attr_public_ip
+
+
+class EfaNode(Construct):
+    """One instance (``Resource``) launched from an EFA launch template, tagged for the node software.
+
+    Args:
+        index: the node's index in its cluster (node 0 is the leader).
+        launch_template: the template to launch from.
+        name: the instance's Name tag.
+        public_subnet: give the node an Elastic IP (a :class:`NodePublicAddress`, ``PublicAddress``)
+            with its card-0 interface in this subnet. Default: no public address.
+        security_group: the EFA security group (for the public interface). Default: none.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        index: int,
+        launch_template: EfaLaunchTemplate,
+        name: str,
+        public_subnet: ec2.ISubnet | None = None,
+        security_group: ec2.ISecurityGroup | None = None,
+    ) -> None:
+        super().__init__(scope, id_)
+        self.index = index
+        self.public_address: NodePublicAddress | None = None
+        if public_subnet is not None:
+            assert security_group is not None, "a public interface needs the EFA security group"
+            self.public_address = NodePublicAddress(
+                self,
+                "PublicAddress",
+                launch_template=launch_template,
+                subnet=public_subnet,
+                security_group=security_group,
+                description=f"{name}: card 0 / device 0, with an Elastic IP",
+            )
+            launch_template = self.public_address.launch_template
+        self.instance = ec2.CfnInstance(
+            self,
+            "Resource",
+            monitoring=True,
+            launch_template=ec2.CfnInstance.LaunchTemplateSpecificationProperty(
+                launch_template_id=launch_template.launch_template_id,
+                version=launch_template.latest_version_number,
+            ),
+        )
+        Tags.of(self.instance).add("Name", name)
+        Tags.of(self.instance).add("efa-cdk:node-index", str(index))
+        Tags.of(self.instance).add("efa-cdk:logical-id", Stack.of(self).resolve(self.instance.logical_id))
+
+    @property
+    def instance_id(self) -> str:
+        """The instance id (a token)."""
+        return self.instance.ref
+
+    @property
+    def private_ip(self) -> str:
+        """The primary private IP (a token)."""
+        return self.instance.attr_private_ip
+
+
+class EfaNodeGroup(Construct):
+    """A fixed-size Auto Scaling group (``Resource``): min = max = desired = node_count, one subnet.
+
+    A launch-template change replaces the whole group (AutoScalingReplacingUpdate), like explicit
+    nodes; a node-count change resizes it in place. The template does not grow with the count.
+
+    Args:
+        launch_template: the nodes' template (without a subnet: the group sets it).
+        subnet: the one subnet (EFA traffic stays in one AZ).
+        node_count: the group's fixed size.
+        name: the instances' Name tag.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        launch_template: EfaLaunchTemplate,
+        subnet: ec2.ISubnet,
+        node_count: int,
+        name: str,
+    ) -> None:
+        super().__init__(scope, id_)
+        size = str(node_count)
+        self.auto_scaling_group = autoscaling.CfnAutoScalingGroup(
+            self,
+            "Resource",
+            min_size=size,
+            max_size=size,
+            desired_capacity=size,
+            vpc_zone_identifier=[subnet.subnet_id],
+            launch_template=autoscaling.CfnAutoScalingGroup.LaunchTemplateSpecificationProperty(
+                launch_template_id=launch_template.launch_template_id,
+                version=launch_template.latest_version_number,
+            ),
+        )
+        self.auto_scaling_group.cfn_options.update_policy = CfnUpdatePolicy(
+            auto_scaling_replacing_update=CfnAutoScalingReplacingUpdate(will_replace=True)
+        )
+        acknowledge(self.auto_scaling_group, "AwsSolutions-AS3")
+        Tags.of(self.auto_scaling_group).add("Name", name)
+        Tags.of(self.auto_scaling_group).add(
+            "efa-cdk:logical-id", Stack.of(self).resolve(self.auto_scaling_group.logical_id)
+        )
+
+    @property
+    def auto_scaling_group_name(self) -> str:
+        """The group's name (a token)."""
+        return self.auto_scaling_group.ref

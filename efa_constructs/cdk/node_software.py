@@ -1,0 +1,135 @@
+"""`NodeSoftwareInstallation` (the node software of a cluster: key, count, scripts, permissions,
+user data) and `BenchmarkReport` (the leader's benchmark results, as a wait condition's data)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from aws_cdk import Aws, CfnOutput, CfnResource, CfnWaitCondition, CfnWaitConditionHandle, Stack, Token
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3_assets as s3_assets
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from ..core.software import Benchmark, EfaUserData
+from .acknowledgements import acknowledge
+
+
+class BenchmarkReport(Construct):
+    """Where the leader reports its benchmarks: a wait-condition handle (``Handle``) and the wait
+    condition (``Resource``), which waits for every node resource and then for one signal.
+
+    Args:
+        nodes: the resources that launch the nodes (instances or the Auto Scaling group).
+        timeout_minutes: how long CloudFormation waits for the report.
+    """
+
+    def __init__(
+        self, scope: Construct, id_: str, *, nodes: Sequence[CfnResource], timeout_minutes: int
+    ) -> None:
+        super().__init__(scope, id_)
+        self.handle = CfnWaitConditionHandle(self, "Handle")
+        self.wait_condition = CfnWaitCondition(
+            self, "Resource", handle=self.handle.ref, count=1, timeout=str(timeout_minutes * 60)
+        )
+        for node in nodes:
+            self.wait_condition.node.add_dependency(node)
+
+    @property
+    def url(self) -> str:
+        """The pre-signed URL the leader posts its results to (a token)."""
+        return self.handle.ref
+
+    @property
+    def results(self) -> str:
+        """The report: ``{"benchmarks": "<JSON list of results>"}`` (a token)."""
+        return Token.as_string(self.wait_condition.attr_data)
+
+    def add_output(self, scope: Construct, id_: str = "BenchmarkResults") -> CfnOutput:
+        """A stack output with the results."""
+        output = CfnOutput(
+            scope,
+            id_,
+            value=self.results,
+            description="Leader's cross-node benchmarks (JSON; /var/lib/efa-cdk/benchmarks.json on node 0)",
+        )
+        acknowledge(Stack.of(scope), "CloudFormation-Validate::F6101")
+        return output
+
+
+class NodeSoftwareInstallation(Construct):
+    """The node software of one cluster, wired to its nodes' role and user data.
+
+    Creates the cluster's SSH key pair (``SshKey``; private key in SSM Parameter Store), the
+    node-count parameter the nodes read (``NodeCount``: no launch template depends on the count),
+    the scripts asset (``Scripts``), the role's permissions for them, and renders the bootstrap into
+    the user data. The builder is staged here: steps added to it afterwards raise.
+
+    Args:
+        software: the node software (:class:`EfaUserData`).
+        settings: the node's settings (``EFA_CDK_*``) from its type, layout and cluster.
+        role: the nodes' role. user_data: the nodes' user data (commands are added to it).
+        node_count: the cluster size. parameter_path: the SSM path prefix for the count.
+        benchmarks: the benchmarks the leader runs. benchmark_url: where it reports them.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        software: EfaUserData,
+        settings: Mapping[str, str],
+        role: iam.IRole,
+        user_data: ec2.UserData,
+        node_count: int,
+        parameter_path: str,
+        benchmarks: Sequence[Benchmark],
+        benchmark_url: str | None,
+    ) -> None:
+        super().__init__(scope, id_)
+        stack = Stack.of(self)
+        self.ssh_key = ec2.KeyPair(self, "SshKey", type=ec2.KeyPairType.ED25519)
+        self.node_count_parameter = ssm.StringParameter(
+            self,
+            "NodeCount",
+            parameter_name=f"{parameter_path}/node-count",
+            simple_name=False,
+            string_value=str(node_count),
+            description=f"Number of nodes in EFA cluster {scope.node.path} (read by the nodes at boot)",
+        )
+        scripts = s3_assets.Asset(self, "Scripts", path=str(software.stage()))
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="EfaNodeSoftware",
+                actions=["ssm:GetParameter"],
+                resources=[
+                    stack.format_arn(
+                        service="ssm",
+                        resource="parameter",
+                        resource_name=f"ec2/keypair/{self.ssh_key.key_pair_id}",
+                    ),
+                    self.node_count_parameter.parameter_arn,
+                ],
+            )
+        )
+        role.add_to_principal_policy(  # the one object, not the bucket (Asset.grant_read grants more)
+            iam.PolicyStatement(
+                actions=["s3:GetObject"], resources=[scripts.bucket.arn_for_objects(scripts.s3_object_key)]
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["cloudformation:SignalResource"], resources=[Aws.STACK_ID])
+        )
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["ec2:DescribeInstances"], resources=["*"]))
+        acknowledge(role, "AwsSolutions-IAM5[Resource::*]")
+        node_settings = {
+            **settings,
+            "EFA_CDK_KEY_PAIR_ID": self.ssh_key.key_pair_id,
+            "EFA_CDK_NODE_COUNT_PARAMETER": self.node_count_parameter.parameter_name,
+        }
+        if benchmark_url is not None:
+            node_settings["EFA_CDK_BENCHMARK_URL"] = benchmark_url
+        script = software.render(node_settings, scripts_s3_url=scripts.s3_object_url, benchmarks=benchmarks)
+        user_data.add_commands(script.split("\n", 1)[1])  # for_linux() writes the #! line

@@ -1,0 +1,295 @@
+"""`EfaParallelCluster`: everything a ParallelCluster EFA cluster needs around it, plus its config.
+
+Network (public subnet for the head node, private subnet with NAT for compute, one AZ), the EFA
+security group and cluster placement group shared with the standalone clusters, retained shared
+storage, a key pair, the node bootstrap (EFA environment, the /etc/hosts fix, Slurm job
+templates), and the ParallelCluster YAML that refers to all of them. Optionally the cluster
+itself, through ParallelCluster's published CloudFormation custom-resource provider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jsii
+from aws_cdk import Aws, CfnOutput, CfnStack, CustomResource, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+from ..core.capacity import Capacity, CapacityKind
+from ..core.catalogue import instance_type as lookup
+from ..core.errors import EfaConfigError
+from ..core.pcluster import (
+    PCLUSTER_VERSION,
+    ComputeResource,
+    ParallelClusterConfig,
+    SharedStorage,
+    SlurmQueue,
+)
+from ..core.software import EfaUserData, bootstrap_script
+from .network import EfaNetwork
+from .security_group import EfaSecurityGroup
+from .storage import EfaSharedStorage
+
+SHARED_DIR = "/shared"
+LUSTRE_DIR = "/fsx"
+#: The file name of the rendered bootstrap in the assets (ParallelCluster's OnNodeConfigured).
+PCLUSTER_BOOTSTRAP = "pcluster-bootstrap.sh"
+
+
+@jsii.implements(ec2.IConnectable)
+class EfaParallelCluster(Construct):
+    """The infrastructure and configuration of a ParallelCluster Slurm cluster with an EFA queue.
+
+    It takes the same types as :class:`EfaCluster` for the same concepts (key pair, SSH peers,
+    capacity, an existing VPC), and is ``IConnectable`` through its EFA security group.
+
+    Args:
+        instance_type: the compute queue's EFA instance type.
+        min_count: static compute nodes. Default: 0.
+        max_count: static + dynamic compute nodes. Default: 2.
+        vpc: an existing VPC. Default: an :class:`EfaNetwork` is created (``Network``).
+        head_node_subnet: with ``vpc``: the head node's public subnet.
+        compute_subnet: with ``vpc``: the compute nodes' private subnet (with a route out).
+        availability_zone: the AZ of a created network (pick one that offers the type).
+            Default: the region's first.
+        head_node_instance_type: the head node's type. Default: c5.2xlarge.
+        image_os: ParallelCluster's Image.Os. Default: ubuntu2204.
+        queue_name: the Slurm partition. Default: ``compute``.
+        key_pair: an EC2 key pair for SSH to the head node. Default: one is created
+            (ed25519; private key in SSM Parameter Store ``/ec2/keypair/<id>``).
+        ssh_peers: at most one source allowed to SSH to the head node (ParallelCluster's
+            ``AllowedIps`` takes one CIDR or prefix list). Default: none (Session Manager).
+        efs_throughput_mibps: EFS provisioned throughput. Default: 1024.
+        fsx_lustre_capacity_gib: also create FSx for Lustre of this size. Default: none.
+        storage_removal_policy: Default: RETAIN (file systems outlive the stack).
+        capacity: a Capacity Reservation or Capacity Block for the compute nodes
+            (:class:`Capacity`; not a reservation group). Default: On-Demand.
+        create_cluster: also create the cluster with ParallelCluster's custom resource.
+            Default: False (deploy the YAML output with ``pcluster create-cluster``).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        instance_type: str,
+        min_count: int = 0,
+        max_count: int = 2,
+        vpc: ec2.IVpc | None = None,
+        head_node_subnet: ec2.ISubnet | None = None,
+        compute_subnet: ec2.ISubnet | None = None,
+        availability_zone: str | None = None,
+        head_node_instance_type: str = "c5.2xlarge",
+        image_os: str = "ubuntu2204",
+        queue_name: str = "compute",
+        key_pair: ec2.IKeyPair | None = None,
+        ssh_peers: Sequence[ec2.IPeer] = (),
+        efs_throughput_mibps: int = 1024,
+        fsx_lustre_capacity_gib: int | None = None,
+        storage_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        capacity: Capacity | None = None,
+        create_cluster: bool = False,
+    ) -> None:
+        super().__init__(scope, id_)
+        it = lookup(instance_type)
+        capacity = capacity or Capacity.on_demand()
+        _check_inputs(vpc, head_node_subnet, compute_subnet, ssh_peers, capacity)
+        self.network: EfaNetwork | None = None
+        if vpc is None:
+            self.network = EfaNetwork(self, "Network", availability_zone=availability_zone)
+            vpc, head_node_subnet = self.network.vpc, self.network.public_subnet
+            compute_subnet = self.network.private_subnet
+        assert head_node_subnet is not None and compute_subnet is not None  # _check_inputs
+        self.vpc = vpc
+        # One group for head and compute: EFA needs all traffic to and from itself, and the head
+        # node talks to the compute nodes (Slurm, NFS) through it as well.
+        self.security_group = EfaSecurityGroup(self, "SecurityGroup", vpc=vpc)
+        self.placement_group = None
+        if capacity.creates_placement_group:
+            self.placement_group = ec2.PlacementGroup(
+                self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
+            )
+        self.storage = EfaSharedStorage(
+            self,
+            "Storage",
+            vpc=vpc,
+            subnet=compute_subnet,
+            clients=self.security_group,
+            efs_throughput_mibps=efs_throughput_mibps,
+            fsx_lustre_capacity_gib=fsx_lustre_capacity_gib,
+            removal_policy=storage_removal_policy,
+        )
+        #: The head node's key pair: yours, or one the construct created (``created_key_pair``).
+        self.key_pair: ec2.IKeyPair = key_pair or ec2.KeyPair(self, "KeyPair", type=ec2.KeyPairType.ED25519)
+
+        self._add_bootstrap(it.rdma_read, it.mpi_slots, queue_name)
+        self.config = self._render_config(
+            instance_type=instance_type,
+            min_count=min_count,
+            max_count=max_count,
+            capacity=capacity,
+            image_os=image_os,
+            head_node_instance_type=head_node_instance_type,
+            head_node_subnet=head_node_subnet,
+            compute_subnet=compute_subnet,
+            queue_name=queue_name,
+            ssh_peers=ssh_peers,
+        )
+        self.config_yaml = self.config.to_yaml()
+        self.cluster: CustomResource | None = None
+        if create_cluster:
+            self.cluster = self._create_cluster()
+
+    def _render_config(
+        self,
+        *,
+        instance_type: str,
+        min_count: int,
+        max_count: int,
+        capacity: Capacity,
+        image_os: str,
+        head_node_instance_type: str,
+        head_node_subnet: ec2.ISubnet,
+        compute_subnet: ec2.ISubnet,
+        queue_name: str,
+        ssh_peers: Sequence[ec2.IPeer],
+    ) -> ParallelClusterConfig:
+        """The ParallelCluster configuration that refers to everything this construct created."""
+        compute = ComputeResource(
+            name=instance_type.replace(".", "-")[:25],
+            instance_types=(instance_type,),
+            min_count=min_count,
+            max_count=max_count,
+            capacity_reservation_id=capacity.target,
+        )
+        storage = [SharedStorage("shared", SHARED_DIR, "Efs", self.storage.file_system.file_system_id)]
+        if self.storage.lustre is not None:
+            storage.append(
+                SharedStorage("lustre", LUSTRE_DIR, "FsxLustre", self.storage.lustre.file_system_id)
+            )
+        return ParallelClusterConfig(
+            region=Aws.REGION,
+            image_os=image_os,
+            head_node_instance_type=head_node_instance_type,
+            head_node_subnet_id=head_node_subnet.subnet_id,
+            key_name=self.key_pair.key_pair_name,
+            ssh_cidr=ssh_peers[0].unique_id if ssh_peers else None,
+            queues=(
+                SlurmQueue(
+                    name=queue_name,
+                    subnet_ids=(compute_subnet.subnet_id,),
+                    compute_resources=(compute,),
+                    placement_group=self.placement_group.placement_group_name
+                    if self.placement_group
+                    else None,
+                    security_group_ids=(self.security_group.security_group_id,),
+                    on_node_configured=self._entry_url,
+                    on_node_configured_args=self._bootstrap_args("efa-env,pcluster-hosts"),
+                    s3_read=self._read,
+                    capacity_type="CAPACITY_BLOCK"
+                    if capacity.kind is CapacityKind.CAPACITY_BLOCK
+                    else "ONDEMAND",
+                ),
+            ),
+            shared_storage=tuple(storage),
+            head_node_security_group_ids=(self.security_group.security_group_id,),
+            head_node_on_node_configured=self._entry_url,
+            head_node_on_node_configured_args=self._bootstrap_args("efa-env,slurm-jobs"),
+            head_node_s3_read=self._read,
+        )
+
+    def _add_bootstrap(self, rdma_read: bool, slots: int, queue_name: str) -> None:
+        """The efa-cdk node files (``NodeScripts``, a zip) and the shared bootstrap rendered for
+        ParallelCluster's OnNodeConfigured (``Bootstrap``); values known only at deploy are its Args."""
+        staged = EfaUserData().stage()
+        settings = {
+            "EFA_CDK_RDMA_READ": "1" if rdma_read else "0",
+            "EFA_CDK_SLOTS": str(slots),
+            "EFA_CDK_QUEUES": queue_name,
+            "EFA_CDK_SHARED_DIR": SHARED_DIR,
+        }
+        (staged / PCLUSTER_BOOTSTRAP).write_text(bootstrap_script(settings))
+        scripts = s3_assets.Asset(self, "NodeScripts", path=str(staged))
+        entry = s3_assets.Asset(self, "Bootstrap", path=str(staged / PCLUSTER_BOOTSTRAP))
+        self._scripts_url, self._entry_url = scripts.s3_object_url, entry.s3_object_url
+        self._read = tuple((a.s3_bucket_name, a.s3_object_key) for a in (scripts, entry))
+
+    def _bootstrap_args(self, steps: str) -> tuple[str, ...]:
+        return (
+            f"EFA_CDK_REGION={Aws.REGION}",
+            f"EFA_CDK_SCRIPTS_URL={self._scripts_url}",
+            f"EFA_CDK_STEPS={steps}",
+        )
+
+    @property
+    def created_key_pair(self) -> ec2.KeyPair | None:
+        """The key pair the construct created (its private key is in SSM), or None when it is yours."""
+        return self.key_pair if isinstance(self.key_pair, ec2.KeyPair) else None
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The EFA security group of the head and compute nodes (``ec2.IConnectable``)."""
+        return self.security_group.connections
+
+    def _create_cluster(self) -> CustomResource:
+        """ParallelCluster's custom-resource provider (a nested stack) and the cluster resource."""
+        provider = CfnStack(
+            self,
+            "PclusterProvider",
+            template_url=f"https://{Aws.REGION}-aws-parallelcluster.s3.{Aws.REGION}.{Aws.URL_SUFFIX}"
+            f"/parallelcluster/{PCLUSTER_VERSION}/templates/custom_resource/cluster.yaml",
+        )
+        name = f"c-{Stack.of(self).stack_name}"[:60]
+        if name == Stack.of(self).stack_name:
+            raise EfaConfigError(
+                "create_cluster",
+                value=name,
+                why="the cluster name must differ from the stack name",
+                fix="rename",
+            )
+        cluster = CustomResource(
+            self,
+            "Cluster",
+            resource_type="Custom::PclusterCluster",
+            service_token=provider.get_att("Outputs.ServiceToken").to_string(),
+            properties={"ClusterName": name, "ClusterConfiguration": self.config.to_dict()},
+            removal_policy=RemovalPolicy.DESTROY,  # the file systems it mounts are retained on their own
+        )
+        cluster.node.add_dependency(self.storage.file_system.mount_targets_available)  # mounted at boot
+        CfnOutput(self, "HeadNodeIp", value=cluster.get_att_string("headNode.publicIpAddress"))
+        return cluster
+
+
+def _check_inputs(
+    vpc: ec2.IVpc | None,
+    head_node_subnet: ec2.ISubnet | None,
+    compute_subnet: ec2.ISubnet | None,
+    ssh_peers: Sequence[ec2.IPeer],
+    capacity: Capacity,
+) -> None:
+    """Refuse what ParallelCluster or this construct cannot do."""
+    if (vpc is None) != (head_node_subnet is None) or (vpc is None) != (compute_subnet is None):
+        raise EfaConfigError(
+            "vpc",
+            value=None if vpc is None else vpc.node.path,
+            why="an existing VPC needs both head_node_subnet (public) and compute_subnet (private, with a "
+            "route out); without a VPC, both are created",
+            fix="pass all three of vpc, head_node_subnet and compute_subnet, or none",
+        )
+    if len(ssh_peers) > 1:
+        raise EfaConfigError(
+            "ssh_peers",
+            value=[p.unique_id for p in ssh_peers],
+            why="ParallelCluster's HeadNode.Ssh.AllowedIps takes one CIDR or prefix list",
+            fix="pass a single source, e.g. 203.0.113.0/24",
+        )
+    if capacity.kind is CapacityKind.RESERVATION_GROUP:
+        raise EfaConfigError(
+            "capacity",
+            value=capacity.target,
+            why="ParallelCluster targets one reservation per compute resource, not a group",
+            fix="pass Capacity.reservation(cr-...) or Capacity.capacity_block(cr-...)",
+        )

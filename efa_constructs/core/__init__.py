@@ -1,0 +1,38 @@
+"""The pure core of efa-cdk: facts and decisions as plain Python (no CDK, no Node, no AWS).
+
+Importing anything here never loads ``aws_cdk``; a test proves it. The constructs in
+:mod:`efa_constructs.cdk` only translate these decisions into CloudFormation.
+"""
+
+from __future__ import annotations
+
+from .capacity import Capacity, CapacityKind
+from .catalogue import InstanceType, all_instance_types, instance_type
+from .errors import EfaConfigError
+from .layout import LayoutMode, NetworkInterfaceSpec, NicLayout, plan_layout
+from .options import InternetEgress, NodeGroup, PublicIp, parse_ssh_source
+from .software import Benchmark, EfaInstaller, EfaUserData
+
+#: The package version: the one place it is written (pyproject.toml reads it from here).
+__version__ = "0.2.0"
+
+__all__ = [
+    "Benchmark",
+    "Capacity",
+    "CapacityKind",
+    "EfaConfigError",
+    "EfaInstaller",
+    "EfaUserData",
+    "InstanceType",
+    "InternetEgress",
+    "LayoutMode",
+    "NetworkInterfaceSpec",
+    "NicLayout",
+    "NodeGroup",
+    "PublicIp",
+    "__version__",
+    "all_instance_types",
+    "instance_type",
+    "parse_ssh_source",
+    "plan_layout",
+]

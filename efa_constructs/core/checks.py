@@ -1,0 +1,197 @@
+"""Every refusal of an :class:`EfaCluster` request, one named function each, listed in one place.
+
+The construct describes what it was asked as a :class:`ClusterRequest` (plain values; an
+unresolved CDK token becomes ``None``, "unknown", and is not checked) and runs
+:func:`check_cluster` before it creates any child. The ready stacks' context parsing only turns
+strings into values: the refusals live here, once. Pure Python, no CDK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .capacity import Capacity
+from .catalogue import InstanceType
+from .errors import EfaConfigError
+from .layout import NicLayout
+from .options import InternetEgress, NodeGroup, PublicIp
+
+#: Explicit nodes cost one resource each (more with an Elastic IP); CloudFormation allows 500 per
+#: template, and the rest of a cluster stack needs room too. Larger clusters use node_group=asg.
+MAX_EXPLICIT_NODES = 400
+#: gp3 sizes (EBS user guide, "Amazon EBS volume types"); DLAMIs need more than 8 GiB.
+ROOT_VOLUME_GIB = (8, 16384)
+
+
+@dataclass(frozen=True)
+class ClusterRequest:
+    """What an :class:`EfaCluster` was asked for, as plain values (``None``: unknown until deploy)."""
+
+    instance_type: InstanceType
+    layout: NicLayout
+    node_count: int | None
+    node_group: NodeGroup = NodeGroup.EXPLICIT
+    public_ip: PublicIp = PublicIp.NONE
+    internet_egress: InternetEgress = InternetEgress.WEB
+    node_software: bool = True
+    user_data: bool = False
+    placement_group: str | None = None
+    use_placement_group: bool = True
+    capacity: Capacity = field(default_factory=Capacity.on_demand)
+    availability_zone: str | None = None
+    public_subnet: bool = True
+    public_subnet_availability_zone: str | None = None
+    root_volume_gib: int | None = 200
+
+
+def check_node_count(r: ClusterRequest) -> None:
+    """A cluster has a whole number >= 1 of nodes."""
+    n = r.node_count
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise EfaConfigError(
+            "node_count",
+            value=n,
+            why="a cluster needs at least one node",
+            fix="set node_count to a whole number >= 1 (2 or more to use EFA between nodes)",
+        )
+
+
+def check_explicit_node_limit(r: ClusterRequest) -> None:
+    """Explicit nodes stay far enough below CloudFormation's 500 resources per template."""
+    if r.node_group is NodeGroup.EXPLICIT and r.node_count is not None and r.node_count > MAX_EXPLICIT_NODES:
+        raise EfaConfigError(
+            "node_count",
+            value=r.node_count,
+            why=f"explicit nodes cost at least one CloudFormation resource each; more than "
+            f"{MAX_EXPLICIT_NODES} approach the 500-resource limit of one template",
+            fix="use node_group=asg (one Auto Scaling group: the template does not grow with node_count)",
+        )
+
+
+def check_placement_group(r: ClusterRequest) -> None:
+    """A given placement group goes with a capacity that accepts one, and with use_placement_group."""
+    if r.placement_group is None:
+        return
+    if not r.capacity.accepts_placement_group:
+        raise EfaConfigError(
+            "placement_group",
+            value=r.placement_group,
+            why="a Capacity Block's instances are placed by EC2; a placement group cannot be applied",
+            fix="drop placement_group when launching into a Capacity Block",
+        )
+    if not r.use_placement_group:
+        raise EfaConfigError(
+            "placement_group",
+            value=r.placement_group,
+            why="a placement group was given together with use_placement_group=False",
+            fix="drop one of the two",
+        )
+
+
+def check_user_data(r: ClusterRequest) -> None:
+    """Own user data replaces the node software, so it needs the software off."""
+    if r.user_data and r.node_software:
+        raise EfaConfigError(
+            "user_data",
+            value="ec2.UserData",
+            why="user data replaces the node software, which is on",
+            fix="add your commands as a step (EfaUserData().add_commands(...)), or pass node_software=False",
+        )
+
+
+def check_egress_for_software(r: ClusterRequest) -> None:
+    """The node software reaches AWS APIs over HTTPS."""
+    if r.node_software and r.internet_egress is InternetEgress.NONE:
+        raise EfaConfigError(
+            "internet_egress",
+            value=r.internet_egress.value,
+            why="the node software calls AWS APIs over HTTPS (S3, SSM, EC2, CloudFormation) and the "
+            "nodes could reach none of them",
+            fix="use internet_egress=web (the default), or turn the node software off "
+            "(node_software=False, -c node_software=false)",
+        )
+
+
+def check_public_ip(r: ClusterRequest) -> None:
+    """Elastic IPs need explicit nodes, an ENA primary interface and a public subnet in the nodes' AZ."""
+    if r.public_ip is PublicIp.NONE:
+        return
+    if r.node_group is not NodeGroup.EXPLICIT:
+        raise EfaConfigError(
+            "public_ip",
+            value=r.public_ip.value,
+            why="an Elastic IP goes on a pre-created interface per node, which needs explicit nodes",
+            fix="use node_group=explicit for public nodes, or reach an ASG's nodes with Session Manager",
+        )
+    if r.layout.primary.is_efa:
+        raise EfaConfigError(
+            "public_ip",
+            value=r.public_ip.value,
+            why=f"the {r.layout.mode.value if r.layout.mode else 'custom'} layout puts an EFA on "
+            "card 0 / DeviceIndex 0; an Elastic IP needs that interface in a public subnet, and EFA "
+            "traffic cannot cross subnets",
+            fix="use nic_layout=recommended (the default) or max-bandwidth (ENA primary interface)",
+        )
+    if not r.public_subnet:
+        raise EfaConfigError(
+            "public_subnet",
+            value=None,
+            why=f"public_ip={r.public_ip.value} needs a public subnet (route to an internet gateway) "
+            "and the VPC has none",
+            fix="pass public_subnet= (in the same AZ as the nodes' subnet)",
+        )
+    public_az, az = r.public_subnet_availability_zone, r.availability_zone
+    if public_az and az and public_az != az:
+        raise EfaConfigError(
+            "public_subnet",
+            value=public_az,
+            why=f"the nodes are in {az}; an instance's interfaces must all be in its AZ",
+            fix=f"pass a public subnet in {az}",
+        )
+
+
+def check_capacity(r: ClusterRequest) -> None:
+    """The declared reservation matches the cluster's type, AZ and size."""
+    if r.node_count is not None:
+        r.capacity.check(
+            instance_type=r.instance_type.name,
+            availability_zone=r.availability_zone,
+            node_count=r.node_count,
+        )
+
+
+def check_root_volume(r: ClusterRequest) -> None:
+    """The root volume is a gp3 size that holds an image."""
+    check_root_volume_gib(r.root_volume_gib)
+
+
+def check_root_volume_gib(size: int | None) -> None:
+    """:func:`check_root_volume` for one value (the launch template runs it on its own too)."""
+    lo, hi = ROOT_VOLUME_GIB
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or not lo <= size <= hi):
+        raise EfaConfigError(
+            "root_volume_gib",
+            value=size,
+            why=f"a gp3 volume is 1-{hi} GiB and DLAMIs need more than {lo} GiB",
+            fix=f"choose a size between {lo} and {hi} (default 200)",
+        )
+
+
+#: Every check, in the order they run (the first refusal is the one reported).
+CLUSTER_CHECKS: tuple[Callable[[ClusterRequest], None], ...] = (
+    check_node_count,
+    check_explicit_node_limit,
+    check_root_volume,
+    check_placement_group,
+    check_user_data,
+    check_egress_for_software,
+    check_public_ip,
+    check_capacity,
+)
+
+
+def check_cluster(request: ClusterRequest) -> None:
+    """Run every check; raise the first refusal (:class:`EfaConfigError`)."""
+    for check in CLUSTER_CHECKS:
+        check(request)

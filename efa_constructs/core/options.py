@@ -1,0 +1,80 @@
+"""The fixed choices a cluster is configured with, as plain enums (no CDK).
+
+The constructs take these; the ready stacks parse them from context; the checks read them.
+"""
+
+from __future__ import annotations
+
+import enum
+import ipaddress
+
+from .errors import EfaConfigError, parse_choice
+
+
+class NodeGroup(enum.Enum):
+    """How the nodes are declared."""
+
+    #: One AWS::EC2::Instance per node (Node0..NodeN-1): per-node outputs and Elastic IPs; the
+    #: template grows with the node count. For small clusters.
+    EXPLICIT = "explicit"
+    #: One fixed-size Auto Scaling group from the same launch template: the template does not grow
+    #: with the node count. For large clusters.
+    ASG = "asg"
+
+    @classmethod
+    def parse(cls, value: str | NodeGroup) -> NodeGroup:
+        """The member for a string such as ``"asg"``."""
+        return parse_choice(cls, value, what="node_group", why="not a node-group mode")
+
+
+class PublicIp(enum.Enum):
+    """Which nodes get an Elastic IP on their card-0 / DeviceIndex-0 interface."""
+
+    NONE = "none"  # reach the nodes with SSM Session Manager (default)
+    LEADER = "leader"  # node 0 only, e.g. as the SSH entry point
+    ALL = "all"
+
+    @classmethod
+    def parse(cls, value: str | PublicIp) -> PublicIp:
+        """The member for a string such as ``"leader"``."""
+        return parse_choice(cls, value, what="public_ip", why="not a public IP choice")
+
+    def count(self, node_count: int) -> int:
+        """How many nodes (the first ones) get an Elastic IP."""
+        return {PublicIp.NONE: 0, PublicIp.LEADER: 1, PublicIp.ALL: node_count}[self]
+
+
+class InternetEgress(enum.Enum):
+    """What the nodes may reach beyond the cluster (EFA traffic to the group itself is always allowed)."""
+
+    #: TCP 80 and 443 to anywhere: package mirrors, the EFA installer, S3, SSM Session Manager.
+    WEB = "web"
+    #: All traffic to anywhere (IPv4).
+    ALL = "all"
+    #: Nothing but the cluster itself (for VPCs with endpoints and no internet path).
+    NONE = "none"
+
+    @classmethod
+    def parse(cls, value: str | InternetEgress) -> InternetEgress:
+        """Accept an enum member or its string value; reject anything else with the choices."""
+        return parse_choice(cls, value, what="internet_egress", why="not a known egress policy")
+
+
+def parse_ssh_source(source: str) -> str:
+    """An SSH source, normalized: an IPv4/IPv6 CIDR (host bits zero) or a prefix list id (``pl-...``).
+
+    Raises:
+        EfaConfigError: the string is neither.
+    """
+    text = source.strip()
+    if text.startswith("pl-"):
+        return text
+    try:
+        return str(ipaddress.ip_network(text, strict=True))
+    except ValueError as exc:
+        raise EfaConfigError(
+            "ssh_cidr",
+            value=source,
+            why=f"not a CIDR block or prefix list id ({exc})",
+            fix="give a network such as 203.0.113.0/24 (host bits zero) or a prefix list id pl-0123abcd",
+        ) from None

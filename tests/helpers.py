@@ -1,0 +1,285 @@
+"""Helpers shared by the test modules (the one place they live; test modules import only this).
+
+* ``new_app`` / ``isolated_vpc``: Apps as `cdk synth` builds them, and the cheapest VPC.
+* ``lint`` / ``by_type``: stock cfn-lint over a template; resources of one type.
+* ``Node``: a scratch node (file tree, settings, stub commands) to run the node scripts with bash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from efa_constructs import EfaUserData, instance_type, plan_layout
+from efa_constructs.core.software import EFA_INSTALLER_FINGERPRINT
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cdk_json_context() -> dict[str, Any]:
+    """cdk.json's feature flags: an App built in pytest does not read cdk.json by itself."""
+    context: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]
+    return context
+
+
+def new_app(extra_context: dict[str, Any] | None = None) -> Any:
+    """An App as `cdk synth` builds it, minus the bootstrap-version rule (snapshot churn)."""
+    import aws_cdk as cdk
+
+    return cdk.App(
+        context={**cdk_json_context(), **(extra_context or {})},
+        default_stack_synthesizer=cdk.DefaultStackSynthesizer(generate_bootstrap_version_rule=False),
+    )
+
+
+def isolated_vpc(stack: Any) -> Any:
+    """A one-AZ VPC with one isolated subnet: the cheapest VPC the constructs accept."""
+    from aws_cdk import aws_ec2 as ec2
+
+    return ec2.Vpc(
+        stack,
+        "Vpc",
+        max_azs=1,
+        nat_gateways=0,
+        subnet_configuration=[ec2.SubnetConfiguration(name="P", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
+    )
+
+
+LINT_IGNORED = [
+    (
+        "W3005",
+        "CustomVpcRestrictDefaultSGCustomResourceProvider",
+        "CDK's restrict-default-SG provider has a redundant DependsOn next to a GetAtt; harmless",
+    ),
+    (
+        "W3010",
+        "",
+        "a user-chosen availability_zone is pinned on purpose: an EFA cluster lives in one AZ",
+    ),
+    (
+        "E6101",
+        "BenchmarkResults",
+        "the CloudFormation user guide's documented output of a wait condition's Data; the registry "
+        "schema types that attribute as an object (see acknowledgements.REASONS)",
+    ),
+]
+
+
+def lint(template: dict[str, Any]) -> list[str]:
+    """cfn-lint findings (errors and warnings) for a synthesized template, in us-east-1."""
+    from cfnlint.api import ManualArgs
+    from cfnlint.api import lint as cfn_lint
+
+    matches = cfn_lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"]))
+    return [
+        f"{m.rule.id} {m.message} ({'/'.join(map(str, m.path))})"
+        for m in matches
+        if not any(
+            m.rule.id == rule and str(m.path[1]).startswith(prefix) for rule, prefix, _ in LINT_IGNORED
+        )
+    ]
+
+
+def masked(template: dict[str, Any]) -> dict[str, Any]:
+    """The template with asset hashes masked, so snapshots change only when this project does."""
+    text = re.sub(r'"[0-9a-f]{64}\.zip"', '"<asset-hash>.zip"', json.dumps(template))
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+def by_type(template: dict[str, Any], cfn_type: str) -> list[dict[str, Any]]:
+    return [r for r in template["Resources"].values() if r["Type"] == cfn_type]
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
+BASH = shutil.which("bash") or "/bin/bash"
+
+# Each stub appends "<name> <args>" to $STUB_LOG, then behaves as below.
+STUBS = {
+    "curl": r"""
+out="" ; data="" ; url=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o) out=$2; shift ;;
+    --data-binary) data=${2#@}; shift ;;
+    -H|-X) shift ;;
+    http*) url=$1 ;;
+  esac
+  shift
+done
+case "$url" in
+  */api/token) echo tok ;;
+  */meta-data/instance-id) echo i-0123456789abcdef0 ;;
+  */meta-data/local-ipv4) cat "$STUB_DIR/local-ipv4" ;;
+  */meta-data/tags/instance/*) cat "$STUB_DIR/tags/${url##*/}" 2>/dev/null || exit 22 ;;
+  https://stand-in/handle) cp "$data" "$STUB_DIR/posted.json" ;;
+  *) [ -f "$STUB_DIR/downloads/${url##*/}" ] || exit 22; cp "$STUB_DIR/downloads/${url##*/}" "$out" ;;
+esac
+""",
+    "aws": r"""
+args=" $* "
+case "$args" in
+  *" signal-resource "*) [ -z "${STUB_SIGNAL_FAILS:-}" ] || exit 254; echo "$*" >>"$STUB_DIR/signals.log" ;;
+  *" get-parameter "*"/ec2/keypair/"*) echo "-----BEGIN OPENSSH PRIVATE KEY-----"; echo fake ;;
+  *" get-parameter "*) cat "$STUB_DIR/node-count" ;;
+  *" describe-instances "*) cat "$STUB_DIR/instances" ;;
+  *) exit 99 ;;
+esac
+""",
+    "gpg": r"""
+case " $* " in
+  *" --import "*) exit 0 ;;
+  *" --fingerprint "*) echo "fpr:::::::::${STUB_KEY_FPR}:" ;;
+  *" --verify "*)
+    [ "${STUB_SIGNATURE:-good}" = good ] || { echo "[GNUPG:] BADSIG A05480B1DD2D3CCC EFA installer"; exit 1; }
+    echo "[GNUPG:] VALIDSIG ${STUB_KEY_FPR} 2024-01-01 0 4 0 1 10 00 ${STUB_KEY_FPR}" ;;
+esac
+""",
+    "fi_info": r"""
+[ "${STUB_FI_INFO:-ok}" = ok ] || { echo "fi_getinfo: -61 (No data available)"; exit 1; }
+printf 'provider: efa\n    fabric: efa\n    type: FI_EP_RDM\n'
+""",
+    "ssh-keygen": 'echo "ssh-ed25519 AAAAC3stub efa-cdk"',
+    "chown": "exit 0",
+    "uname": 'echo "${STUB_KERNEL:-6.8.0-1015-aws}"',
+    "runuser": 'shift 3; exec "$@"',
+    "ssh": r"""
+for a in "$@"; do
+  grep -qxF -- "$a" "$STUB_DIR/unreachable" 2>/dev/null && exit 255
+done
+exit 0
+""",
+    "mpirun": 'cat "$STUB_DIR/bench-output"',
+    "nccom-test": 'cat "$STUB_DIR/bench-output"',
+    "fi_pingpong": 'cat "$STUB_DIR/pingpong-output"',
+    "sleep": "exec /bin/sleep 0.02",
+}
+
+
+@dataclass
+class Run:
+    returncode: int
+    log: str
+
+
+class Node:
+    """A scratch node: file tree, settings, stubs; `run(*steps)` runs run-steps.sh."""
+
+    def __init__(self, root: Path, itype: str = "trn1.32xlarge", *, index: int = 0, **settings: str) -> None:
+        self.root, self.stub_dir = root / "node", root / "stub"
+        it = instance_type(itype)
+        layout = plan_layout(it)
+        software = EfaUserData(wait_seconds=60)
+        values = {
+            **software.settings(it, layout, "ubuntu"),
+            "EFA_CDK_STACK": "Trn1EfaCluster",
+            "EFA_CDK_REGION": "us-east-1",
+            "EFA_CDK_CLUSTER": "Trn1EfaCluster/Cluster",
+            "EFA_CDK_KEY_PAIR_ID": "key-0123456789abcdef0",
+            "EFA_CDK_NODE_COUNT_PARAMETER": "/efa-cdk/Trn1EfaCluster/Cluster/node-count",
+            "EFA_CDK_BENCHMARK_URL": "https://stand-in/handle",
+            "EFA_CDK_WAIT_SECONDS": "1",
+            **settings,
+        }
+        self.bin = self.root / "opt/efa-cdk/bin"
+        for d in ("etc/efa-cdk", "etc/profile.d", "var/lib/efa-cdk", "home/ubuntu", "dev", "opt/efa-cdk/bin"):
+            (self.root / d).mkdir(parents=True, exist_ok=True)
+        software.stage(self.bin)
+        (self.root / "etc/efa-cdk/node.env").write_text("".join(f"{k}='{v}'\n" for k, v in values.items()))
+        (self.root / "etc/os-release").write_text('ID=ubuntu\nVERSION_ID="22.04"\n')
+        self.set_devices(layout.efa_count)
+        self.efa_installed(True)
+        for d in ("bin", "tags", "downloads"):
+            (self.stub_dir / d).mkdir(parents=True, exist_ok=True)
+        for name, body in STUBS.items():
+            path = self.stub_dir / "bin" / name
+            path.write_text(f'#!{BASH}\necho "{name} $*" >>"$STUB_DIR/calls.log"\n{body.strip()}\n')
+            path.chmod(0o755)
+        self.tags(**{"efa-cdk:node-index": str(index), "efa-cdk:logical-id": f"ClusterNode{index}ABCD1234"})
+        self.cluster(["10.0.1.10", "10.0.1.11"], count=2)
+        (self.stub_dir / "local-ipv4").write_text(f"10.0.1.1{index}\n")
+        self.env = {
+            "PATH": f"{self.stub_dir / 'bin'}:{os.environ['PATH']}",
+            "EFA_CDK_ROOT": str(self.root),
+            "STUB_DIR": str(self.stub_dir),
+            "STUB_KEY_FPR": EFA_INSTALLER_FINGERPRINT,
+            "HOME": str(self.root / "home/ubuntu"),
+        }
+
+    def set_devices(self, n: int) -> None:
+        ib = self.root / "sys/class/infiniband"
+        shutil.rmtree(ib, ignore_errors=True)
+        ib.mkdir(parents=True)
+        for i in range(n):
+            (ib / f"rdmap{i}s0").mkdir()
+
+    def efa_installed(self, yes: bool) -> None:
+        fi_info = self.root / "opt/amazon/efa/bin/fi_info"
+        if yes:
+            fi_info.parent.mkdir(parents=True, exist_ok=True)
+            fi_info.write_text(f'#!{BASH}\nexec "$STUB_DIR/bin/fi_info" "$@"\n')  # "installed" = our stub
+            fi_info.chmod(0o755)
+        else:
+            fi_info.unlink(missing_ok=True)
+
+    def tags(self, **tags: str) -> None:
+        for key, value in tags.items():
+            (self.stub_dir / "tags" / key).write_text(value + "\n")
+
+    def cluster(self, ips: list[str], count: int, *, indexed: bool = True) -> None:
+        rows = "".join(f"{i if indexed else 'None'}\t{ip}\n" for i, ip in enumerate(ips))
+        (self.stub_dir / "instances").write_text(rows)
+        (self.stub_dir / "node-count").write_text(f"{count}\n")
+
+    def installer_tarball(self, *, sha256: str | None = None) -> str:
+        """A real tarball whose efa_installer.sh records its flags and 'installs' fi_info."""
+        script = b'#!/bin/bash\necho "$@" > "$EFA_CDK_ROOT/installer-ran"\n'
+        script += b'mkdir -p "$EFA_CDK_ROOT/opt/amazon/efa/bin"\n'
+        script += b'ln -s "$STUB_DIR/bin/fi_info" "$EFA_CDK_ROOT/opt/amazon/efa/bin/fi_info"\n'
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            info = tarfile.TarInfo("aws-efa-installer/efa_installer.sh")
+            info.size, info.mode = len(script), 0o755
+            tar.addfile(info, io.BytesIO(script))
+        name = "aws-efa-installer-1.41.0.tar.gz"
+        for f, data in ((name, buf.getvalue()), (f"{name}.sig", b"sig"), ("aws-efa-installer.key", b"key")):
+            (self.stub_dir / "downloads" / f).write_bytes(data)
+        digest = hashlib.sha256(buf.getvalue()).hexdigest()
+        self.setting("EFA_CDK_INSTALLER_SHA256", sha256 if sha256 is not None else digest)
+        return digest
+
+    def setting(self, key: str, value: str) -> None:
+        env = self.root / "etc/efa-cdk/node.env"
+        env.write_text(env.read_text() + f"{key}='{value}'\n")
+
+    def run(self, *steps: str, **env: str) -> Run:
+        proc = subprocess.run(
+            [BASH, str(self.bin / "run-steps.sh"), *steps],
+            env={**self.env, **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        return Run(proc.returncode, proc.stdout + proc.stderr)
+
+    def signals(self) -> list[str]:
+        path = self.stub_dir / "signals.log"
+        return path.read_text().splitlines() if path.exists() else []
+
+    def calls(self, name: str) -> list[str]:
+        path = self.stub_dir / "calls.log"
+        return (
+            [c for c in path.read_text().splitlines() if c.split(" ", 1)[0] == name] if path.exists() else []
+        )
+
+    def read(self, rel: str) -> str:
+        return (self.root / rel).read_text()
