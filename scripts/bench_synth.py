@@ -1,15 +1,22 @@
-"""Synthesis cost by cluster size and node-group mode: wall time, resources, template bytes.
+"""Synthesis cost: whole processes first, then by cluster size and node-group mode.
 
-Run with `scripts/bench-synth` (a benchmark that prints figures, not a test). Everything runs in
-one Python process, so the CDK's Node process starts once ("Node start"); the empty app's synth
-is the floor every stack pays. Each configuration synthesizes a fresh App holding one ready
-stack (Trn1EfaCluster's trn1.32xlarge, default node software), timed with perf_counter.
+Run with `scripts/bench-synth` (a benchmark that prints figures, not a test).
+
+1. Whole processes, each run RUNS times and reported as the median wall time (perf_counter around
+   subprocess.run): `import aws_cdk` alone, `import aws_cdk` plus the project (app.py's imports),
+   the whole app (`python app.py`, all ready stacks), and the floor: a one-resource CDK app (one SQS
+   queue). The ratio whole app / floor is the figure to watch.
+2. In one Python process, so the CDK's Node process starts once ("Node start"); the empty app's
+   synth is the floor every stack pays. Each configuration synthesizes a fresh App holding one ready
+   stack (Trn1EfaCluster's trn1.32xlarge, default node software), timed with perf_counter.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -21,6 +28,44 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 SIZES = (2, 16, 128, 1024)
 MODES = ("explicit", "asg")
+RUNS = 5
+ROOT = Path(__file__).resolve().parent.parent
+FLOOR_APP = """
+import aws_cdk as cdk
+from aws_cdk import aws_sqs as sqs
+app = cdk.App()
+sqs.Queue(cdk.Stack(app, "Floor"), "Queue")
+app.synth()
+"""
+
+
+def median_wall(command: list[str]) -> float:
+    """Median wall time of RUNS runs of `command` (after one warm-up run), in seconds."""
+    times = []
+    with tempfile.TemporaryDirectory() as out:
+        env = {**os.environ, "CDK_OUTDIR": out}
+        for i in range(RUNS + 1):
+            t0 = time.perf_counter()
+            subprocess.run(command, cwd=ROOT, env=env, check=True, capture_output=True)
+            if i:
+                times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def processes() -> None:
+    py = sys.executable
+    cdk_only = median_wall([py, "-c", "import aws_cdk"])
+    project = median_wall([py, "-c", "import aws_cdk, app"])
+    whole = median_wall([py, "app.py"])
+    floor = median_wall([py, "-c", FLOOR_APP])
+    print(f"Whole processes, median of {RUNS} runs (wall s):")
+    print(
+        f"  import aws_cdk {cdk_only:.2f}; + the project's imports {project:.2f} (+{project - cdk_only:.2f})"
+    )
+    print(
+        f"  whole app (every ready stack) {whole:.2f}; one-resource app (floor) {floor:.2f}; "
+        f"ratio {whole / floor:.2f}x"
+    )
 
 
 def main() -> None:
@@ -75,4 +120,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    processes()
     main()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import subprocess
 import sys
@@ -27,9 +29,33 @@ def ready_app() -> Any:
 
 @pytest.fixture(scope="session")
 def templates(ready_app: Any) -> dict[str, dict[str, Any]]:
-    """Synthesized template of every ready stack, by stack name."""
+    """Synthesized template of every ready stack, by stack name.
+
+    As soon as they exist, cfn-lint starts on them in a process of its own (see :func:`lint_results`).
+    """
     assembly = ready_app.synth()
-    return {s.stack_name: s.template for s in assembly.stacks}
+    out = {s.stack_name: s.template for s in assembly.stacks}
+    tmp = Path(tempfile.mkdtemp(prefix="efa-cdk-lint-"))
+    (tmp / "templates.json").write_text(json.dumps(out))
+    command = [sys.executable, str(ROOT / "tests" / "lint_check.py"), str(tmp / "templates.json")]
+    BACKGROUND[LINT] = (
+        subprocess.Popen(command, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE),
+        tmp,
+    )
+    return out
+
+
+LINT = "cfn-lint of the ready stacks"
+
+
+@functools.cache
+def lint_results() -> dict[str, list[str]]:
+    """cfn-lint findings for every ready stack, from the background run the `templates` fixture started."""
+    proc, _ = BACKGROUND[LINT]
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    findings: dict[str, list[str]] = json.loads(out)
+    return findings
 
 
 @pytest.fixture(scope="session")
@@ -57,6 +83,14 @@ BACKGROUND_COMMANDS: dict[str, list[str]] = {
         sys.executable,
         str(ROOT / "tests" / "template_diff_check.py"),
         "{tmp}",
+    ],
+    # app.py with a refused value, as `cdk synth` runs it (CDK_OUTDIR / CDK_CONTEXT_JSON set by env)
+    "tests/test_bad_input.py::test_a_rejected_configuration_leaves_no_template": [
+        "env",
+        "CDK_OUTDIR={tmp}/out",
+        'CDK_CONTEXT_JSON={{"node_count": "0"}}',
+        sys.executable,
+        "app.py",
     ],
 }
 

@@ -3,7 +3,8 @@
 The app composes EfaCluster with aws-cdk-lib's own constructs the way a user would: an S3 bucket
 granted to the cluster (`iam.IGrantable`), a database security group that admits the cluster
 (`ec2.IConnectable`), and a bucket granted to a bare EfaLaunchTemplate. It also runs the shipped
-`efa-cdk template-diff` command without its extra installed, which must refuse with one line.
+`efa-cdk template-diff` command without its extra installed, which must refuse with one line, and
+checks that importing the package loads no aws_cdk until a construct is used.
 
 Usage: python tests/packaging_check.py WORKDIR   (run by tests/test_packaging.py in the background)
 Prints the template-diff refusal, then the path of the synthesized template. Uses uv (installed by
@@ -42,6 +43,16 @@ app.synth()
 """
 
 
+# Whether aws_cdk is loaded after importing the package, then after touching a construct.
+LAZY = """
+import sys
+import efa_constructs
+before = "aws_cdk" in sys.modules
+efa_constructs.EfaCluster
+print(before, "aws_cdk" in sys.modules)
+"""
+
+
 def main(workdir: Path) -> None:
     uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
     if uv is None:
@@ -56,6 +67,10 @@ def main(workdir: Path) -> None:
         [str(venv / "bin" / "efa-cdk"), "template-diff"], cwd=workdir, env=env, capture_output=True, text=True
     )
     print(f"template-diff exit {diff.returncode}: {diff.stderr.strip()}")
+    lazy = subprocess.run(
+        [str(python), "-c", LAZY], cwd=workdir, env=env, capture_output=True, text=True, check=True
+    )
+    print(f"aws_cdk loaded: {lazy.stdout.strip()}")
     subprocess.run([str(python), "app.py"], cwd=workdir, env=env, check=True)
     print(workdir / "out" / "Tiny.template.json")
 

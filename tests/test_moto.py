@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -50,9 +51,8 @@ def _replace(node: Any, ref_id: str, value: str) -> Any:
     return node
 
 
-def moto_compatible(template: dict[str, Any], ec2: Any, ssm: Any) -> dict[str, Any]:
+def moto_compatible(template: dict[str, Any], ami: str, ssm: Any) -> dict[str, Any]:
     t = copy.deepcopy(template)
-    ami = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
     for name, param in t.get("Parameters", {}).items():  # (1)
         if param["Type"].startswith("AWS::SSM::Parameter::Value"):
             local = f"/efa-cdk-test/{name}"
@@ -81,60 +81,81 @@ def moto_compatible(template: dict[str, Any], ec2: Any, ssm: Any) -> dict[str, A
     return t
 
 
-@pytest.fixture(autouse=True)
-def _fake_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in {
+@pytest.fixture(scope="module")
+def aws() -> Iterator[dict[str, Any]]:
+    """One moto session for the module (its backends load once: seconds), with fake credentials."""
+    env = {
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
-    }.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    }
+    saved = {k: os.environ.get(k) for k in [*env, "AWS_PROFILE"]}
+    os.environ.update(env)
+    os.environ.pop("AWS_PROFILE", None)
+    try:
+        with mock_aws():
+            clients = {
+                s: boto3.client(s, region_name="us-east-1")
+                for s in ("ec2", "ssm", "cloudformation", "autoscaling")
+            }
+            # one of moto's AMIs, looked up once (the call lists 1,300 images: about a second)
+            yield {
+                **clients,
+                "ami": clients["ec2"].describe_images(Owners=["amazon"])["Images"][0]["ImageId"],
+            }
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def create(aws: dict[str, Any], name: str, template: dict[str, Any]) -> dict[str, str]:
+    """Create the stack in moto; its physical resource ids by logical id."""
+    cfn = aws["cloudformation"]
+    body = moto_compatible(template, aws["ami"], aws["ssm"])
+    cfn.create_stack(StackName=name, TemplateBody=json.dumps(body), Capabilities=["CAPABILITY_IAM"])
+    stack = cfn.describe_stacks(StackName=name)["Stacks"][0]
+    assert stack["StackStatus"] == "CREATE_COMPLETE", stack.get("StackStatusReason")
+    return {
+        r["LogicalResourceId"]: r["PhysicalResourceId"]
+        for r in cfn.list_stack_resources(StackName=name)["StackResourceSummaries"]
+    }
 
 
 @pytest.mark.parametrize("name", list(READY_CLUSTERS))
-def test_ready_stack_instantiates_in_moto(templates: dict[str, Any], name: str) -> None:
+def test_ready_stack_instantiates_in_moto(templates: dict[str, Any], aws: dict[str, Any], name: str) -> None:
     synthesized = templates[name]
-    with mock_aws():
-        ec2, ssm, cfn = (
-            boto3.client(s, region_name=os.environ["AWS_DEFAULT_REGION"])
-            for s in ("ec2", "ssm", "cloudformation")
-        )
-        body = moto_compatible(synthesized, ec2, ssm)
-        cfn.create_stack(StackName=name, TemplateBody=json.dumps(body), Capabilities=["CAPABILITY_IAM"])
-        stack = cfn.describe_stacks(StackName=name)["Stacks"][0]
-        assert stack["StackStatus"] == "CREATE_COMPLETE", stack.get("StackStatusReason")
-        physical = {
-            r["LogicalResourceId"]: r["PhysicalResourceId"]
-            for r in cfn.list_stack_resources(StackName=name)["StackResourceSummaries"]
-        }
+    ec2 = aws["ec2"]
+    physical = create(aws, name, synthesized)
 
-        # The launch template holds exactly the synthesized interfaces, with real ids filled in.
-        (lt_id,) = [r for r, v in synthesized["Resources"].items() if v["Type"] == "AWS::EC2::LaunchTemplate"]
-        version = ec2.describe_launch_template_versions(LaunchTemplateId=physical[lt_id])
-        stored = version["LaunchTemplateVersions"][0]["LaunchTemplateData"]["NetworkInterfaces"]
-        expected = synthesized["Resources"][lt_id]["Properties"]["LaunchTemplateData"]["NetworkInterfaces"]
-        assert [(n["NetworkCardIndex"], n["DeviceIndex"], n.get("InterfaceType")) for n in stored] == [
-            (n["NetworkCardIndex"], n["DeviceIndex"], n.get("InterfaceType")) for n in expected
-        ]
-        (sg_id,) = [r for r, v in synthesized["Resources"].items() if v["Type"] == "AWS::EC2::SecurityGroup"]
-        (subnet_id,) = {n["SubnetId"]["Ref"] for n in expected}
-        assert {g for n in stored for g in n["Groups"]} == {physical[sg_id]}
-        assert {n["SubnetId"] for n in stored} == {physical[subnet_id]}
+    # The launch template holds exactly the synthesized interfaces, with real ids filled in.
+    (lt_id,) = [r for r, v in synthesized["Resources"].items() if v["Type"] == "AWS::EC2::LaunchTemplate"]
+    version = ec2.describe_launch_template_versions(LaunchTemplateId=physical[lt_id])
+    stored = version["LaunchTemplateVersions"][0]["LaunchTemplateData"]["NetworkInterfaces"]
+    expected = synthesized["Resources"][lt_id]["Properties"]["LaunchTemplateData"]["NetworkInterfaces"]
+    assert [(n["NetworkCardIndex"], n["DeviceIndex"], n.get("InterfaceType")) for n in stored] == [
+        (n["NetworkCardIndex"], n["DeviceIndex"], n.get("InterfaceType")) for n in expected
+    ]
+    (sg_id,) = [r for r, v in synthesized["Resources"].items() if v["Type"] == "AWS::EC2::SecurityGroup"]
+    (subnet_id,) = {n["SubnetId"]["Ref"] for n in expected}
+    assert {g for n in stored for g in n["Groups"]} == {physical[sg_id]}
+    assert {n["SubnetId"] for n in stored} == {physical[subnet_id]}
 
-        # Nodes launched; the EFA group allows all traffic from itself.
-        nodes = [r for r, v in synthesized["Resources"].items() if v["Type"] == "AWS::EC2::Instance"]
-        reservations = ec2.describe_instances(InstanceIds=[physical[n] for n in nodes])["Reservations"]
-        assert sum(len(r["Instances"]) for r in reservations) == 2
-        (group,) = ec2.describe_security_groups(GroupIds=[physical[sg_id]])["SecurityGroups"]
-        assert any(
-            p["IpProtocol"] == "-1" and p["UserIdGroupPairs"][0]["GroupId"] == physical[sg_id]
-            for p in group["IpPermissions"]
-            if p.get("UserIdGroupPairs")
-        )
+    # Nodes launched; the EFA group allows all traffic from itself.
+    nodes = [r for r, v in synthesized["Resources"].items() if v["Type"] == "AWS::EC2::Instance"]
+    reservations = ec2.describe_instances(InstanceIds=[physical[n] for n in nodes])["Reservations"]
+    assert sum(len(r["Instances"]) for r in reservations) == 2
+    (group,) = ec2.describe_security_groups(GroupIds=[physical[sg_id]])["SecurityGroups"]
+    assert any(
+        p["IpProtocol"] == "-1" and p["UserIdGroupPairs"][0]["GroupId"] == physical[sg_id]
+        for p in group["IpPermissions"]
+        if p.get("UserIdGroupPairs")
+    )
 
 
-def test_auto_scaling_node_group_instantiates_in_moto() -> None:
+def test_auto_scaling_node_group_instantiates_in_moto(aws: dict[str, Any]) -> None:
     """The ASG mode: moto creates the group from the EFA launch template and launches its nodes."""
     from stacks.cluster_stack import EfaClusterStack
     from stacks.params import ClusterParams
@@ -146,16 +167,14 @@ def test_auto_scaling_node_group_instantiates_in_moto() -> None:
     app = new_app()
     stack = EfaClusterStack(app, "Asg", params=params)
     synthesized = app.synth().get_stack_by_name(stack.stack_name).template
-    with mock_aws():
-        ec2, ssm, cfn, autoscaling = (
-            boto3.client(s, region_name=os.environ["AWS_DEFAULT_REGION"])
-            for s in ("ec2", "ssm", "cloudformation", "autoscaling")
-        )
-        body = moto_compatible(synthesized, ec2, ssm)
-        cfn.create_stack(StackName="Asg", TemplateBody=json.dumps(body), Capabilities=["CAPABILITY_IAM"])
-        assert cfn.describe_stacks(StackName="Asg")["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
-        (group,) = autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"]
-        assert (group["MinSize"], group["MaxSize"], group["DesiredCapacity"]) == (3, 3, 3)
-        assert len(group["Instances"]) == 3
-        tags = {t["Key"]: t["PropagateAtLaunch"] for t in group["Tags"]}
-        assert tags["efa-cdk:cluster"] and tags["efa-cdk:logical-id"]
+    physical = create(aws, "Asg", synthesized)
+    (group_id,) = [
+        r for r, v in synthesized["Resources"].items() if v["Type"] == "AWS::AutoScaling::AutoScalingGroup"
+    ]
+    (group,) = aws["autoscaling"].describe_auto_scaling_groups(AutoScalingGroupNames=[physical[group_id]])[
+        "AutoScalingGroups"
+    ]
+    assert (group["MinSize"], group["MaxSize"], group["DesiredCapacity"]) == (3, 3, 3)
+    assert len(group["Instances"]) == 3
+    tags = {t["Key"]: t["PropagateAtLaunch"] for t in group["Tags"]}
+    assert tags["efa-cdk:cluster"] and tags["efa-cdk:logical-id"]

@@ -78,3 +78,10 @@ def test_a_separate_app_composes_the_cluster_with_cdk_grants_and_connections(
         "GroupId": {"Fn::GetAtt": [db, "GroupId"]},
         "SourceSecurityGroupId": {"Fn::GetAtt": [cluster_sg, "GroupId"]},
     } in rules
+
+
+def test_the_package_loads_the_cdk_only_when_a_construct_is_used() -> None:
+    run, _ = background_result(
+        "tests/test_packaging.py::test_installed_package_synthesizes_in_a_separate_app"
+    )
+    assert "aws_cdk loaded: False True" in run.stdout.splitlines(), run.stdout

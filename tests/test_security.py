@@ -14,11 +14,11 @@ from efa_constructs.cdk.acknowledgements import REASONS
 from tests.helpers import ROOT, new_app
 
 
-def nag(context: dict[str, Any] | None = None) -> None:
-    """Synthesize the whole app with cdk-nag; raises on any unacknowledged finding."""
+def nag(context: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Synthesize the whole app with cdk-nag; raises on any unacknowledged finding. Templates by stack."""
     app = app_module.build(new_app(context))
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-    app.synth()
+    return {s.stack_name: s.template for s in app.synth().stacks}
 
 
 def test_every_ready_stack_has_no_unacknowledged_finding() -> None:
@@ -45,5 +45,14 @@ def test_every_acknowledgement_has_a_reason_a_reviewer_can_judge() -> None:
 
 
 def test_auto_scaling_and_elastic_ip_variants_have_no_unacknowledged_finding() -> None:
-    nag({"node_group": "asg", "node_count": "16", "Trn1EfaCluster:benchmarks": "none"})
-    nag({"public_ip": "all"})
+    templates = nag(  # one app: Trn1 as a 16-node Auto Scaling group, P5 with an Elastic IP on every node
+        {
+            "Trn1EfaCluster:node_group": "asg",
+            "Trn1EfaCluster:node_count": "16",
+            "Trn1EfaCluster:benchmarks": "none",
+            "P5EfaCluster:public_ip": "all",
+        }
+    )
+    types = {name: [r["Type"] for r in t["Resources"].values()] for name, t in templates.items()}
+    assert types["Trn1EfaCluster"].count("AWS::AutoScaling::AutoScalingGroup") == 1
+    assert types["P5EfaCluster"].count("AWS::EC2::EIPAssociation") == 2  # one per node
