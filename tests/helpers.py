@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from efa_constructs import EfaUserData, instance_type, plan_layout
-from efa_constructs.core.software import EFA_INSTALLER_FINGERPRINT
+from efa_constructs.core.software import EFA_INSTALLER_FINGERPRINT, EFA_INSTALLER_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,8 +90,10 @@ def lint(template: dict[str, Any]) -> list[str]:
 
 
 def masked(template: dict[str, Any]) -> dict[str, Any]:
-    """The template with asset hashes masked, so snapshots change only when this project does."""
-    text = re.sub(r'"[0-9a-f]{64}\.zip"', '"<asset-hash>.zip"', json.dumps(template))
+    """The template with asset hashes masked wherever they stand (object keys, S3 URLs in user data and
+    in the ParallelCluster config), so a snapshot diff shows what changed, not a new hash. What the
+    assets hold is tested on its own (shellcheck, the stub runs of the scripts)."""
+    text = re.sub(r"[0-9a-f]{64}(?=\.(?:zip|sh))", "<asset-hash>", json.dumps(template))
     result: dict[str, Any] = json.loads(text)
     return result
 
@@ -215,12 +217,22 @@ class Node:
             "HOME": str(self.root / "home/ubuntu"),
         }
 
-    def set_devices(self, n: int) -> None:
-        ib = self.root / "sys/class/infiniband"
-        shutil.rmtree(ib, ignore_errors=True)
+    def set_devices(self, n: int, *, others: dict[str, str] | None = None) -> None:
+        """A sysfs with `n` EFA devices (``rdmap*``, bound to the ``efa`` driver) and `others`
+        (name -> driver), laid out as the kernel does: class/infiniband/<dev>/device ->
+        bus/pci/devices/<addr>, whose ``driver`` -> bus/pci/drivers/<driver>."""
+        sys_root = self.root / "sys"
+        shutil.rmtree(sys_root, ignore_errors=True)
+        ib = sys_root / "class/infiniband"
         ib.mkdir(parents=True)
-        for i in range(n):
-            (ib / f"rdmap{i}s0").mkdir()
+        devices = {f"rdmap{16 + i}s{27 + i}": "efa" for i in range(n)} | (others or {})
+        for i, (name, driver) in enumerate(devices.items()):
+            pci = sys_root / f"bus/pci/devices/0000:{i:02x}:00.0"
+            pci.mkdir(parents=True)
+            (sys_root / f"bus/pci/drivers/{driver}").mkdir(parents=True, exist_ok=True)
+            (pci / "driver").symlink_to(sys_root / f"bus/pci/drivers/{driver}")
+            (ib / name).mkdir()
+            (ib / name / "device").symlink_to(pci)
 
     def efa_installed(self, yes: bool) -> None:
         fi_info = self.root / "opt/amazon/efa/bin/fi_info"
@@ -250,7 +262,7 @@ class Node:
             info = tarfile.TarInfo("aws-efa-installer/efa_installer.sh")
             info.size, info.mode = len(script), 0o755
             tar.addfile(info, io.BytesIO(script))
-        name = "aws-efa-installer-1.41.0.tar.gz"
+        name = f"aws-efa-installer-{EFA_INSTALLER_VERSION}.tar.gz"
         for f, data in ((name, buf.getvalue()), (f"{name}.sig", b"sig"), ("aws-efa-installer.key", b"key")):
             (self.stub_dir / "downloads" / f).write_bytes(data)
         digest = hashlib.sha256(buf.getvalue()).hexdigest()

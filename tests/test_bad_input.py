@@ -316,10 +316,10 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ),
     ("node software without egress", cluster(internet_egress="none"), "internet_egress", "calls AWS APIs"),
     (
-        "installer version without its checksum",
-        call(EfaInstaller, version="1.42.0"),
+        "installer checksum that is not a SHA-256",
+        call(EfaInstaller, version="1.49.0", sha256="d41d8cd98f00b204e9800998ecf8427e"),
         "sha256",
-        "not 1.42.0",
+        "not a SHA-256",
     ),
     ("installer version 'latest'", call(EfaInstaller, version="latest"), "version", "not a pinned"),
     (

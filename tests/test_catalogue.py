@@ -132,3 +132,27 @@ def test_live_interface_types_win_over_supplements() -> None:
         "efa-only",
         "interface",
     ]
+
+
+@pytest.mark.parametrize(
+    ("name", "family"),
+    [
+        ("p6e-gb300.36xlarge", "p6e-gb300"),
+        ("p6e-gb300.72xlarge", "p6e-gb300"),
+        ("u7inh-32tb.480xlarge", "u7inh"),
+        ("trn3.48xlarge", "trn3"),
+    ],
+)
+def test_efa_families_without_sourced_card_facts_are_refused_naming_what_is_missing(
+    name: str, family: str
+) -> None:
+    with pytest.raises(EfaConfigError) as err:
+        instance_type(name)
+    message = str(err.value)
+    assert f"{family} supports EFA" in message and "network cards" in message
+    assert "catalogue refresh --live" in err.value.fix
+
+
+def test_a_misspelt_type_is_still_a_typo_not_an_unsourced_family() -> None:
+    with pytest.raises(EfaConfigError, match="unknown type, or a typo"):
+        instance_type("p6e-gb30.36xlarge")

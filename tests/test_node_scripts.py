@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from efa_constructs import EfaUserData
-from efa_constructs.core.software import EFA_INSTALLER_FINGERPRINT, Benchmark
+from efa_constructs.core.software import EFA_INSTALLER_FINGERPRINT, EFA_INSTALLER_VERSION, Benchmark
 from tests.helpers import FIXTURES, Node
 
 BOOT = ("install-efa", "efa-env", "ssh-keys", "verify-efa", "signal", "hostfile")
@@ -84,6 +84,33 @@ def test_efa_missing_fails_the_node_with_its_reason(tmp_path: Path) -> None:
     assert not node.calls("aws") or not any("describe-instances" in c for c in node.calls("aws"))  # stopped
 
 
+def test_p6_b200_counts_its_8_efas_not_its_nvlink_controllers(tmp_path: Path) -> None:
+    """10 entries in /sys/class/infiniband: 8 EFA (driver efa) + 2 NVLink (ibp*, another driver)."""
+    node = Node(tmp_path, "p6-b200.48xlarge")
+    node.set_devices(8, others={"ibp0s0": "mlx5_core", "ibp1s0": "mlx5_core"})
+    r = node.run("verify-efa")
+    assert r.returncode == 0, r.log
+    assert "EFA verified: provider efa, 8 devices" in r.log
+    assert "not EFA, not counted: ibp0s0(mlx5_core) ibp1s0(mlx5_core)" in r.log
+
+
+def test_p5_verifies_its_32_efas(tmp_path: Path) -> None:
+    node = Node(tmp_path, "p5.48xlarge")
+    r = node.run("verify-efa")
+    assert r.returncode == 0, r.log
+    assert "EFA verified: provider efa, 32 devices" in r.log
+
+
+def test_p6_b200_with_7_of_8_efas_fails_with_the_reason(tmp_path: Path) -> None:
+    node = Node(tmp_path, "p6-b200.48xlarge")
+    node.set_devices(7, others={"ibp0s0": "mlx5_core", "ibp1s0": "mlx5_core"})
+    r = node.run(*BOOT)
+    assert r.returncode == 1
+    assert "found 7 EFA devices, the launch template attached 8" in r.log
+    (signal,) = node.signals()
+    assert "--status FAILURE" in signal and "verify-efa" in signal
+
+
 def test_wrong_device_count_fails_the_node(tmp_path: Path) -> None:
     node = Node(tmp_path)
     node.set_devices(7)
@@ -105,6 +132,51 @@ def test_installer_verified_then_run_with_flags(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("os_release", "dropped"),
+    [('ID=amzn\nVERSION_ID="2"\n', "1.50.0"), ('ID=debian\nVERSION_ID="11"\n', "1.51.0"),
+     ('ID=ubuntu\nVERSION_ID="20.04"\n', "1.43.0")],
+)  # fmt: skip
+def test_installer_refuses_an_os_it_dropped_with_the_reason(
+    tmp_path: Path, os_release: str, dropped: str
+) -> None:
+    node = Node(tmp_path)
+    node.efa_installed(False)
+    node.installer_tarball()
+    (node.root / "etc/os-release").write_text(os_release)
+    r = node.run(*BOOT)
+    assert r.returncode == 1
+    assert (
+        f"EFA installer {EFA_INSTALLER_VERSION} does not support" in r.log
+        and f"(dropped in {dropped})" in r.log
+    )
+    assert not (node.root / "installer-ran").exists()
+    (signal,) = node.signals()
+    assert "--status FAILURE" in signal and "install-efa" in signal
+
+
+def test_an_older_pinned_installer_still_installs_on_that_os(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    node.efa_installed(False)
+    node.installer_tarball()
+    (node.root / "etc/os-release").write_text('ID=amzn\nVERSION_ID="2"\n')
+    node.setting("EFA_CDK_INSTALLER_VERSION", "1.49.0")  # the last one with Amazon Linux 2
+    for f in (node.stub_dir / "downloads").glob(f"aws-efa-installer-{EFA_INSTALLER_VERSION}*"):
+        f.rename(f.with_name(f.name.replace(EFA_INSTALLER_VERSION, "1.49.0")))
+    r = node.run("install-efa")
+    assert r.returncode == 0, r.log
+    assert (node.root / "installer-ran").exists()
+
+
+def test_installer_without_a_pinned_sha256_is_trusted_on_its_signature(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    node.efa_installed(False)
+    node.installer_tarball(sha256="")
+    r = node.run("install-efa")
+    assert r.returncode == 0, r.log
+    assert "SHA-256" not in r.log and f"signature by {EFA_INSTALLER_FINGERPRINT} verified" in r.log
+
+
+@pytest.mark.parametrize(
     ("case", "expected"),
     [
         ("bad-signature", "does not verify against key"),
@@ -121,7 +193,7 @@ def test_installer_fails_closed(tmp_path: Path, case: str, expected: str) -> Non
     if case == "other-key":
         env["STUB_KEY_FPR"] = "0" * 40
     if case == "no-download":
-        (node.stub_dir / "downloads" / "aws-efa-installer-1.41.0.tar.gz.sig").unlink()
+        (node.stub_dir / "downloads" / f"aws-efa-installer-{EFA_INSTALLER_VERSION}.tar.gz.sig").unlink()
     r = node.run(*BOOT, **env)
     assert r.returncode == 1
     assert expected in r.log

@@ -12,6 +12,23 @@ if [ -x "$R/opt/amazon/efa/bin/fi_info" ]; then
 fi
 version=${EFA_CDK_INSTALLER_VERSION:?}
 fingerprint=${EFA_CDK_INSTALLER_FINGERPRINT:?}
+
+# Operating systems the installer dropped: "ID VERSION_ID first-version-without-it". Source: the EC2
+# user guide's "Elastic Fabric Adapter release notes" (1.40.0 Debian 10, 1.43.0 Ubuntu 20.04,
+# 1.50.0 Amazon Linux 2, 1.51.0 Debian 11). Refuse here, with the reason, instead of a cryptic
+# installer error halfway through.
+# shellcheck source=/dev/null
+os=$(. "$R/etc/os-release" && printf '%s %s' "$ID" "$VERSION_ID")
+while read -r id release dropped; do
+  [ "$os" = "$id $release" ] || continue
+  [ "$(printf '%s\n%s\n' "$dropped" "$version" | sort -V | head -n1)" = "$dropped" ] || continue
+  die "EFA installer $version does not support $os (dropped in $dropped): use an image with a supported OS (Amazon Linux 2023, Ubuntu 22.04/24.04, RHEL/Rocky 8-9) or pin an older installer with EfaInstaller(version=...)"
+done <<'DROPPED'
+debian 10 1.40.0
+ubuntu 20.04 1.43.0
+amzn 2 1.50.0
+debian 11 1.51.0
+DROPPED
 url=${EFA_CDK_INSTALLER_URL:-https://efa-installer.amazonaws.com}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

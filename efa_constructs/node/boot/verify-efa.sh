@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Prove EFA works on this node: libfabric lists the efa provider for reliable datagrams, and the
-# node has exactly as many EFA devices as the launch template attached.
+# node has exactly as many EFA devices as the launch template attached. Only devices bound to the
+# `efa` driver count: a p6-b200 also lists 2 NVLink controllers (`ibp*`) under
+# /sys/class/infiniband next to its 8 EFAs (sagemaker-hyperpod-cli PR #282).
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -11,9 +13,17 @@ out=$(fi_info -p efa -t FI_EP_RDM 2>&1) \
   || die "fi_info -p efa -t FI_EP_RDM failed: $(tail -n1 <<<"$out") (EFA software or security group)"
 grep -q "provider: efa" <<<"$out" || die "fi_info did not list the efa provider"
 have=0
+others=""
 for dev in "$R"/sys/class/infiniband/*; do
-  [ -e "$dev" ] && have=$((have + 1))
+  [ -e "$dev" ] || continue
+  driver=$(basename "$(readlink -f "$dev/device/driver")")
+  if [ "$driver" = efa ]; then
+    have=$((have + 1))
+  else
+    others="$others ${dev##*/}($driver)"
+  fi
 done
+[ -z "$others" ] || log "not EFA, not counted:$others"
 [ "$have" -eq "$want" ] \
   || die "found $have EFA devices, the launch template attached $want (check the instance's interfaces and the EFA driver)"
 mkdir -p "$STATE"
