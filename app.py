@@ -2,38 +2,66 @@
 """The efa-cdk app: ready EFA cluster stacks, parameterised through CDK context.
 
 npx cdk synth Trn1EfaCluster -c node_count=4 -c availability_zone=us-east-1c
+
+A refused configuration prints one line (stack, key, value, why, fix) to stderr and exits 1.
 """
+
+import sys
+from collections.abc import Callable
+from typing import Any
 
 import aws_cdk as cdk
 
+from efa_constructs.core import EfaConfigError
 from stacks.cluster_stack import READY_CLUSTERS, EfaClusterStack, stack_context
 from stacks.parallel_cluster_stack import READY_PCLUSTERS, EfaParallelClusterStack
-from stacks.params import ClusterParams, PclusterParams
+from stacks.params import ClusterParams, PclusterParams, check_stack_prefixes, plain_key_hint
 
 
 def build(app: cdk.App) -> cdk.App:
-    """Add every ready stack to `app`."""
+    """Add every ready stack to `app`; a refusal names the stack it happened in."""
     context = app.node.get_all_context()
+    check_stack_prefixes(context, [*READY_CLUSTERS, *READY_PCLUSTERS])
+
+    def add(name: str, make: Callable[[dict[str, Any]], object]) -> None:
+        ctx = stack_context(context, name)
+        try:
+            make(ctx)
+        except EfaConfigError as err:
+            plain = {k: v for k, v in context.items() if ":" not in k}
+            raise err.in_stack(name, fix_suffix=plain_key_hint(plain, err)) from None
+
     for name, default_type in READY_CLUSTERS.items():
-        params = ClusterParams.from_context(stack_context(context, name), default_instance_type=default_type)
-        EfaClusterStack(
-            app,
-            name,
-            params=params,
-            description=f"efa-cdk {name}: EFA cluster of {params.node_count} x {params.instance_type}",
-        )
+
+        def cluster(ctx: dict[str, Any], name: str = name, default_type: str = default_type) -> object:
+            params = ClusterParams.from_context(ctx, default_instance_type=default_type)
+            description = f"efa-cdk {name}: EFA cluster of {params.node_count} x {params.instance_type}"
+            return EfaClusterStack(app, name, params=params, description=description)
+
+        add(name, cluster)
     for name, default_type in READY_PCLUSTERS.items():
-        pparams = PclusterParams.from_context(
-            stack_context(context, name), default_instance_type=default_type
-        )
-        EfaParallelClusterStack(
-            app,
-            name,
-            params=pparams,
-            description=f"efa-cdk {name}: ParallelCluster network, storage, config ({pparams.instance_type})",
-        )
+
+        def pcluster(ctx: dict[str, Any], name: str = name, default_type: str = default_type) -> object:
+            params = PclusterParams.from_context(ctx, default_instance_type=default_type)
+            description = f"efa-cdk {name}: ParallelCluster network, storage, config ({params.instance_type})"
+            return EfaParallelClusterStack(app, name, params=params, description=description)
+
+        add(name, pcluster)
     return app
 
 
+def main(app: cdk.App | None = None) -> int:
+    """Synthesize every ready stack; a refused configuration is one line on stderr and exit code 1.
+
+    Default app: ``cdk.App()``, which reads the CLI's context and output directory.
+    """
+    try:
+        build(app or cdk.App()).synth()
+    except EfaConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
-    build(cdk.App()).synth()
+    sys.exit(main())

@@ -28,9 +28,17 @@ def _types(args: argparse.Namespace) -> int:
     meta = catalogue_metadata()
     print(f"# {meta['type_count']} EFA-capable types; source: {meta['source']}")
     print(f"{'type':<22} {'cards':>5} {'EFA':>4} {'EFA Gbps':>9} {'RDMA':>5} {'slots':>5}  accelerator")
-    for it in all_instance_types().values():
-        if args.family and it.family != args.family:
-            continue
+    family = (args.family or "").lower()
+    chosen = [it for it in all_instance_types().values() if it.family.startswith(family)]
+    if not chosen:
+        families = sorted({it.family for it in all_instance_types().values()})
+        raise EfaConfigError(
+            "--family",
+            value=args.family,
+            why="no EFA-capable family starts with it",
+            fix=f"use a family or its start, e.g. p6, trn (families: {', '.join(families)})",
+        )
+    for it in chosen:
         acc = it.accelerator
         accel = "-" if acc.kind.value == "none" else f"{acc.count} x {acc.name}"
         print(
@@ -88,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--efa-count", type=int, default=None)
     p.set_defaults(func=_layout)
     p = sub.add_parser("types", help="list the EFA-capable instance types in the catalogue")
-    p.add_argument("--family", help="only this family, e.g. p5")
+    p.add_argument("--family", help="only families starting with this, any case, e.g. p5 or P6 or trn")
     p.set_defaults(func=_types)
     p = sub.add_parser("catalogue", help="manage the instance catalogue")
     csub = p.add_subparsers(dest="action", required=True)
@@ -128,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except EfaConfigError as err:
         print(f"error: {err}", file=sys.stderr)
-        return 2
+        return 1
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,6 +167,31 @@ def check_keys(ctx: Mapping[str, Any]) -> None:
                 why="not a context key this app reads (a typo would be ignored)",
                 fix=f"write {close[0]} (keys: {', '.join(BY_KEY)})",
             )
+
+
+def check_stack_prefixes(ctx: Mapping[str, Any], stacks: Sequence[str]) -> None:
+    """Refuse ``Prefix:key`` where key is ours and Prefix names no ready stack (it would be ignored)."""
+    for name in ctx:
+        prefix, _, key = name.rpartition(":")
+        if prefix and not prefix.startswith("@") and key in BY_KEY and prefix not in stacks:
+            close = difflib.get_close_matches(prefix, stacks, n=1, cutoff=0.6)
+            raise EfaConfigError(
+                "context",
+                value=name,
+                why=f"{prefix!r} is not a ready stack, so {key} would be ignored",
+                fix=f"write {close[0]}:{key}" if close else f"prefix one of {', '.join(stacks)}",
+            )
+
+
+def plain_key_hint(ctx: Mapping[str, Any], err: EfaConfigError) -> str:
+    """When a refused value came from a plain ``-c key=value`` (which every ready stack reads), how to
+    give it to one stack only."""
+    if err.what not in ctx:
+        return ""
+    return (
+        f" (a plain -c {err.what}=... applies to every ready stack; to set it for one stack only, "
+        f"write -c <StackName>:{err.what}=...)"
+    )
 
 
 def capacity_from(v: Mapping[str, Any]) -> Capacity:

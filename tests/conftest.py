@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -83,6 +84,19 @@ BACKGROUND_COMMANDS: dict[str, list[str]] = {
         sys.executable,
         str(ROOT / "tests" / "template_diff_check.py"),
         "{tmp}",
+    ],
+    # the README's deploy tooling in a bare shell: no virtual environment on PATH, nothing exported
+    "tests/test_app.py::test_npx_cdk_ls_works_in_a_plain_shell": [
+        "env",
+        "-i",
+        f"PATH=/usr/local/bin:/usr/bin:/bin:{Path(shutil.which('node') or '/usr/bin/node').parent}",
+        f"HOME={Path.home()}",
+        "npx",
+        "--no-install",
+        "cdk",
+        "ls",
+        "--output",
+        "{tmp}/out",
     ],
     # app.py with a refused value, as `cdk synth` runs it (CDK_OUTDIR / CDK_CONTEXT_JSON set by env)
     "tests/test_bad_input.py::test_a_rejected_configuration_leaves_no_template": [

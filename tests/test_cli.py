@@ -17,14 +17,31 @@ def test_layout_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.count(" efa ") == 16
 
 
-def test_bad_type_exits_2_with_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["layout", "p5.48xlarg"]) == 2
-    assert "p5.48xlarge" in capsys.readouterr().err
+def test_bad_type_exits_1_with_one_line_naming_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["layout", "p5.48xlarg"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: instance_type='p5.48xlarg'")
+    assert "p5.48xlarge" in err
 
 
 def test_types_lists_the_family(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["types", "--family", "p4d"]) == 0
     assert "p4d.24xlarge" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("family", ["p6", "P6", "p6-"])
+def test_types_matches_the_start_of_a_family_in_any_case(
+    capsys: pytest.CaptureFixture[str], family: str
+) -> None:
+    assert main(["types", "--family", family]) == 0
+    out = capsys.readouterr().out
+    assert "p6-b200.48xlarge" in out and "p6-b300.48xlarge" in out and "p5.48xlarge" not in out
+
+
+def test_types_with_no_match_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["types", "--family", "zz9"]) == 1
+    err = capsys.readouterr().err
+    assert "no EFA-capable family starts with it" in err and "trn1" in err
 
 
 def test_offline_refresh_writes_the_shipped_catalogue(
@@ -36,5 +53,14 @@ def test_offline_refresh_writes_the_shipped_catalogue(
 
 
 def test_template_diff_rejects_context_without_a_value(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["template-diff", "-c", "node_count"]) == 2
+    assert main(["template-diff", "-c", "node_count"]) == 1
     assert "context='node_count': not of the form KEY=VALUE" in capsys.readouterr().err
+
+
+def test_template_diff_with_a_revision_that_does_not_exist_is_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["template-diff", "--base", "v0.0.0-no-such-tag"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("error: --base='v0.0.0-no-such-tag': not a commit of the git repository")

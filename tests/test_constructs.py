@@ -253,3 +253,31 @@ def test_cluster_node_count(make_stack: Any, bad: Any) -> None:
     stack = make_stack()
     with pytest.raises(EfaConfigError, match="node_count"):
         EfaCluster(stack, "C", vpc=isolated_vpc(stack), instance_type="trn1.32xlarge", node_count=bad)
+
+
+def test_constructs_take_cdks_own_instance_type(make_stack: Any) -> None:
+    lt, t = _lt(make_stack, instance_type=ec2.InstanceType("p4d.24xlarge"))
+    assert lt.instance_type.name == "p4d.24xlarge"
+    t.has_resource_properties(
+        "AWS::EC2::LaunchTemplate",
+        {"LaunchTemplateData": Match.object_like({"InstanceType": "p4d.24xlarge"})},
+    )
+
+
+def test_network_refuses_a_zone_of_another_region(make_stack: Any) -> None:
+    from aws_cdk import Environment
+
+    from efa_constructs import EfaNetwork
+
+    stack = make_stack(env=Environment(region="us-west-2"))
+    with pytest.raises(
+        EfaConfigError, match="availability_zone='us-east-1a': the stack deploys to us-west-2"
+    ):
+        EfaNetwork(stack, "Net", availability_zone="us-east-1a")
+
+
+def test_help_shows_our_docstrings_not_constructs_own() -> None:
+    import pydoc
+
+    text = pydoc.render_doc(EfaCluster)
+    assert "instance_type: an EFA-capable instance type" in text and ":param id:" not in text

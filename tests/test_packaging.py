@@ -31,7 +31,7 @@ def test_installed_template_diff_without_its_extra_refuses_in_one_line(
         "tests/test_packaging.py::test_installed_package_synthesizes_in_a_separate_app"
     )
     (line,) = [x for x in run.stdout.splitlines() if x.startswith("template-diff exit")]
-    assert line.startswith("template-diff exit 2: error: template-diff='cfn-lint not installed'"), line
+    assert line.startswith("template-diff exit 1: error: template-diff='cfn-lint not installed'"), line
     assert "pip install 'efa-cdk[diff]'" in line
 
 

@@ -32,7 +32,7 @@ from ..core.layout import LayoutMode, NicLayout, resolve_layout
 from ..core.options import InternetEgress, NodeGroup, PublicIp
 from ..core.software import EfaUserData
 from .acknowledgements import acknowledge
-from .launch_template import EfaLaunchTemplate
+from .launch_template import EfaLaunchTemplate, instance_type_name
 from .limits import check_limits
 from .machine_image import EfaMachineImage
 from .node import EfaNode, EfaNodeGroup
@@ -68,7 +68,7 @@ class EfaCluster(Construct):
 
     Args:
         vpc: the VPC.
-        instance_type: an EFA-capable instance type name.
+        instance_type: an EFA-capable instance type (a name or CDK's ``ec2.InstanceType``).
         node_count: number of nodes. Default: 2.
         subnet: the one subnet for every node's EFA interfaces. Default: the VPC's first private
             subnet (EFA traffic stays inside one subnet).
@@ -103,7 +103,7 @@ class EfaCluster(Construct):
         id_: str,
         *,
         vpc: ec2.IVpc,
-        instance_type: str,
+        instance_type: str | ec2.InstanceType,
         node_count: int = 2,
         subnet: ec2.ISubnet | None = None,
         nic_layout: LayoutMode | str | NicLayout = LayoutMode.RECOMMENDED,
@@ -123,7 +123,9 @@ class EfaCluster(Construct):
         node_group: NodeGroup | str = NodeGroup.EXPLICIT,
         capacity: Capacity | None = None,
     ) -> None:
+        """Create the cluster; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
+        instance_type = instance_type_name(instance_type)
         self.node_group = NodeGroup.parse(node_group)
         self.public_ip = PublicIp.parse(public_ip)
         egress = InternetEgress.parse(internet_egress)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from aws_cdk import Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
+
+from ..core.errors import EfaConfigError
 
 
 class EfaNetwork(Construct):
@@ -33,7 +36,17 @@ class EfaNetwork(Construct):
         private_subnet_mask: int = 18,
         flow_log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
     ) -> None:
+        """Create the network; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
+        region = Stack.of(self).region
+        if availability_zone and not Token.is_unresolved(region) and not availability_zone.startswith(region):
+            raise EfaConfigError(
+                "availability_zone",
+                value=availability_zone,
+                why=f"the stack deploys to {region}, and a VPC's zones are in its region",
+                fix=f"pick a zone of {region} (aws ec2 describe-availability-zones --region {region}), "
+                "or deploy the stack to the zone's region",
+            )
         self.vpc = ec2.Vpc(
             self,
             "Vpc",

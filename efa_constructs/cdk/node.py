@@ -38,6 +38,7 @@ class NodePublicAddress(Construct):
         security_group: ec2.ISecurityGroup,
         description: str,
     ) -> None:
+        """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
         self.network_interface = ec2.CfnNetworkInterface(
             self,
@@ -86,6 +87,7 @@ class EfaNode(Construct):
         public_subnet: ec2.ISubnet | None = None,
         security_group: ec2.ISecurityGroup | None = None,
     ) -> None:
+        """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
         self.index = index
         self.public_address: NodePublicAddress | None = None
@@ -147,6 +149,7 @@ class EfaNodeGroup(Construct):
         node_count: int,
         name: str,
     ) -> None:
+        """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
         size = str(node_count)
         self.auto_scaling_group = autoscaling.CfnAutoScalingGroup(

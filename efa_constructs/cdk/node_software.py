@@ -28,6 +28,7 @@ class BenchmarkReport(Construct):
     def __init__(
         self, scope: Construct, id_: str, *, nodes: Sequence[CfnResource], timeout_minutes: int
     ) -> None:
+        """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
         self.handle = CfnWaitConditionHandle(self, "Handle")
         self.wait_condition = CfnWaitCondition(
@@ -88,6 +89,7 @@ class NodeSoftwareInstallation(Construct):
         benchmarks: Sequence[Benchmark],
         benchmark_url: str | None,
     ) -> None:
+        """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
         stack = Stack.of(self)
         self.ssh_key = ec2.KeyPair(self, "SshKey", type=ec2.KeyPairType.ED25519)

@@ -93,6 +93,7 @@ class EfaParallelCluster(Construct):
         capacity: Capacity | None = None,
         create_cluster: bool = False,
     ) -> None:
+        """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
         it = lookup(instance_type)
         capacity = capacity or Capacity.on_demand()

@@ -51,6 +51,7 @@ class EfaSecurityGroup(ec2.SecurityGroup):
         internet_egress: InternetEgress | str = InternetEgress.WEB,
         description: str = "EFA cluster: all traffic to and from itself (required by EFA)",
     ) -> None:
+        """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_, vpc=vpc, description=description, allow_all_outbound=False)
         egress = InternetEgress.parse(internet_egress)
         self.add_ingress_rule(self, ec2.Port.all_traffic(), "EFA: all traffic from the cluster itself")

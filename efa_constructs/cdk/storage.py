@@ -39,6 +39,7 @@ class EfaSharedStorage(Construct):
         fsx_lustre_capacity_gib: int | None = None,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
+        """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
         if not Token.is_unresolved(efs_throughput_mibps) and not 1 <= efs_throughput_mibps <= 10240:
             raise EfaConfigError(

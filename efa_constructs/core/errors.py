@@ -16,12 +16,21 @@ class EfaConfigError(ValueError):
     Raised at synthesis time, before any template is written.
     """
 
-    def __init__(self, what: str, *, value: object, why: str, fix: str) -> None:
+    def __init__(self, what: str, *, value: object, why: str, fix: str, stack: str | None = None) -> None:
         self.what = what
         self.value = value
         self.why = why
         self.fix = fix
-        super().__init__(f"{what}={value!r}: {why}. Fix: {fix}")
+        #: The stack whose configuration was refused (set by the app; None inside a construct).
+        self.stack = stack
+        where = f"{stack}: " if stack else ""
+        super().__init__(f"{where}{what}={value!r}: {why}. Fix: {fix}")
+
+    def in_stack(self, stack: str, *, fix_suffix: str = "") -> EfaConfigError:
+        """The same refusal, naming the stack it happened in (and more to the fix, if given)."""
+        return EfaConfigError(
+            self.what, value=self.value, why=self.why, fix=self.fix + fix_suffix, stack=stack
+        )
 
 
 E = TypeVar("E", bound=enum.Enum)

@@ -24,6 +24,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import EfaConfigError
+
 #: Resource types whose deletion or replacement loses data or an address someone relies on.
 STATEFUL_TYPES = frozenset(
     {
@@ -197,7 +199,13 @@ def synth_revision(repo: Path, rev: str | None, context: Mapping[str, str], out:
                 text=True,
             )
         except subprocess.CalledProcessError as err:
-            raise RuntimeError(f"synth failed at {rev or 'the working tree'}:\n{err.stderr[-3000:]}") from err
+            last = (err.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise EfaConfigError(
+                "template-diff",
+                value=rev or "the working tree",
+                why=f"app.py failed to synthesize there: {last}",
+                fix="fix that revision's configuration, or diff other revisions",
+            ) from None
         finally:
             if rev is not None:
                 subprocess.run(
@@ -215,16 +223,25 @@ def run(
     repo = repo or Path.cwd()
 
     def commit(rev: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "--verify", f"{rev}^{{commit}}"],
-            check=True,
+        found = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
             capture_output=True,
             text=True,
-        ).stdout.strip()
+        )
+        if found.returncode != 0:
+            raise EfaConfigError(
+                "--base" if rev == base else "--head",
+                value=rev,
+                why=f"not a commit of the git repository at {repo}",
+                fix="name a branch, tag or commit that exists (git log --oneline; git tag)",
+            )
+        return found.stdout.strip()
 
+    base_commit = commit(base)
+    head_commit = None if head is None else commit(head)
     with tempfile.TemporaryDirectory() as tmp:
         old = synth_revision(repo, base, context, Path(tmp) / "base")
-        same = head is not None and commit(head) == commit(base)  # same tree: same templates
+        same = head_commit == base_commit  # same commit: same templates
         new = old if same else synth_revision(repo, head, context, Path(tmp) / "head")
     reports, loss = [f"Template diff {base} -> {head or 'working tree'}"], False
     for stack in sorted(set(old) | set(new)):
