@@ -114,6 +114,33 @@ def test_p6e_gb200_uses_the_odd_efa_only_cards() -> None:
         plan_layout("p6e-gb200.36xlarge", "legacy")
 
 
+# Golden layouts of the newest families in the catalogue (moto 5.2.5's DescribeInstanceTypes snapshot:
+# per-card MaximumNetworkInterfaces and EFA counts), in AWS's recommended layout ("Maximize network
+# bandwidth on accelerated instances": ENA primary, efa-only on card 0 device 1, then efa-only at
+# device 0 of every other EFA card).
+GOLDEN = {
+    "g7e.48xlarge": [(0, 0, "interface"), (0, 1, "efa-only"), (1, 0, "efa-only"), (2, 0, "efa-only"),
+                     (3, 0, "efa-only")],
+    "hpc8a.96xlarge": [(0, 0, "interface"), (0, 1, "efa-only"), (1, 0, "efa-only")],
+    "trn2.48xlarge": [(0, 0, "interface"), (0, 1, "efa-only"), *[(c, 0, "efa-only") for c in range(1, 16)]],
+    "trn2u.48xlarge": [(0, 0, "interface"), (0, 1, "efa-only"), *[(c, 0, "efa-only") for c in range(1, 16)]],
+    "p6-b300.48xlarge": [(0, 0, "interface"), *[(c, 0, "efa-only") for c in range(1, 17)]],
+    "p6e-gb200.36xlarge": [(0, 0, "interface"), *[(c, 0, "efa-only") for c in range(1, 16, 2)]],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("itype", list(GOLDEN))
+def test_golden_layouts_of_the_newest_families(itype: str) -> None:
+    assert _triples(plan_layout(itype)) == GOLDEN[itype]
+
+
+def test_p6e_gb200_all_sixteen_efas_is_one_option_away() -> None:
+    """AWS suggests efa-only on the odd cards (the default, 8 EFAs); ParallelCluster uses all 16
+    cards (efa on the even ones): efa_count=16 gives that layout."""
+    sixteen = _triples(plan_layout("p6e-gb200.36xlarge", efa_count=16))
+    assert sixteen[1:] == [(c, 0, "efa-only" if c % 2 else "efa") for c in range(1, 17)]
+
+
 def test_hpc6id_combines_ena_and_efa_on_card0() -> None:
     assert _triples(plan_layout("hpc6id.32xlarge")) == [(0, 0, "efa"), (1, 0, "efa-only")]
 

@@ -1,5 +1,18 @@
 """Default AMIs per accelerator, resolved through SSM public parameters at deploy time.
 
+Sources for the parameter names (checked late 2026):
+
+* DLAMIs: AWS Deep Learning AMIs developer guide, "Finding the ID of a DLAMI": the name is
+  ``/aws/service/deeplearning/ami/<x86_64|arm64>/<ami_type>/latest/ami-id``, where ami_type is the
+  DLAMI's name without "Deep", "Learning" and "AMI" ("Deep Learning Base OSS Nvidia Driver GPU AMI
+  (Ubuntu 22.04)" -> ``base-oss-nvidia-driver-gpu-ubuntu-22.04``). The release notes of each DLAMI
+  list the instances it supports: the ARM64 Ubuntu 22.04 one lists G5g and P6e-GB200, the Ubuntu
+  24.04 one adds P6e-GB300 (release notes 2026-09/10).
+* Neuron DLAMI: AWS Neuron documentation, "Neuron DLAMI" SSM parameters
+  (``/aws/service/neuron/dlami/multi-framework/ubuntu-22.04/latest/image_id``).
+* Amazon Linux 2023: aws-cdk-lib's ``MachineImage.latest_amazon_linux2023`` (the
+  ``/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-6.1-<arch>`` parameter).
+
 An SSM public parameter becomes a CloudFormation parameter of type
 ``AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>``: synthesis needs no credentials, and the
 AMI id is resolved in the account and region of the deploy.
