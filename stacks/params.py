@@ -135,7 +135,8 @@ FIELDS: tuple[Field, ...] = (
           text(r"^[a-z0-9-]+\.[a-z0-9-]+$", "an instance type name", "c5.2xlarge"), "c5.2xlarge",
           frozenset({PCLUSTER})),
     Field("image_os", "Image.Os, e.g. ubuntu2204, alinux2023", any_text, "ubuntu2204", frozenset({PCLUSTER})),
-    Field("efs_throughput_mibps", "EFS provisioned throughput in MiB/s", whole, "1024",
+    Field("efs_throughput_mibps", "EFS provisioned throughput in MiB/s (billed whether used or not)", whole,
+          "none: Elastic throughput, billed by use",
           frozenset({PCLUSTER})),
     Field("fsx_lustre_gib", "also an FSx for Lustre file system of this size", whole, "none",
           frozenset({PCLUSTER})),
@@ -306,7 +307,7 @@ class PclusterParams:
     image_os: str = "ubuntu2204"
     key_pair: str | None = None
     ssh_cidr: tuple[str, ...] = ()
-    efs_throughput_mibps: int = 1024
+    efs_throughput_mibps: int | None = None
     fsx_lustre_gib: int | None = None
     capacity: Capacity = field(default_factory=Capacity.on_demand)
     create_cluster: bool = False

@@ -240,6 +240,10 @@ class Node:
             fi_info.parent.mkdir(parents=True, exist_ok=True)
             fi_info.write_text(f'#!{BASH}\nexec "$STUB_DIR/bin/fi_info" "$@"\n')  # "installed" = our stub
             fi_info.chmod(0o755)
+            mpirun = self.root / "opt/amazon/openmpi/bin/mpirun"  # the installer's Open MPI
+            mpirun.parent.mkdir(parents=True, exist_ok=True)
+            mpirun.write_text(f'#!{BASH}\nexec "$STUB_DIR/bin/mpirun" "$@"\n')
+            mpirun.chmod(0o755)
         else:
             fi_info.unlink(missing_ok=True)
 

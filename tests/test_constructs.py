@@ -281,3 +281,25 @@ def test_help_shows_our_docstrings_not_constructs_own() -> None:
 
     text = pydoc.render_doc(EfaCluster)
     assert "instance_type: an EFA-capable instance type" in text and ":param id:" not in text
+
+
+def test_nodes_wait_for_their_route_out_and_elastic_ips_for_the_internet_gateway(make_stack: Any) -> None:
+    from efa_constructs import EfaNetwork
+
+    stack = make_stack()
+    net = EfaNetwork(stack, "Net")
+    EfaCluster(stack, "C", vpc=net.vpc, instance_type="p4d.24xlarge", node_count=2, public_ip="leader")
+    t = assertions.Template.from_stack(stack).to_json()["Resources"]
+    (nat_route,) = [
+        k for k, v in t.items() if v["Type"] == "AWS::EC2::Route" and "NatGatewayId" in v["Properties"]
+    ]
+    (igw_route,) = [
+        k for k, v in t.items() if v["Type"] == "AWS::EC2::Route" and "GatewayId" in v["Properties"]
+    ]
+    (attachment,) = [k for k, v in t.items() if v["Type"] == "AWS::EC2::VPCGatewayAttachment"]
+    for node in (v for v in t.values() if v["Type"] == "AWS::EC2::Instance"):
+        assert nat_route in node["DependsOn"]
+    for kind in ("AWS::EC2::EIP", "AWS::EC2::EIPAssociation"):
+        (eip,) = [v for k, v in t.items() if v["Type"] == kind and k.startswith("C")]
+        assert igw_route in eip["DependsOn"]  # the route out, which itself waits for the attachment
+    assert attachment in t[igw_route]["DependsOn"]

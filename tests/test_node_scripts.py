@@ -235,6 +235,8 @@ def test_leader_benchmarks_report_to_the_wait_condition(tmp_path: Path) -> None:
     assert json.loads(node.read("var/lib/efa-cdk/benchmarks.json")) == body  # kept on the node
     (mpirun,) = node.calls("mpirun")
     assert "-n 16 -N 8" in mpirun and "-x FI_EFA_USE_DEVICE_RDMA=1" in mpirun and "NCCL_DEBUG=INFO" in mpirun
+    # by absolute path with --prefix: remote orted is found over non-interactive SSH
+    assert f"--prefix {node.root}/opt/amazon/openmpi " in mpirun
 
 
 def test_benchmark_that_falls_back_to_sockets_fails_the_wait_condition(tmp_path: Path) -> None:

@@ -136,7 +136,9 @@ def test_rendered_yaml_is_the_model() -> None:
         (lambda: config("trn1.32xlarge", capacity_type="CAPACITY_BLOCK"), "capacity_type", "reservation"),
         (lambda: SharedStorage("s", "/home", "Efs", "fs-1"), "mount_dir", "mount over"),
         (
-            lambda: ParallelClusterConfig("us-east-1", "alinux2", "c5.xlarge", SUBNETS[0], "k", queues=()),
+            lambda: ParallelClusterConfig(
+                "us-east-1", "alinux2", "c5.xlarge", SUBNETS[0], "k", queues=(), ssh_cidr="10.0.0.0/16"
+            ),
             "image_os",
             "no longer supported",
         ),
@@ -162,14 +164,78 @@ def stack() -> dict[str, Any]:
     return synth(fsx_lustre_gib="1200", availability_zone="us-east-1d")
 
 
-def test_storage_is_provisioned_encrypted_and_retained(stack: dict[str, Any]) -> None:
+def test_storage_is_elastic_encrypted_and_retained(stack: dict[str, Any]) -> None:
     (fs,) = [r for r in stack["Resources"].values() if r["Type"] == "AWS::EFS::FileSystem"]
-    assert fs["Properties"]["ThroughputMode"] == "provisioned"
-    assert fs["Properties"]["ProvisionedThroughputInMibps"] == 1024
+    assert fs["Properties"]["ThroughputMode"] == "elastic"  # billed by use, not by the hour
+    assert "ProvisionedThroughputInMibps" not in fs["Properties"]
     assert fs["Properties"]["Encrypted"] is True
     (lustre,) = by_type(stack, "AWS::FSx::FileSystem")
     for resource in (fs, lustre):
         assert resource["DeletionPolicy"] == "Retain" and resource["UpdateReplacePolicy"] == "Retain"
+
+
+def test_provisioned_throughput_is_what_was_asked_and_warns_of_its_cost() -> None:
+    app = new_app()
+    params = PclusterParams.from_context(
+        {"efs_throughput_mibps": "1024"}, default_instance_type="trn1.32xlarge"
+    )
+    stack = EfaParallelClusterStack(app, "Provisioned", params=params)
+    t = assertions.Template.from_stack(stack)
+    t.has_resource_properties(
+        "AWS::EFS::FileSystem", {"ThroughputMode": "provisioned", "ProvisionedThroughputInMibps": 1024}
+    )
+    warnings = assertions.Annotations.from_stack(stack).find_warning(
+        "*",
+        assertions.Match.string_like_regexp("EFS provisioned throughput of 1024 MiB/s is billed every hour"),
+    )
+    assert len(warnings) == 1
+
+
+def test_storage_security_groups_allow_their_ports_both_ways(stack: dict[str, Any]) -> None:
+    """ParallelCluster's EfsIdValidator and ExistingFsxNetworkingValidator check inbound AND outbound."""
+    res = stack["Resources"]
+    (efa_sg,) = [
+        k
+        for k, v in res.items()
+        if k.startswith("ParallelClusterSecurityGroup") and v["Type"] == "AWS::EC2::SecurityGroup"
+    ]
+    groups = {k for k, v in res.items() if v["Type"] == "AWS::EC2::SecurityGroup"}
+    (efs_sg,) = [k for k in groups if k.startswith("ParallelClusterStorageEfsSecurityGroup")]
+    (lustre_sg,) = [k for k in groups if k.startswith("ParallelClusterStorageLustreSecurityGroup")]
+
+    def rules(kind: str, group: str, port: int) -> set[str]:
+        peer = "SourceSecurityGroupId" if kind.endswith("Ingress") else "DestinationSecurityGroupId"
+        return {
+            r["Properties"][peer]["Fn::GetAtt"][0]
+            for r in by_type(stack, kind)
+            if r["Properties"]["GroupId"]["Fn::GetAtt"][0] == group
+            and r["Properties"].get("FromPort") == port
+        }
+
+    for port in (2049,):
+        assert rules("AWS::EC2::SecurityGroupIngress", efs_sg, port) == {efa_sg}
+        assert rules("AWS::EC2::SecurityGroupEgress", efs_sg, port) == {efa_sg}
+    for port in (988, 1018):
+        assert rules("AWS::EC2::SecurityGroupIngress", lustre_sg, port) == {efa_sg, lustre_sg}
+        assert rules("AWS::EC2::SecurityGroupEgress", lustre_sg, port) == {efa_sg, lustre_sg}
+    for group in (efs_sg, lustre_sg):  # no inline egress would leave EC2's default allow-all egress
+        assert [e["CidrIp"] for e in res[group]["Properties"]["SecurityGroupEgress"]] == [
+            "255.255.255.255/32"
+        ]
+    # the file system waits for its rules (ParallelCluster issue #6181: port 988 checked at creation)
+    (lustre,) = [v for v in res.values() if v["Type"] == "AWS::FSx::FileSystem"]
+    rule_ids = {
+        k for k, v in res.items() if v["Type"].startswith("AWS::EC2::SecurityGroup") and "Lustre" in k
+    }
+    assert rule_ids - {lustre_sg} <= set(lustre["DependsOn"])
+
+
+def test_head_node_ssh_is_never_open_to_the_world(stack: dict[str, Any]) -> None:
+    """ParallelCluster opens SSH to 0.0.0.0/0 when AllowedIps is missing: here it is the VPC's CIDR."""
+    joined = stack["Outputs"]["ParallelClusterConfig"]["Value"]["Fn::Join"][1]
+    i = next(n for n, p in enumerate(joined) if isinstance(p, str) and p.rstrip().endswith("AllowedIps:"))
+    (vpc,) = [k for k, v in stack["Resources"].items() if v["Type"] == "AWS::EC2::VPC"]
+    assert joined[i + 1] == {"Fn::GetAtt": [vpc, "CidrBlock"]}
 
 
 def test_only_the_cluster_reaches_the_file_systems(stack: dict[str, Any]) -> None:
@@ -218,6 +284,8 @@ def test_resolved_config_passes_the_schema(stack: dict[str, Any]) -> None:
             return "cdk-assets"
         if "KeyPair" in text:
             return "efa-key"
+        if "CidrBlock" in text:
+            return "10.0.0.0/16"
         return f"fs-{next(ids):017x}"
 
     text = "".join(resolve(p) for p in stack["Outputs"]["ParallelClusterConfig"]["Value"]["Fn::Join"][1])

@@ -171,6 +171,9 @@ class EfaCluster(Construct):
         self.role = self.launch_template.role
         self._tag()
         self._launch(id_, node_count, eip_subnet)
+        # The nodes fetch their software at boot: launch them once their subnet's route out (NAT) exists.
+        for launched in self._launched:
+            launched.node.add_dependency(self.subnet.internet_connectivity_established)
         self.node_software = software
         self.software: NodeSoftwareInstallation | None = None
         self.benchmark_report: BenchmarkReport | None = None

@@ -57,6 +57,8 @@ class NodePublicAddress(Construct):
         self.launch_template = launch_template.with_primary_interface(
             self, "LaunchTemplate", self.network_interface.ref
         )
+        # An EIP association fails until the VPC's internet gateway is attached and routed.
+        self.node.add_dependency(subnet.internet_connectivity_established)
 
     @property
     def public_ip(self) -> str:

@@ -60,8 +60,11 @@ class EfaParallelCluster(Construct):
         key_pair: an EC2 key pair for SSH to the head node. Default: one is created
             (ed25519; private key in SSM Parameter Store ``/ec2/keypair/<id>``).
         ssh_peers: at most one source allowed to SSH to the head node (ParallelCluster's
-            ``AllowedIps`` takes one CIDR or prefix list). Default: none (Session Manager).
-        efs_throughput_mibps: EFS provisioned throughput. Default: 1024.
+            ``AllowedIps`` takes one CIDR or prefix list). Default: the VPC's own CIDR only (reach
+            the head node with Session Manager); ParallelCluster opens SSH to 0.0.0.0/0 when
+            ``AllowedIps`` is missing, so it is always written.
+        efs_throughput_mibps: EFS provisioned throughput in MiB/s. Default: none, Elastic throughput
+            (billed by use; provisioned throughput is billed whether used or not, and synthesis warns).
         fsx_lustre_capacity_gib: also create FSx for Lustre of this size. Default: none.
         storage_removal_policy: Default: RETAIN (file systems outlive the stack).
         capacity: a Capacity Reservation or Capacity Block for the compute nodes
@@ -87,7 +90,7 @@ class EfaParallelCluster(Construct):
         queue_name: str = "compute",
         key_pair: ec2.IKeyPair | None = None,
         ssh_peers: Sequence[ec2.IPeer] = (),
-        efs_throughput_mibps: int = 1024,
+        efs_throughput_mibps: int | None = None,
         fsx_lustre_capacity_gib: int | None = None,
         storage_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         capacity: Capacity | None = None,
@@ -177,7 +180,7 @@ class EfaParallelCluster(Construct):
             head_node_instance_type=head_node_instance_type,
             head_node_subnet_id=head_node_subnet.subnet_id,
             key_name=self.key_pair.key_pair_name,
-            ssh_cidr=ssh_peers[0].unique_id if ssh_peers else None,
+            ssh_cidr=ssh_peers[0].unique_id if ssh_peers else self.vpc.vpc_cidr_block,
             queues=(
                 SlurmQueue(
                     name=queue_name,

@@ -25,6 +25,29 @@ def ssh_peer(source: str) -> ec2.IPeer:
     return ec2.Peer.ipv6(text) if ":" in text else ec2.Peer.ipv4(text)
 
 
+def keep_default_egress_closed(group: ec2.SecurityGroup) -> None:
+    """Keep CDK's "no traffic" placeholder on a group whose egress rules are all separate resources.
+
+    CDK drops the placeholder once an egress rule to another security group exists (those are
+    written as their own resources); a group with no inline egress rule keeps EC2's default
+    allow-all egress. The placeholder, written back, removes that default.
+    """
+    cfn = group.node.default_child
+    assert isinstance(cfn, ec2.CfnSecurityGroup)
+    cfn.add_property_override(
+        "SecurityGroupEgress",
+        [
+            {
+                "CidrIp": "255.255.255.255/32",
+                "Description": "Disallow all traffic",
+                "IpProtocol": "icmp",
+                "FromPort": 252,
+                "ToPort": 86,
+            }
+        ],
+    )
+
+
 class EfaSecurityGroup(ec2.SecurityGroup):
     """A security group for EFA interfaces.
 
@@ -71,22 +94,7 @@ class EfaSecurityGroup(ec2.SecurityGroup):
                 description="All outbound traffic",
             )
         else:
-            # The self rule lives in its own resource, so CDK drops its "no traffic" placeholder and the
-            # group would have no inline egress, which makes EC2 keep its default allow-all rule.
-            cfn = self.node.default_child
-            assert isinstance(cfn, ec2.CfnSecurityGroup)
-            cfn.add_property_override(
-                "SecurityGroupEgress",
-                [
-                    {
-                        "CidrIp": "255.255.255.255/32",
-                        "Description": "Disallow all traffic",
-                        "IpProtocol": "icmp",
-                        "FromPort": 252,
-                        "ToPort": 86,
-                    }
-                ],
-            )
+            keep_default_egress_closed(self)
         for peer in ssh_peers:
             if peer.unique_id in ("0.0.0.0/0", "::/0"):
                 Annotations.of(self).add_warning_v2(

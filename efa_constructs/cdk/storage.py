@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy, Size, Token
+from aws_cdk import Annotations, RemovalPolicy, Size, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_efs as efs
 from aws_cdk import aws_fsx as fsx
 from constructs import Construct
 
 from ..core.errors import EfaConfigError
+from .security_group import keep_default_egress_closed
 
 
 class EfaSharedStorage(Construct):
@@ -21,7 +22,9 @@ class EfaSharedStorage(Construct):
     Args:
         vpc: the VPC. subnet: the one subnet for mount targets / the Lustre file system.
         clients: the security group of the nodes that mount them.
-        efs_throughput_mibps: EFS provisioned throughput. Default: 1024 (the trn1 guide's value).
+        efs_throughput_mibps: EFS provisioned throughput in MiB/s. Default: none, Elastic throughput
+            (billed by use). Provisioned throughput is billed every hour whether used or not, and the
+            file system is retained after the stack is deleted: synthesis warns when it is set.
         fsx_lustre_capacity_gib: size of an FSx for Lustre file system (1200 or a multiple of
             2400). Default: none is created.
         removal_policy: what deleting the stack does to the file systems. Default: RETAIN.
@@ -35,13 +38,17 @@ class EfaSharedStorage(Construct):
         vpc: ec2.IVpc,
         subnet: ec2.ISubnet,
         clients: ec2.ISecurityGroup,
-        efs_throughput_mibps: int = 1024,
+        efs_throughput_mibps: int | None = None,
         fsx_lustre_capacity_gib: int | None = None,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
-        if not Token.is_unresolved(efs_throughput_mibps) and not 1 <= efs_throughput_mibps <= 10240:
+        if (
+            efs_throughput_mibps is not None
+            and not Token.is_unresolved(efs_throughput_mibps)
+            and not 1 <= efs_throughput_mibps <= 10240
+        ):
             raise EfaConfigError(
                 "efs_throughput_mibps",
                 value=efs_throughput_mibps,
@@ -68,7 +75,7 @@ class EfaSharedStorage(Construct):
         vpc: ec2.IVpc,
         subnet: ec2.ISubnet,
         clients: ec2.ISecurityGroup,
-        throughput_mibps: int,
+        throughput_mibps: int | None,
         removal_policy: RemovalPolicy,
     ) -> efs.FileSystem:
         self.efs_security_group = ec2.SecurityGroup(
@@ -78,7 +85,17 @@ class EfaSharedStorage(Construct):
             allow_all_outbound=False,
             description="EFS: NFS from the cluster",
         )
+        # Both directions: ParallelCluster's EfsIdValidator checks inbound AND outbound 2049 rules.
         clients.connections.allow_to(self.efs_security_group, ec2.Port.tcp(2049), "NFS to EFS")
+        self.efs_security_group.add_egress_rule(clients, ec2.Port.tcp(2049), "NFS replies to the cluster")
+        keep_default_egress_closed(self.efs_security_group)
+        if throughput_mibps is not None:
+            Annotations.of(self).add_warning_v2(
+                "efa-cdk:efs-provisioned-throughput",
+                f"EFS provisioned throughput of {throughput_mibps} MiB/s is billed every hour whether used "
+                "or not, and the file system is retained when the stack is deleted; leave it unset for "
+                "Elastic throughput (billed by use)",
+            )
         return efs.FileSystem(
             self,
             "Efs",
@@ -86,8 +103,12 @@ class EfaSharedStorage(Construct):
             vpc_subnets=ec2.SubnetSelection(subnets=[subnet]),
             security_group=self.efs_security_group,
             encrypted=True,
-            throughput_mode=efs.ThroughputMode.PROVISIONED,
-            provisioned_throughput_per_second=Size.mebibytes(throughput_mibps),
+            throughput_mode=efs.ThroughputMode.ELASTIC
+            if throughput_mibps is None
+            else efs.ThroughputMode.PROVISIONED,
+            provisioned_throughput_per_second=None
+            if throughput_mibps is None
+            else Size.mebibytes(throughput_mibps),
             performance_mode=efs.PerformanceMode.GENERAL_PURPOSE,
             removal_policy=removal_policy,
             enable_automatic_backups=True,
@@ -104,10 +125,15 @@ class EfaSharedStorage(Construct):
         self.lustre_security_group = ec2.SecurityGroup(
             self, "LustreSecurityGroup", vpc=vpc, allow_all_outbound=False, description="FSx for Lustre"
         )
+        # Both directions, clients and servers: ParallelCluster's ExistingFsxNetworkingValidator checks
+        # inbound AND outbound 988 and 1018-1023.
         for port in (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023)):
             clients.connections.allow_to(self.lustre_security_group, port, "Lustre")
+            self.lustre_security_group.add_egress_rule(clients, port, "Lustre to the cluster")
             self.lustre_security_group.add_ingress_rule(self.lustre_security_group, port, "Lustre servers")
-        return fsx.LustreFileSystem(
+            self.lustre_security_group.add_egress_rule(self.lustre_security_group, port, "Lustre servers")
+        keep_default_egress_closed(self.lustre_security_group)
+        lustre = fsx.LustreFileSystem(
             self,
             "Lustre",
             vpc=vpc,
@@ -121,3 +147,10 @@ class EfaSharedStorage(Construct):
             ),
             removal_policy=removal_policy,
         )
+        # The file system checks its ports at creation (ParallelCluster issue #6181): its rules first
+        # (the rules only: the groups themselves it already references).
+        for group in (self.lustre_security_group, clients):
+            for rule in group.node.children:
+                if isinstance(rule, (ec2.CfnSecurityGroupIngress, ec2.CfnSecurityGroupEgress)):
+                    lustre.node.add_dependency(rule)
+        return lustre

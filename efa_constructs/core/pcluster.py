@@ -234,7 +234,8 @@ class ParallelClusterConfig:
         head_node_on_node_configured: URL of a script the head node runs at the end of its setup.
         head_node_on_node_configured_args: its arguments.
         head_node_s3_read: ``(bucket, key)`` pairs the head node may read.
-        ssh_cidr: where SSH to the head node may come from. Default: nowhere (Session Manager).
+        ssh_cidr: where SSH to the head node may come from (always written: ParallelCluster opens
+            SSH to 0.0.0.0/0 when AllowedIps is missing; use the VPC's CIDR for "nowhere outside").
     """
 
     region: str
@@ -243,12 +244,12 @@ class ParallelClusterConfig:
     head_node_subnet_id: str
     key_name: str
     queues: tuple[SlurmQueue, ...]
+    ssh_cidr: str
     shared_storage: tuple[SharedStorage, ...] = ()
     head_node_security_group_ids: tuple[str, ...] = ()
     head_node_on_node_configured: str | None = None
     head_node_on_node_configured_args: tuple[str, ...] = ()
     head_node_s3_read: tuple[tuple[str, str], ...] = field(default=())
-    ssh_cidr: str | None = None
 
     def __post_init__(self) -> None:
         if self.image_os in RETIRED_OS:
@@ -275,8 +276,8 @@ class ParallelClusterConfig:
     def to_dict(self) -> dict[str, Any]:
         """The configuration as the dictionary ParallelCluster's schema loads."""
         ssh: dict[str, Any] = {"KeyName": self.key_name}
-        if self.ssh_cidr:
-            ssh["AllowedIps"] = self.ssh_cidr
+        # Always written: ParallelCluster opens SSH to 0.0.0.0/0 when AllowedIps is missing.
+        ssh["AllowedIps"] = self.ssh_cidr
         head: dict[str, Any] = {
             "InstanceType": self.head_node_instance_type,
             "Networking": {"SubnetId": self.head_node_subnet_id},

@@ -65,7 +65,11 @@ run_nccl_tests() {
     compgen -G "/usr/local/cuda*/efa/test-cuda-*/all_reduce_perf" | head -n1 || true)
   [ -n "$bin" ] || { echo "all_reduce_perf not found (set EFA_CDK_NCCL_TESTS to its directory)"; return 1; }
   [ -d /usr/local/cuda/lib64 ] && LD_LIBRARY_PATH="/usr/local/cuda/lib64:$LD_LIBRARY_PATH"
-  as_user mpirun -n $((nodes * slots)) -N "$slots" --hostfile "$ETC/hostfile" --tag-output \
+  # Open MPI by absolute path with --prefix, as AWS's EFA examples run it: remote orted is found over
+  # non-interactive SSH, whose PATH (Ubuntu's) lacks /opt/amazon/openmpi/bin.
+  local mpi="$R/opt/amazon/openmpi"
+  [ -x "$mpi/bin/mpirun" ] || { echo "Open MPI not found at $mpi/bin/mpirun (EFA installer's Open MPI)"; return 1; }
+  as_user "$mpi/bin/mpirun" --prefix "$mpi" -n $((nodes * slots)) -N "$slots" --hostfile "$ETC/hostfile" --tag-output \
     "${mpi_env[@]}" -x NCCL_DEBUG=INFO --mca pml ^cm --mca btl tcp,self \
     --mca btl_tcp_if_exclude lo,docker0 --bind-to none \
     "$bin" -b 8 -e 1G -f 2 -g 1 -c 1 -n 100
