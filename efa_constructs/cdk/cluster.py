@@ -30,7 +30,7 @@ from ..core.checks import ClusterRequest, check_cluster
 from ..core.errors import EfaConfigError
 from ..core.layout import LayoutMode, NicLayout, resolve_layout
 from ..core.options import InternetEgress, NodeGroup, PublicIp
-from ..core.software import EfaUserData
+from ..core.software import Benchmark, EfaUserData
 from .acknowledgements import acknowledge
 from .launch_template import EfaLaunchTemplate, instance_type_name
 from .limits import check_limits
@@ -275,7 +275,7 @@ class EfaCluster(Construct):
         return [n.instance for n in self.nodes]
 
     def _add_node_software(
-        self, software: EfaUserData, node_count: int, benchmarks: Sequence[object]
+        self, software: EfaUserData, node_count: int, benchmarks: Sequence[Benchmark]
     ) -> None:
         """The benchmark report, the software installation, and the nodes' creation policies."""
         if benchmarks:
@@ -296,7 +296,7 @@ class EfaCluster(Construct):
             user_data=self.node_user_data,
             node_count=node_count,
             parameter_path=f"/efa-cdk/{Aws.STACK_NAME}/{self.path_in_stack}",
-            benchmarks=software.benchmarks_for(self.instance_type),
+            benchmarks=benchmarks,
             benchmark_url=self.benchmark_report.url if self.benchmark_report else None,
         )
         timeout = f"PT{software.signal_timeout_minutes}M"
