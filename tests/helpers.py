@@ -56,26 +56,16 @@ def isolated_vpc(stack: Any) -> Any:
 
 LINT_IGNORED = [
     (
-        "W3005",
-        "CustomVpcRestrictDefaultSGCustomResourceProvider",
-        "CDK's restrict-default-SG provider has a redundant DependsOn next to a GetAtt; harmless",
-    ),
-    (
         "W3010",
         "",
         "a user-chosen availability_zone is pinned on purpose: an EFA cluster lives in one AZ",
     ),
-    (
-        "E6101",
-        "BenchmarkResults",
-        "the CloudFormation user guide's documented output of a wait condition's Data; the registry "
-        "schema types that attribute as an object (see acknowledgements.REASONS)",
-    ),
 ]
 
 
-def lint(template: dict[str, Any]) -> list[str]:
-    """cfn-lint findings (errors and warnings) for a synthesized template, in us-east-1."""
+def lint(template: dict[str, Any], *, stock: bool = False) -> list[str]:
+    """cfn-lint findings (errors and warnings) for a synthesized template, in us-east-1; with `stock`,
+    all of them (what a user's own cfn-lint reports), else less LINT_IGNORED."""
     from cfnlint.api import ManualArgs
     from cfnlint.api import lint as cfn_lint
 
@@ -83,7 +73,8 @@ def lint(template: dict[str, Any]) -> list[str]:
     return [
         f"{m.rule.id} {m.message} ({'/'.join(map(str, m.path))})"
         for m in matches
-        if not any(
+        if stock
+        or not any(
             m.rule.id == rule and str(m.path[1]).startswith(prefix) for rule, prefix, _ in LINT_IGNORED
         )
     ]
