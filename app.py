@@ -15,7 +15,15 @@ import aws_cdk as cdk
 from efa_constructs.core import EfaConfigError
 from stacks.cluster_stack import READY_CLUSTERS, EfaClusterStack, stack_context
 from stacks.parallel_cluster_stack import READY_PCLUSTERS, EfaParallelClusterStack
-from stacks.params import ClusterParams, PclusterParams, check_stack_prefixes, plain_key_hint
+from stacks.params import (
+    CLUSTER,
+    PCLUSTER,
+    ClusterParams,
+    PclusterParams,
+    check_stack_keys,
+    check_stack_prefixes,
+    plain_key_hint,
+)
 
 
 def build(app: cdk.App) -> cdk.App:
@@ -23,9 +31,10 @@ def build(app: cdk.App) -> cdk.App:
     context = app.node.get_all_context()
     check_stack_prefixes(context, [*READY_CLUSTERS, *READY_PCLUSTERS])
 
-    def add(name: str, make: Callable[[dict[str, Any]], object]) -> None:
+    def add(name: str, kind: str, make: Callable[[dict[str, Any]], object]) -> None:
         ctx = stack_context(context, name)
         try:
+            check_stack_keys(context, name, kind)
             make(ctx)
         except EfaConfigError as err:
             plain = {k: v for k, v in context.items() if ":" not in k}
@@ -38,7 +47,7 @@ def build(app: cdk.App) -> cdk.App:
             description = f"efa-cdk {name}: EFA cluster of {params.node_count} x {params.instance_type}"
             return EfaClusterStack(app, name, params=params, description=description)
 
-        add(name, cluster)
+        add(name, CLUSTER, cluster)
     for name, default_type in READY_PCLUSTERS.items():
 
         def pcluster(ctx: dict[str, Any], name: str = name, default_type: str = default_type) -> object:
@@ -46,7 +55,7 @@ def build(app: cdk.App) -> cdk.App:
             description = f"efa-cdk {name}: ParallelCluster network, storage, config ({params.instance_type})"
             return EfaParallelClusterStack(app, name, params=params, description=description)
 
-        add(name, pcluster)
+        add(name, PCLUSTER, pcluster)
     return app
 
 

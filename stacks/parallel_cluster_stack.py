@@ -45,6 +45,11 @@ class EfaParallelClusterStack(Stack):
             efs_throughput_mibps=params.efs_throughput_mibps,
             fsx_lustre_capacity_gib=params.fsx_lustre_gib,
             capacity=params.capacity,
+            placement_group=(
+                ec2.PlacementGroup.from_placement_group_name(self, "PlacementGroup", params.placement_group)
+                if params.placement_group
+                else None
+            ),
             create_cluster=params.create_cluster,
         )
         CfnOutput(

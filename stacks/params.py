@@ -127,8 +127,8 @@ FIELDS: tuple[Field, ...] = (
     Field("node_group", "explicit (an instance resource per node) | asg (one Auto Scaling group)",
           choice(NodeGroup.parse), "explicit", frozenset({CLUSTER})),
     Field("placement_group", "existing placement group to launch into (e.g. the reservation's)",
-          text(r"^[\x21-\x7e]{1,255}$", "a placement group name", "my-group"), "a new one",
-          frozenset({CLUSTER})),
+          text(r"^[\x21-\x7e]{1,255}$", "a placement group name", "my-group"),
+          "On-Demand: a new one; reservation: none"),
     Field("min_count", "static compute nodes", whole, "0", frozenset({PCLUSTER})),
     Field("max_count", "static + dynamic compute nodes", whole, "2", frozenset({PCLUSTER})),
     Field("head_node_instance_type", "head node type",
@@ -181,6 +181,20 @@ def check_stack_prefixes(ctx: Mapping[str, Any], stacks: Sequence[str]) -> None:
                 value=name,
                 why=f"{prefix!r} is not a ready stack, so {key} would be ignored",
                 fix=f"write {close[0]}:{key}" if close else f"prefix one of {', '.join(stacks)}",
+            )
+
+
+def check_stack_keys(ctx: Mapping[str, Any], stack: str, kind: str) -> None:
+    """Refuse ``Stack:key`` for a key this kind of stack does not read (it would be ignored)."""
+    for name in ctx:
+        prefix, _, key = name.rpartition(":")
+        if prefix == stack and key in BY_KEY and kind not in BY_KEY[key].stacks:
+            readers = "the cluster stacks" if kind == PCLUSTER else "the ParallelCluster stack"
+            raise EfaConfigError(
+                "context",
+                value=name,
+                why=f"{stack} does not read {key} (only {readers} do), so it would be ignored",
+                fix=f"drop it, or see the keys {stack} reads in the README's context table",
             )
 
 
@@ -310,6 +324,7 @@ class PclusterParams:
     efs_throughput_mibps: int | None = None
     fsx_lustre_gib: int | None = None
     capacity: Capacity = field(default_factory=Capacity.on_demand)
+    placement_group: str | None = None
     create_cluster: bool = False
 
     @property

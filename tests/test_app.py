@@ -64,3 +64,9 @@ def test_npx_cdk_ls_works_in_a_plain_shell(request: pytest.FixtureRequest) -> No
         "Trn1ParallelCluster",
     ]
     assert "end-of-life" not in run.stderr  # no jsii banner in the user's way
+
+
+def test_a_key_the_prefixed_stack_does_not_read_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = run_app(capsys, **{"Trn1ParallelCluster:node_count": "3"})
+    assert code == 1 and err.count("\n") == 1, err
+    assert "Trn1ParallelCluster does not read node_count (only the cluster stacks do)" in err

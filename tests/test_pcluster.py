@@ -97,7 +97,20 @@ def test_configs_pass_parallelclusters_own_schema() -> None:
     configs.append(yaml.safe_load(config("p5.48xlarge", compute_resources=(flexible,)).to_yaml()))
     configs.append(
         yaml.safe_load(
-            config("p5.48xlarge", compute_resources=(block,), capacity_type="CAPACITY_BLOCK").to_yaml()
+            config(
+                "p5.48xlarge",
+                compute_resources=(block,),
+                capacity_type="CAPACITY_BLOCK",
+                use_placement_group=False,
+            ).to_yaml()
+        )
+    )
+    reserved = ComputeResource(
+        "odcr", ("trn1.32xlarge",), 0, 4, capacity_reservation_id="cr-0123456789abcdef1"
+    )
+    configs.append(  # an On-Demand Capacity Reservation made without a placement group
+        yaml.safe_load(
+            config("trn1.32xlarge", compute_resources=(reserved,), use_placement_group=False).to_yaml()
         )
     )
     broken = yaml.safe_load(config("trn1.32xlarge").to_yaml())
@@ -430,3 +443,44 @@ def test_bootstrap_refuses_an_argument_that_is_not_a_setting(tmp_path: Path) -> 
         timeout=30,
     )
     assert run.returncode == 1 and "not EFA_CDK_*=VALUE: us-east-1" in run.stdout + run.stderr
+
+
+def test_efs_is_mounted_with_iam_because_its_policy_refuses_anonymous_clients(stack: dict[str, Any]) -> None:
+    """The synthesized policy grants ClientWrite/ClientRootAccess to IAM principals through mount
+    targets and nothing to anonymous clients, so ParallelCluster must mount with IAM (and TLS)."""
+    (fs,) = by_type(stack, "AWS::EFS::FileSystem")
+    (statement,) = fs["Properties"]["FileSystemPolicy"]["Statement"]
+    assert statement["Effect"] == "Allow" and "elasticfilesystem:ClientMount" not in statement["Action"]
+    assert statement["Condition"] == {"Bool": {"elasticfilesystem:AccessedViaMountTarget": "true"}}
+    joined = stack["Outputs"]["ParallelClusterConfig"]["Value"]["Fn::Join"][1]
+    text = "".join(p if isinstance(p, str) else "X" for p in joined)
+    efs = text.split("EfsSettings:")[1].split("Name:")[0]
+    assert "EncryptionInTransit: true" in efs and "IamAuthorization: true" in efs
+
+
+def _queue_placement(template: dict[str, Any]) -> str:
+    joined = template["Outputs"]["ParallelClusterConfig"]["Value"]["Fn::Join"][1]
+    text = "".join(p if isinstance(p, str) else "<ref>" for p in joined)
+    return text.split("PlacementGroup:")[1].split("ComputeResources:")[0].split("Name: compute")[0]
+
+
+def test_a_reservation_without_its_group_disables_placement_instead_of_making_one() -> None:
+    """ParallelCluster's PlacementGroupCapacityReservationValidator refuses a group the reservation
+    is not in: with an On-Demand Capacity Reservation and no placement_group, none is used."""
+    t = synth(capacity_reservation="cr-0123456789abcdef0", availability_zone="us-east-1d")
+    assert not by_type(t, "AWS::EC2::PlacementGroup")
+    assert "Enabled: false" in _queue_placement(t) and "Name:" not in _queue_placement(t)
+
+
+def test_a_reservation_with_its_group_names_that_group() -> None:
+    t = synth(
+        capacity_reservation="cr-0123456789abcdef0", availability_zone="us-east-1d", placement_group="resv-pg"
+    )
+    assert not by_type(t, "AWS::EC2::PlacementGroup")
+    placement = _queue_placement(t)
+    assert "Enabled: true" in placement and "Name: resv-pg" in placement
+
+
+def test_a_capacity_block_refuses_a_placement_group() -> None:
+    with pytest.raises(EfaConfigError, match="placement_group='blk-pg': a Capacity Block"):
+        synth(capacity_block="cr-0123456789abcdef0", availability_zone="us-east-1d", placement_group="blk-pg")

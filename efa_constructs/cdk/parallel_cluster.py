@@ -69,6 +69,9 @@ class EfaParallelCluster(Construct):
         storage_removal_policy: Default: RETAIN (file systems outlive the stack).
         capacity: a Capacity Reservation or Capacity Block for the compute nodes
             (:class:`Capacity`; not a reservation group). Default: On-Demand.
+        placement_group: an existing placement group for the compute queue (e.g. the one a Capacity
+            Reservation was made in). Default: a new cluster placement group On-Demand; none with a
+            reservation (the reservation decides placement) or a Capacity Block.
         create_cluster: also create the cluster with ParallelCluster's custom resource.
             Default: False (deploy the YAML output with ``pcluster create-cluster``).
     """
@@ -94,6 +97,7 @@ class EfaParallelCluster(Construct):
         fsx_lustre_capacity_gib: int | None = None,
         storage_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         capacity: Capacity | None = None,
+        placement_group: ec2.IPlacementGroup | None = None,
         create_cluster: bool = False,
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
@@ -111,8 +115,19 @@ class EfaParallelCluster(Construct):
         # One group for head and compute: EFA needs all traffic to and from itself, and the head
         # node talks to the compute nodes (Slurm, NFS) through it as well.
         self.security_group = EfaSecurityGroup(self, "SecurityGroup", vpc=vpc)
-        self.placement_group = None
-        if capacity.creates_placement_group:
+        # The rules EfaCluster follows (core.capacity): a new cluster placement group On-Demand; with a
+        # reservation, the reservation's own group when given, else none (ParallelCluster's
+        # PlacementGroupCapacityReservationValidator refuses a group the reservation is not in);
+        # never one with a Capacity Block.
+        self.placement_group: ec2.IPlacementGroup | None = placement_group
+        if placement_group is not None and not capacity.accepts_placement_group:
+            raise EfaConfigError(
+                "placement_group",
+                value=placement_group.placement_group_name,
+                why="a Capacity Block's instances are placed by EC2; a placement group cannot be applied",
+                fix="drop placement_group when launching into a Capacity Block",
+            )
+        if placement_group is None and capacity.creates_placement_group:
             self.placement_group = ec2.PlacementGroup(
                 self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
             )
@@ -189,6 +204,7 @@ class EfaParallelCluster(Construct):
                     placement_group=self.placement_group.placement_group_name
                     if self.placement_group
                     else None,
+                    use_placement_group=self.placement_group is not None,
                     security_group_ids=(self.security_group.security_group_id,),
                     on_node_configured=self._entry_url,
                     on_node_configured_args=self._bootstrap_args("efa-env,pcluster-hosts"),

@@ -102,6 +102,9 @@ class SlurmQueue:
         name: queue (partition) name.
         subnet_ids: the compute subnet. Several are refused with EFA (EFA does not cross subnets).
         compute_resources: what the queue launches.
+        use_placement_group: False writes ``PlacementGroup: {Enabled: false}`` (a Capacity Reservation
+            made without a placement group, or a Capacity Block: EC2 places those instances).
+            Default: True.
         placement_group: name of an existing cluster placement group; None lets ParallelCluster
             manage one (when EFA is on).
         security_group_ids: extra security groups on the compute nodes (the EFA group).
@@ -115,6 +118,7 @@ class SlurmQueue:
     subnet_ids: tuple[str, ...]
     compute_resources: tuple[ComputeResource, ...]
     placement_group: str | None = None
+    use_placement_group: bool = True
     security_group_ids: tuple[str, ...] = ()
     on_node_configured: str | None = None
     on_node_configured_args: tuple[str, ...] = ()
@@ -165,8 +169,8 @@ class SlurmQueue:
         if self.security_group_ids:
             networking["AdditionalSecurityGroups"] = list(self.security_group_ids)
         if self.efa:
-            pg: dict[str, Any] = {"Enabled": True}
-            if self.placement_group:
+            pg: dict[str, Any] = {"Enabled": self.use_placement_group}
+            if self.placement_group and self.use_placement_group:
                 pg["Name"] = self.placement_group
             networking["PlacementGroup"] = pg
         out: dict[str, Any] = {
@@ -208,14 +212,24 @@ class SharedStorage:
             )
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``SharedStorage`` entry (existing file system, by id)."""
-        settings = "EfsSettings" if self.kind == "Efs" else "FsxLustreSettings"
-        return {
-            "Name": self.name,
-            "MountDir": self.mount_dir,
-            "StorageType": self.kind,
-            settings: {"FileSystemId": self.file_system_id},
-        }
+        """The ``SharedStorage`` entry (existing file system, by id).
+
+        EFS is mounted over TLS with IAM authorization: ParallelCluster mounts an existing EFS
+        without IAM by default (an anonymous client), which a file-system policy that denies
+        anonymous access (CDK's ``@aws-cdk/aws-efs:denyAnonymousAccess``, the EFS console's
+        "prevent anonymous access") refuses.
+        """
+        if self.kind == "Efs":
+            settings = {
+                "EfsSettings": {
+                    "FileSystemId": self.file_system_id,
+                    "EncryptionInTransit": True,
+                    "IamAuthorization": True,
+                }
+            }
+        else:
+            settings = {"FsxLustreSettings": {"FileSystemId": self.file_system_id}}
+        return {"Name": self.name, "MountDir": self.mount_dir, "StorageType": self.kind, **settings}
 
 
 @dataclass(frozen=True)
