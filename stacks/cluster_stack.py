@@ -68,7 +68,11 @@ class EfaClusterStack(Stack):
             root_volume_gib=params.root_volume_gib,
             public_ip=params.public_ip,
             public_subnet=public_subnet if params.public_ip is not PublicIp.NONE else None,
-            node_software=EfaUserData(benchmarks=params.benchmarks) if params.node_software else False,
+            node_software=EfaUserData(
+                benchmarks=params.benchmarks, strict_benchmarks=params.strict_benchmarks
+            )
+            if params.node_software
+            else False,
             node_group=params.node_group,
             capacity=params.capacity,
             placement_group=(

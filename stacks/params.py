@@ -122,6 +122,8 @@ FIELDS: tuple[Field, ...] = (
           choice(PublicIp.parse), "none", frozenset({CLUSTER})),
     Field("benchmarks", "auto | none | comma-separated nccl-tests, nccom-test, fi_pingpong",
           choice(lambda raw: Benchmark.parse_list(str(raw))), "auto", frozenset({CLUSTER})),
+    Field("strict_benchmarks", "true | false: a benchmark problem fails the stack (EFA faults always do)",
+          boolean, "false: reported in BenchmarkResults", frozenset({CLUSTER})),
     Field("node_software", "true | false: EFA install and check, SSH, hostfile, benchmarks at boot", boolean,
           "true", frozenset({CLUSTER})),
     Field("node_group", "explicit (an instance resource per node) | asg (one Auto Scaling group)",
@@ -270,6 +272,7 @@ class ClusterParams:
     public_ip: PublicIp = PublicIp.NONE
     public_subnet_id: str | None = None
     benchmarks: tuple[Benchmark, ...] | None = None
+    strict_benchmarks: bool = False
     node_group: NodeGroup = NodeGroup.EXPLICIT
     node_software: bool = True
     capacity: Capacity = field(default_factory=Capacity.on_demand)

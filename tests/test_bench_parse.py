@@ -112,6 +112,9 @@ def test_signal_body_success_and_failure() -> None:
     assert body["Status"] == "FAILURE"
     assert body["Reason"] == "nccl-tests: all_reduce_perf not found"
     assert bench_parse.signal_body([])["Status"] == "FAILURE"
+    relaxed = bench_parse.signal_body([good, bad], strict=False)  # the problem is data, the stack stays
+    assert relaxed["Status"] == "SUCCESS" and relaxed["Reason"] == "nccl-tests: all_reduce_perf not found"
+    assert json.loads(relaxed["Data"])[1] == bad
 
 
 def test_signal_body_stays_small() -> None:

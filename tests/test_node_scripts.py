@@ -208,8 +208,11 @@ def test_node_that_never_comes_up_fails_the_hostfile_with_the_missing_count(tmp_
     r = node.run(*BOOT)
     assert r.returncode == 1
     assert "only 1 of 2 nodes came up within 1s (found: 10.0.1.10)" in r.log
-    # This node's own signal (SUCCESS) went out before; the hostfile failure is logged, not signalled.
+    # This node's own signal (SUCCESS) went out before; the stack's benchmark wait condition gets the
+    # failure at once, with the reason, instead of timing out an hour later.
     assert [s.split("--status ")[1].split()[0] for s in node.signals()] == ["SUCCESS"]
+    body = json.loads((node.stub_dir / "posted.json").read_text())
+    assert body["Status"] == "FAILURE" and "hostfile: only 1 of 2 nodes came up" in body["Reason"]
 
 
 def test_leader_benchmarks_report_to_the_wait_condition(tmp_path: Path) -> None:
@@ -239,8 +242,11 @@ def test_leader_benchmarks_report_to_the_wait_condition(tmp_path: Path) -> None:
     assert f"--prefix {node.root}/opt/amazon/openmpi " in mpirun
 
 
-def test_benchmark_that_falls_back_to_sockets_fails_the_wait_condition(tmp_path: Path) -> None:
-    node = Node(tmp_path, "p4d.24xlarge", EFA_CDK_BENCHMARKS="nccl-tests")
+@pytest.mark.parametrize("strict", ["1", "0"])
+def test_benchmark_that_falls_back_to_sockets_is_reported(tmp_path: Path, strict: str) -> None:
+    """Strict: the wait condition fails. Not strict (the default): the problem is in the results and
+    the verified cluster stays."""
+    node = Node(tmp_path, "p4d.24xlarge", EFA_CDK_BENCHMARKS="nccl-tests", EFA_CDK_BENCHMARK_STRICT=strict)
     text = (
         (FIXTURES / "nccl-tests-2x-p4d.txt").read_text().replace("Selected Provider is efa", "Using Socket")
     )
@@ -248,18 +254,18 @@ def test_benchmark_that_falls_back_to_sockets_fails_the_wait_condition(tmp_path:
     (node.stub_dir / "nt").mkdir()
     (node.stub_dir / "nt" / "all_reduce_perf").write_text("")
     r = node.run("hostfile", "benchmarks", EFA_CDK_NCCL_TESTS=str(node.stub_dir / "nt"))
-    assert r.returncode == 1
     body = json.loads((node.stub_dir / "posted.json").read_text())
-    assert body["Status"] == "FAILURE" and "not efa" in body["Reason"]
+    assert "not efa" in body["Reason"] and json.loads(body["Data"])[0]["ok"] is False
+    assert (r.returncode, body["Status"]) == ((1, "FAILURE") if strict == "1" else (0, "SUCCESS")), r.log
     assert not node.signals()  # after the node's own signal: reported to the wait condition only
 
 
 def test_missing_benchmark_tool_is_reported_by_name(tmp_path: Path) -> None:
     node = Node(tmp_path, "p4d.24xlarge", EFA_CDK_BENCHMARKS="nccl-tests")
     r = node.run("hostfile", "benchmarks", EFA_CDK_NCCL_TESTS=str(tmp_path / "nowhere"))
-    assert r.returncode == 1
+    assert r.returncode == 0, r.log  # not strict: reported, the cluster stays
     body = json.loads((node.stub_dir / "posted.json").read_text())
-    assert "all_reduce_perf not found" in body["Reason"]
+    assert body["Status"] == "SUCCESS" and "all_reduce_perf not found" in body["Reason"]
 
 
 def test_trainium_leader_runs_nccom_test_across_all_hosts(tmp_path: Path) -> None:
@@ -281,7 +287,8 @@ def test_unreachable_node_stops_the_benchmarks_with_its_address(tmp_path: Path) 
     r = node.run("hostfile", "benchmarks")
     assert r.returncode == 1
     assert "node 10.0.1.11 never verified EFA or is unreachable over SSH" in r.log
-    assert json.loads((node.stub_dir / "posted.json").read_text())["Status"] == "FAILURE"
+    body = json.loads((node.stub_dir / "posted.json").read_text())  # an EFA fault: FAILURE, strict or not
+    assert body["Status"] == "FAILURE" and "10.0.1.11 never verified EFA" in body["Reason"]
 
 
 def test_followers_do_not_benchmark(tmp_path: Path) -> None:

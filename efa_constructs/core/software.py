@@ -182,6 +182,10 @@ class EfaUserData:
             Default: 45 (image boot, EFA install and verification).
         benchmark_timeout_minutes: how long CloudFormation waits for the benchmark results.
             Default: 60.
+        strict_benchmarks: True fails the stack when a benchmark cannot run or does not use EFA.
+            Default: False: such a problem is reported in the results (``ok: false`` with the
+            reason) and the verified cluster stays; EFA faults (a node that never verifies, a
+            hostfile that cannot be completed) fail the stack either way.
     """
 
     def __init__(
@@ -192,6 +196,7 @@ class EfaUserData:
         wait_seconds: int = 1800,
         signal_timeout_minutes: int = 45,
         benchmark_timeout_minutes: int = 60,
+        strict_benchmarks: bool = False,
     ) -> None:
         for name, value, lo, hi in (
             ("wait_seconds", wait_seconds, 60, 43200),
@@ -207,6 +212,7 @@ class EfaUserData:
         self.wait_seconds = wait_seconds
         self.signal_timeout_minutes = signal_timeout_minutes
         self.benchmark_timeout_minutes = benchmark_timeout_minutes
+        self.strict_benchmarks = strict_benchmarks
         self._user_steps: dict[str, str] = {}
         self._staged = False
 
@@ -292,6 +298,7 @@ class EfaUserData:
             **self.installer.settings(),
             "EFA_CDK_USER": login_user,
             "EFA_CDK_WAIT_SECONDS": str(self.wait_seconds),
+            "EFA_CDK_BENCHMARK_STRICT": "1" if self.strict_benchmarks else "0",
         }
 
 

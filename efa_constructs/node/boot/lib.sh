@@ -52,3 +52,11 @@ retry() {
 aws_() { aws --region "${EFA_CDK_REGION:?}" --output text "$@"; }
 
 user_home() { printf '%s' "$R/home/${EFA_CDK_USER:?}"; }
+
+# report_fault REASON: FAILURE with REASON to the benchmark wait condition (EFA_CDK_BENCHMARK_URL).
+report_fault() {
+  local body="$STATE/fault.json"
+  mkdir -p "$STATE"
+  python3 -c 'import json, sys; print(json.dumps({"Status": "FAILURE", "Reason": sys.argv[1][:250], "UniqueId": "benchmarks", "Data": json.dumps([{"benchmark": "all", "ok": False, "reason": sys.argv[1]}])}))' "$1" >"$body"
+  retry 5 10 curl -sS -f -X PUT -H 'Content-Type:' --data-binary "@$body" "${EFA_CDK_BENCHMARK_URL:?}"
+}

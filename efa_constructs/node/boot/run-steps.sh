@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run the node's steps in order, each logged with its timing. When the list has a `signal` step,
 # a failure before it signals FAILURE to CloudFormation (so `cdk deploy` stops with this node's
-# reason); a failure after it (hostfile, benchmarks) is logged and, on the leader, reported to the
-# benchmark wait condition by the step itself. Without `signal` (a step re-run by hand, e.g.
+# reason); a failure after it (hostfile, benchmarks) is reported to the benchmark wait condition at
+# once as FAILURE with the reason, unless a report was already posted. Without `signal` (a step re-run by hand, e.g.
 # `sudo /opt/efa-cdk/bin/run-steps.sh hostfile`), nothing is signalled.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,6 +27,10 @@ for step in "$@"; do
   log "!!! $reason"
   if [ "$pending" = 1 ]; then
     STEP=signal bash "$here/signal.sh" FAILURE "$reason" || log "could not signal CloudFormation"
+  elif [ -n "${EFA_CDK_BENCHMARK_URL:-}" ] && [ ! -s "$STATE/benchmarks.json" ]; then
+    # After this node's own signal, the stack still waits for the benchmark report: fail it now,
+    # with the reason, instead of leaving it to time out (a report already posted is not replaced).
+    report_fault "$reason" || log "could not report the failure to the benchmark wait condition"
   fi
   exit 1
 done
