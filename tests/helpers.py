@@ -94,6 +94,8 @@ def by_type(template: dict[str, Any], cfn_type: str) -> list[dict[str, Any]]:
 
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
+#: The instance id the IMDS stub answers: the node under test.
+THIS_INSTANCE = "i-0123456789abcdef0"
 BASH = shutil.which("bash") or "/bin/bash"
 
 # Each stub appends "<name> <args>" to $STUB_LOG, then behaves as below.
@@ -111,7 +113,7 @@ while [ $# -gt 0 ]; do
 done
 case "$url" in
   */api/token) echo tok ;;
-  */meta-data/instance-id) echo i-0123456789abcdef0 ;;
+  */meta-data/instance-id) echo i-0123456789abcdef0 ;;  # THIS_INSTANCE
   */meta-data/local-ipv4) cat "$STUB_DIR/local-ipv4" ;;
   */meta-data/tags/instance/*) cat "$STUB_DIR/tags/${url##*/}" 2>/dev/null || exit 22 ;;
   https://stand-in/handle) cp "$data" "$STUB_DIR/posted.json" ;;
@@ -169,6 +171,7 @@ class Node:
 
     def __init__(self, root: Path, itype: str = "trn1.32xlarge", *, index: int = 0, **settings: str) -> None:
         self.root, self.stub_dir = root / "node", root / "stub"
+        self.index = index
         it = instance_type(itype)
         layout = plan_layout(it)
         software = EfaUserData(wait_seconds=60)
@@ -243,9 +246,27 @@ class Node:
             (self.stub_dir / "tags" / key).write_text(value + "\n")
 
     def cluster(self, ips: list[str], count: int, *, indexed: bool = True) -> None:
-        rows = "".join(f"{i if indexed else 'None'}\t{ip}\n" for i, ip in enumerate(ips))
-        (self.stub_dir / "instances").write_text(rows)
+        """Instances as DescribeInstances lists them: one generation, this node's at its index."""
+        rows = [
+            (
+                i if indexed else None,
+                ip,
+                "2026-11-22T10:00:00+00:00",
+                None if indexed else "asg-1",
+                self._id(i),
+            )
+            for i, ip in enumerate(ips)
+        ]
+        self.instances(rows, count)
+
+    def instances(self, rows: list[tuple[int | None, str, str, str | None, str]], count: int) -> None:
+        """(node index, private ip, launch time, Auto Scaling group, instance id) per instance."""
+        text = "".join("\t".join("None" if v is None else str(v) for v in row) + "\n" for row in rows)
+        (self.stub_dir / "instances").write_text(text)
         (self.stub_dir / "node-count").write_text(f"{count}\n")
+
+    def _id(self, i: int) -> str:
+        return THIS_INSTANCE if i == self.index else f"i-{i:017x}"
 
     def installer_tarball(self, *, sha256: str | None = None) -> str:
         """A real tarball whose efa_installer.sh records its flags and 'installs' fi_info."""

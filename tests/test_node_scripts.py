@@ -20,7 +20,7 @@ import pytest
 
 from efa_constructs import EfaUserData
 from efa_constructs.core.software import EFA_INSTALLER_FINGERPRINT, EFA_INSTALLER_VERSION, Benchmark
-from tests.helpers import FIXTURES, Node
+from tests.helpers import FIXTURES, THIS_INSTANCE, Node
 
 BOOT = ("install-efa", "efa-env", "ssh-keys", "verify-efa", "signal", "hostfile")
 
@@ -207,12 +207,14 @@ def test_node_that_never_comes_up_fails_the_hostfile_with_the_missing_count(tmp_
     node.cluster(["10.0.1.10"], count=2)
     r = node.run(*BOOT)
     assert r.returncode == 1
-    assert "only 1 of 2 nodes came up within 1s (found: 10.0.1.10)" in r.log
+    assert "1 of 2 nodes of this generation came up within 1s (found: 10.0.1.10)" in r.log
     # This node's own signal (SUCCESS) went out before; the stack's benchmark wait condition gets the
     # failure at once, with the reason, instead of timing out an hour later.
     assert [s.split("--status ")[1].split()[0] for s in node.signals()] == ["SUCCESS"]
     body = json.loads((node.stub_dir / "posted.json").read_text())
-    assert body["Status"] == "FAILURE" and "hostfile: only 1 of 2 nodes came up" in body["Reason"]
+    assert (
+        body["Status"] == "FAILURE" and "hostfile: 1 of 2 nodes of this generation came up" in body["Reason"]
+    )
 
 
 def test_leader_benchmarks_report_to_the_wait_condition(tmp_path: Path) -> None:
@@ -316,6 +318,44 @@ def test_user_step_runs_before_verification_and_its_failure_is_signalled(tmp_pat
     r = node.run(*steps)
     assert r.returncode == 1 and node.read("tools") == "tools\n"
     assert "install-tools" in node.signals()[0] and "--status FAILURE" in node.signals()[0]
+
+
+OLD, NEW = "2026-11-01T10:00:00+00:00", "2026-11-22T10:00:00+00:00"
+
+
+def test_during_a_replacement_the_hostfile_lists_the_new_nodes_only(tmp_path: Path) -> None:
+    """CloudFormation creates the replacement before it deletes the old node: both run for a while."""
+    node = Node(tmp_path)
+    node.instances(
+        [
+            (0, "10.0.1.10", OLD, None, "i-00000000000000a00"),
+            (1, "10.0.1.11", OLD, None, "i-00000000000000a01"),
+            (1, "10.0.1.21", NEW, None, "i-00000000000000b01"),
+            (0, "10.0.1.20", NEW, None, THIS_INSTANCE),
+            (2, "10.0.1.12", OLD, None, "i-00000000000000a02"),  # node 2 of 3, being removed (count now 2)
+        ],
+        count=2,
+    )
+    r = node.run("hostfile")
+    assert r.returncode == 0, r.log
+    assert node.read("etc/efa-cdk/hostfile").split() == ["10.0.1.20", "slots=32", "10.0.1.21", "slots=32"]
+
+
+def test_an_auto_scaling_node_counts_its_own_group_only(tmp_path: Path) -> None:
+    """A launch-template change replaces the whole group: the old group's nodes still run meanwhile."""
+    node = Node(tmp_path)
+    node.instances(
+        [
+            (None, "10.0.1.5", OLD, "Cluster-Nodes-OLD", "i-00000000000000a00"),
+            (None, "10.0.1.6", OLD, "Cluster-Nodes-OLD", "i-00000000000000a01"),
+            (None, "10.0.1.30", NEW, "Cluster-Nodes-NEW", THIS_INSTANCE),
+            (None, "10.0.1.31", NEW, "Cluster-Nodes-NEW", "i-00000000000000b01"),
+        ],
+        count=2,
+    )
+    r = node.run("hostfile")
+    assert r.returncode == 0, r.log
+    assert node.read("etc/efa-cdk/hostfile").split() == ["10.0.1.30", "slots=32", "10.0.1.31", "slots=32"]
 
 
 def test_auto_scaling_nodes_are_ordered_by_address_and_the_lowest_leads(tmp_path: Path) -> None:

@@ -1,26 +1,42 @@
 #!/usr/bin/env bash
 # Write the MPI hostfile of the whole cluster: "<private ip> slots=<ranks>" per node, in node-index
-# order (Auto Scaling group nodes have no index: address order); the first line is the leader. Nodes are found at run time by their cluster tag, so adding a node never
-# changes the launch template; the expected count comes from the cluster's SSM parameter.
-# Waits until every node is running, or fails naming the missing ones after the timeout.
+# order (Auto Scaling group nodes have no index: address order); the first line is the leader.
+# Nodes are found at run time by their cluster tag, so adding a node never changes the launch
+# template; the expected count comes from the cluster's SSM parameter. Waits until exactly that many
+# nodes of the current generation run, or fails naming the ones found after the timeout.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 want=$(retry 5 5 aws_ ssm get-parameter --name "${EFA_CDK_NODE_COUNT_PARAMETER:?}" --query Parameter.Value) \
   || die "could not read the node count from SSM parameter $EFA_CDK_NODE_COUNT_PARAMETER"
+me=$(imds meta-data/instance-id) || die "could not read this instance's id from instance metadata"
 deadline=$(($(date +%s) + ${EFA_CDK_WAIT_SECONDS:-1800}))
 while :; do
-  # One line per node: "<node index or None> <private ip>".
+  # One line per instance: "<node index|None> <private ip> <launch time> <Auto Scaling group|None> <id>".
+  # The current generation only: while CloudFormation replaces nodes, the old ones still run. Explicit
+  # nodes: the newest instance of each index below the node count (higher ones are being removed).
+  # An Auto Scaling group: this node's own group (a replacement is a new group). Output: "<index> <ip>".
   # shellcheck disable=SC2016  # backticks are JMESPath literals, not command substitution
   nodes=$(aws_ ec2 describe-instances \
     --filters "Name=tag:efa-cdk:cluster,Values=${EFA_CDK_CLUSTER:?}" "Name=instance-state-name,Values=pending,running" \
-    --query 'Reservations[].Instances[].[Tags[?Key==`efa-cdk:node-index`]|[0].Value, PrivateIpAddress]' |
-    awk '$2 != "None" && $2 != ""' | sort -k1,1n -k2,2V) || nodes=""
+    --query 'Reservations[].Instances[].[Tags[?Key==`efa-cdk:node-index`]|[0].Value, PrivateIpAddress, LaunchTime, Tags[?Key==`aws:autoscaling:groupName`]|[0].Value, InstanceId]' |
+    awk -v me="$me" -v want="$want" '
+      $2 == "None" || $2 == "" { next }
+      { row[NR] = $0; group[$5] = $4 }
+      END {
+        for (n in row) {
+          split(row[n], f, " ")
+          if (!(me in group) || f[4] != group[me]) continue
+          if (f[1] == "None") { print f[1], f[2]; continue }
+          if (f[1] + 0 < want && (!(f[1] in newest) || f[3] > newest[f[1]])) { newest[f[1]] = f[3]; ip[f[1]] = f[2] }
+        }
+        for (i in ip) print i, ip[i]
+      }' | sort -k1,1n -k2,2V) || nodes=""
   have=$(grep -c . <<<"$nodes" || true)
-  [ "$have" -ge "$want" ] && break
+  [ "$have" -eq "$want" ] && break
   if [ "$(date +%s)" -ge "$deadline" ]; then
-    die "only $have of $want nodes came up within ${EFA_CDK_WAIT_SECONDS:-1800}s (found: $(awk '{printf "%s%s", sep, $2; sep=","}' <<<"$nodes"))"
+    die "$have of $want nodes of this generation came up within ${EFA_CDK_WAIT_SECONDS:-1800}s (found: $(awk '{printf "%s%s", sep, $2; sep=","}' <<<"$nodes"))"
   fi
   log "$have of $want nodes running; waiting"
   sleep "${EFA_CDK_POLL_SECONDS:-15}"
