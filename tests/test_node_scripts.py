@@ -51,6 +51,22 @@ def test_healthy_node_signals_success_and_writes_everything(tmp_path: Path) -> N
     assert any("/ec2/keypair/key-0123456789abcdef0" in c for c in node.calls("aws"))
 
 
+@pytest.mark.parametrize(
+    ("cidr", "hosts"),
+    [("10.0.0.0/16", "10.0.*"), ("172.31.16.0/20", "172.31.*"), ("192.168.7.0/24", "192.168.7.*")],
+)
+def test_ssh_trusts_the_vpc_addresses_and_remembers_no_host_keys(
+    tmp_path: Path, cidr: str, hosts: str
+) -> None:
+    node = Node(tmp_path, EFA_CDK_VPC_CIDR=cidr)
+    r = node.run("ssh-keys")
+    assert r.returncode == 0, r.log
+    config = node.read("home/ubuntu/.ssh/config.efa-cdk").splitlines()
+    assert config[0] == f"Host {hosts}"
+    # a replaced node comes back with a new host key at the same address: nothing to refuse it with
+    assert "  StrictHostKeyChecking no" in config and "  UserKnownHostsFile /dev/null" in config
+
+
 def test_rerun_does_not_duplicate_the_authorized_key(tmp_path: Path) -> None:
     node = Node(tmp_path)
     assert node.run("ssh-keys").returncode == 0

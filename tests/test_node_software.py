@@ -265,6 +265,15 @@ def test_benchmarks_off(make_stack: Any) -> None:
     assert "EFA_CDK_STEPS='install-efa efa-env ssh-keys verify-efa signal hostfile'\\n" in user_data
 
 
+def test_the_nodes_get_the_vpc_cidr_for_their_ssh_config(make_stack: Any) -> None:
+    stack = make_stack()
+    vpc = isolated_vpc(stack)
+    EfaCluster(stack, "C", vpc=vpc, instance_type="p4d.24xlarge", node_count=1)
+    (lt,) = of_type(assertions.Template.from_stack(stack).to_json(), "AWS::EC2::LaunchTemplate").values()
+    user_data = json.dumps(lt["Properties"]["LaunchTemplateData"]["UserData"])
+    assert "EFA_CDK_VPC_CIDR='" in user_data and '"CidrBlock"' in user_data
+
+
 def test_a_step_added_after_the_cluster_was_built_is_refused(make_stack: Any) -> None:
     software = EfaUserData()
     synth(make_stack, node_software=software, node_count=1)

@@ -132,6 +132,7 @@ class EfaCluster(Construct):
         self.capacity = capacity or Capacity.on_demand()
         software = EfaUserData() if node_software is True else node_software or None
         self.instance_type: InstanceType = lookup(instance_type)
+        self._vpc = vpc
         self.subnet = subnet or self._default_subnet(vpc)
         eip_subnet = public_subnet or (vpc.public_subnets[0] if vpc.public_subnets else None)
         self.layout: NicLayout = resolve_layout(self.instance_type, nic_layout, efa_count=efa_count)
@@ -291,6 +292,7 @@ class EfaCluster(Construct):
                 "EFA_CDK_STACK": Aws.STACK_NAME,
                 "EFA_CDK_REGION": Aws.REGION,
                 "EFA_CDK_CLUSTER": self.cluster_tag,
+                **self._vpc_cidr_setting(),
             },
             role=self.role,
             user_data=self.node_user_data,
@@ -311,6 +313,13 @@ class EfaCluster(Construct):
                     min_successful_instances_percent=100
                 ),
             )
+
+    def _vpc_cidr_setting(self) -> dict[str, str]:
+        """The VPC's CIDR for the nodes' SSH config, when CDK knows it (an imported VPC may not)."""
+        try:
+            return {"EFA_CDK_VPC_CIDR": self._vpc.vpc_cidr_block}
+        except RuntimeError:  # jsii: "vpcCidrBlock was not supplied when creating this VPC"
+            return {}
 
     @staticmethod
     def _default_subnet(vpc: ec2.IVpc) -> ec2.ISubnet:
