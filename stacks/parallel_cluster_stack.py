@@ -29,9 +29,22 @@ class EfaParallelClusterStack(Stack):
         if params.region and "env" not in kwargs:
             kwargs["env"] = Environment(region=params.region)
         super().__init__(scope, id_, **kwargs)
+        vpc = head_subnet = compute_subnet = None
+        if params.vpc_id and params.subnet_id and params.public_subnet_id and params.availability_zone:
+            az = params.availability_zone
+            vpc = ec2.Vpc.from_vpc_attributes(self, "Vpc", vpc_id=params.vpc_id, availability_zones=[az])
+            head_subnet = ec2.Subnet.from_subnet_attributes(
+                self, "HeadNodeSubnet", subnet_id=params.public_subnet_id, availability_zone=az
+            )
+            compute_subnet = ec2.Subnet.from_subnet_attributes(
+                self, "ComputeSubnet", subnet_id=params.subnet_id, availability_zone=az
+            )
         self.pcluster = EfaParallelCluster(
             self,
             "ParallelCluster",
+            vpc=vpc,
+            head_node_subnet=head_subnet,
+            compute_subnet=compute_subnet,
             instance_type=params.instance_type,
             min_count=params.min_count,
             max_count=params.max_count,

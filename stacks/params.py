@@ -109,14 +109,12 @@ FIELDS: tuple[Field, ...] = (
     Field("internet_egress", "web | all | none: what nodes may reach outside the cluster",
           choice(InternetEgress.parse), "web", frozenset({CLUSTER})),
     Field("vpc_id", "use this existing VPC (needs subnet_id and availability_zone)",
-          text(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$", "a VPC id", "vpc-0123456789abcdef0"), "a new VPC",
-          frozenset({CLUSTER})),
-    Field("subnet_id", "existing subnet for the nodes (with vpc_id)",
-          text(r"^subnet-[0-9a-f]{8}([0-9a-f]{9})?$", "a subnet id", "subnet-0123456789abcdef0"), "none",
-          frozenset({CLUSTER})),
-    Field("public_subnet_id", "existing public subnet for the Elastic IP interfaces (with vpc_id, public_ip)",
-          text(r"^subnet-[0-9a-f]{8}([0-9a-f]{9})?$", "a subnet id", "subnet-0123456789abcdef0"), "none",
-          frozenset({CLUSTER})),
+          text(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$", "a VPC id", "vpc-0123456789abcdef0"), "a new VPC"),
+    Field("subnet_id", "existing subnet for the (compute) nodes, with a route out (with vpc_id)",
+          text(r"^subnet-[0-9a-f]{8}([0-9a-f]{9})?$", "a subnet id", "subnet-0123456789abcdef0"), "none"),
+    Field("public_subnet_id", "existing public subnet: Elastic IP interfaces (with public_ip), or the "
+          "ParallelCluster head node (needed with vpc_id there)",
+          text(r"^subnet-[0-9a-f]{8}([0-9a-f]{9})?$", "a subnet id", "subnet-0123456789abcdef0"), "none"),
     Field("root_volume_gib", "encrypted gp3 root volume size in GiB", whole, "200", frozenset({CLUSTER})),
     Field("public_ip", "none | leader | all: Elastic IP on card 0 / device 0 of those nodes",
           choice(PublicIp.parse), "none", frozenset({CLUSTER})),
@@ -211,6 +209,20 @@ def plain_key_hint(ctx: Mapping[str, Any], err: EfaConfigError) -> str:
     )
 
 
+def check_existing_vpc(v: Mapping[str, Any], needs: Sequence[str]) -> str | None:
+    """An existing VPC comes with the keys that place the nodes in it (no AWS lookups at synth)."""
+    vpc_id = v.get("vpc_id")
+    missing = [k for k in needs if v.get(k) is None]
+    if (vpc_id is not None and missing) or (vpc_id is None and v.get("subnet_id") is not None):
+        raise EfaConfigError(
+            "vpc_id",
+            value=vpc_id,
+            why=f"an existing VPC needs all of vpc_id, {', '.join(needs)} (no AWS lookups at synth)",
+            fix="pass -c vpc_id=... " + " ".join(f"-c {k}=..." for k in needs) + ", or none of them",
+        )
+    return None if vpc_id is None else str(vpc_id)
+
+
 def capacity_from(v: Mapping[str, Any]) -> Capacity:
     """The capacity keys as a :class:`Capacity` (the cluster checks it against itself)."""
     reservation, block, instances = (
@@ -287,16 +299,7 @@ class ClusterParams:
     def from_context(ctx: Mapping[str, Any], *, default_instance_type: str) -> ClusterParams:
         """Parse context values (strings from ``-c``, or typed values from cdk.json)."""
         v = parse_fields(ctx, CLUSTER)
-        vpc_id, subnet_id, az = v.get("vpc_id"), v.get("subnet_id"), v.get("availability_zone")
-        if (vpc_id is None) != (subnet_id is None) or (vpc_id is not None and az is None):
-            raise EfaConfigError(
-                "vpc_id",
-                value=vpc_id,
-                why="an existing VPC needs all of vpc_id, subnet_id and availability_zone "
-                "(no AWS lookups at synth)",
-                fix="pass -c vpc_id=... -c subnet_id=... -c availability_zone=<the subnet's AZ>, "
-                "or none of them",
-            )
+        vpc_id = check_existing_vpc(v, ("subnet_id", "availability_zone"))
         public_ip = v.get("public_ip", PublicIp.NONE)
         if vpc_id is not None and public_ip is not PublicIp.NONE and "public_subnet_id" not in v:
             raise EfaConfigError(
@@ -328,6 +331,9 @@ class PclusterParams:
     fsx_lustre_gib: int | None = None
     capacity: Capacity = field(default_factory=Capacity.on_demand)
     placement_group: str | None = None
+    vpc_id: str | None = None
+    subnet_id: str | None = None
+    public_subnet_id: str | None = None
     create_cluster: bool = False
 
     @property
@@ -339,6 +345,7 @@ class PclusterParams:
     def from_context(ctx: Mapping[str, Any], *, default_instance_type: str) -> PclusterParams:
         """Parse context values; the construct and the ParallelCluster model check the rest."""
         v = parse_fields(ctx, PCLUSTER)
+        check_existing_vpc(v, ("subnet_id", "public_subnet_id", "availability_zone"))
         capacity = capacity_from(v)
         for key in ("capacity_reservation", "capacity_block", "capacity_instances"):
             v.pop(key, None)

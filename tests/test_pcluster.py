@@ -484,3 +484,38 @@ def test_a_reservation_with_its_group_names_that_group() -> None:
 def test_a_capacity_block_refuses_a_placement_group() -> None:
     with pytest.raises(EfaConfigError, match="placement_group='blk-pg': a Capacity Block"):
         synth(capacity_block="cr-0123456789abcdef0", availability_zone="us-east-1d", placement_group="blk-pg")
+
+
+def test_an_existing_vpc_is_used_as_given() -> None:
+    t = synth(
+        vpc_id="vpc-0123456789abcdef0",
+        subnet_id="subnet-0123456789abcdef1",
+        public_subnet_id="subnet-0123456789abcdef2",
+        availability_zone="us-east-1d",
+        ssh_cidr="203.0.113.0/24",
+    )
+    assert not by_type(t, "AWS::EC2::VPC") and not by_type(t, "AWS::EC2::NatGateway")
+    text = "".join(
+        p for p in t["Outputs"]["ParallelClusterConfig"]["Value"]["Fn::Join"][1] if isinstance(p, str)
+    )
+    assert "SubnetId: subnet-0123456789abcdef2" in text  # the head node, public
+    assert "- subnet-0123456789abcdef1" in text  # the compute queue
+    assert "AllowedIps: 203.0.113.0/24" in text
+
+
+@pytest.mark.parametrize(
+    ("context", "key", "why"),
+    [
+        ({"vpc_id": "vpc-0123456789abcdef0", "subnet_id": "subnet-0123456789abcdef1",
+          "availability_zone": "us-east-1d"}, "vpc_id", "public_subnet_id"),
+        ({"vpc_id": "vpc-0123456789abcdef0", "subnet_id": "subnet-0123456789abcdef1",
+          "public_subnet_id": "subnet-0123456789abcdef2", "availability_zone": "us-east-1d"},
+         "ssh_peers", "CIDR is not known at synth"),
+    ],
+)  # fmt: skip
+def test_an_existing_vpc_needs_its_subnets_and_an_ssh_source(
+    context: dict[str, str], key: str, why: str
+) -> None:
+    with pytest.raises(EfaConfigError) as err:
+        synth(**context)
+    assert str(err.value).startswith(f"{key}=") and why in str(err.value)

@@ -195,7 +195,7 @@ class EfaParallelCluster(Construct):
             head_node_instance_type=head_node_instance_type,
             head_node_subnet_id=head_node_subnet.subnet_id,
             key_name=self.key_pair.key_pair_name,
-            ssh_cidr=ssh_peers[0].unique_id if ssh_peers else self.vpc.vpc_cidr_block,
+            ssh_cidr=ssh_peers[0].unique_id if ssh_peers else self._vpc_cidr(),
             queues=(
                 SlurmQueue(
                     name=queue_name,
@@ -220,6 +220,19 @@ class EfaParallelCluster(Construct):
             head_node_on_node_configured_args=self._bootstrap_args("efa-env,slurm-jobs"),
             head_node_s3_read=self._read,
         )
+
+    def _vpc_cidr(self) -> str:
+        """The VPC's CIDR, the default AllowedIps; refused when CDK does not know it (an imported VPC)."""
+        try:
+            return self.vpc.vpc_cidr_block
+        except RuntimeError:  # jsii: "vpcCidrBlock was not supplied when creating this VPC"
+            raise EfaConfigError(
+                "ssh_peers",
+                value=[],
+                why="the existing VPC's CIDR is not known at synth, and ParallelCluster opens SSH to "
+                "0.0.0.0/0 when AllowedIps is missing",
+                fix="pass one SSH source (-c ssh_cidr=<the VPC's CIDR, or your address>/32)",
+            ) from None
 
     def _add_bootstrap(self, rdma_read: bool, slots: int, queue_name: str) -> None:
         """The efa-cdk node files (``NodeScripts``, a zip) and the shared bootstrap rendered for
