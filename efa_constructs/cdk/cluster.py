@@ -35,6 +35,7 @@ from .acknowledgements import acknowledge
 from .launch_template import EfaLaunchTemplate, instance_type_name
 from .limits import check_limits
 from .machine_image import EfaMachineImage
+from .network import known_cidr
 from .node import EfaNode, EfaNodeGroup
 from .node_software import BenchmarkReport, NodeSoftwareInstallation
 from .security_group import EfaSecurityGroup
@@ -292,7 +293,7 @@ class EfaCluster(Construct):
                 "EFA_CDK_STACK": Aws.STACK_NAME,
                 "EFA_CDK_REGION": Aws.REGION,
                 "EFA_CDK_CLUSTER": self.cluster_tag,
-                **self._vpc_cidr_setting(),
+                **({"EFA_CDK_VPC_CIDR": cidr} if (cidr := known_cidr(self._vpc)) else {}),
             },
             role=self.role,
             user_data=self.node_user_data,
@@ -313,13 +314,6 @@ class EfaCluster(Construct):
                     min_successful_instances_percent=100
                 ),
             )
-
-    def _vpc_cidr_setting(self) -> dict[str, str]:
-        """The VPC's CIDR for the nodes' SSH config, when CDK knows it (an imported VPC may not)."""
-        try:
-            return {"EFA_CDK_VPC_CIDR": self._vpc.vpc_cidr_block}
-        except RuntimeError:  # jsii: "vpcCidrBlock was not supplied when creating this VPC"
-            return {}
 
     @staticmethod
     def _default_subnet(vpc: ec2.IVpc) -> ec2.ISubnet:

@@ -10,6 +10,14 @@ from constructs import Construct
 from ..core.errors import EfaConfigError
 
 
+def known_cidr(vpc: ec2.IVpc) -> str | None:
+    """The VPC's IPv4 CIDR (a token), or None when CDK does not know it (an imported VPC)."""
+    try:
+        return vpc.vpc_cidr_block
+    except RuntimeError:  # jsii: "vpcCidrBlock was not supplied when creating this VPC"
+        return None
+
+
 class EfaNetwork(Construct):
     """A VPC laid out for EFA: everything in ONE Availability Zone.
 

@@ -28,7 +28,7 @@ from ..core.pcluster import (
     SlurmQueue,
 )
 from ..core.software import EfaUserData, bootstrap_script
-from .network import EfaNetwork
+from .network import EfaNetwork, known_cidr
 from .security_group import EfaSecurityGroup
 from .storage import EfaSharedStorage
 
@@ -223,16 +223,16 @@ class EfaParallelCluster(Construct):
 
     def _vpc_cidr(self) -> str:
         """The VPC's CIDR, the default AllowedIps; refused when CDK does not know it (an imported VPC)."""
-        try:
-            return self.vpc.vpc_cidr_block
-        except RuntimeError:  # jsii: "vpcCidrBlock was not supplied when creating this VPC"
+        cidr = known_cidr(self.vpc)
+        if cidr is None:
             raise EfaConfigError(
                 "ssh_peers",
                 value=[],
                 why="the existing VPC's CIDR is not known at synth, and ParallelCluster opens SSH to "
                 "0.0.0.0/0 when AllowedIps is missing",
                 fix="pass one SSH source (-c ssh_cidr=<the VPC's CIDR, or your address>/32)",
-            ) from None
+            )
+        return cidr
 
     def _add_bootstrap(self, rdma_read: bool, slots: int, queue_name: str) -> None:
         """The efa-cdk node files (``NodeScripts``, a zip) and the shared bootstrap rendered for
