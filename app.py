@@ -20,7 +20,6 @@ from stacks.params import (
     PCLUSTER,
     ClusterParams,
     PclusterParams,
-    check_stack_keys,
     check_stack_prefixes,
     plain_key_hint,
 )
@@ -29,12 +28,13 @@ from stacks.params import (
 def build(app: cdk.App) -> cdk.App:
     """Add every ready stack to `app`; a refusal names the stack it happened in."""
     context = app.node.get_all_context()
-    check_stack_prefixes(context, [*READY_CLUSTERS, *READY_PCLUSTERS])
+    check_stack_prefixes(
+        context, {**dict.fromkeys(READY_CLUSTERS, CLUSTER), **dict.fromkeys(READY_PCLUSTERS, PCLUSTER)}
+    )
 
-    def add(name: str, kind: str, make: Callable[[dict[str, Any]], object]) -> None:
+    def add(name: str, make: Callable[[dict[str, Any]], object]) -> None:
         ctx = stack_context(context, name)
         try:
-            check_stack_keys(context, name, kind)
             make(ctx)
         except EfaConfigError as err:
             plain = {k: v for k, v in context.items() if ":" not in k}
@@ -47,7 +47,7 @@ def build(app: cdk.App) -> cdk.App:
             description = f"efa-cdk {name}: EFA cluster of {params.node_count} x {params.instance_type}"
             return EfaClusterStack(app, name, params=params, description=description)
 
-        add(name, CLUSTER, cluster)
+        add(name, cluster)
     for name, default_type in READY_PCLUSTERS.items():
 
         def pcluster(ctx: dict[str, Any], name: str = name, default_type: str = default_type) -> object:
@@ -55,7 +55,7 @@ def build(app: cdk.App) -> cdk.App:
             description = f"efa-cdk {name}: ParallelCluster network, storage, config ({params.instance_type})"
             return EfaParallelClusterStack(app, name, params=params, description=description)
 
-        add(name, PCLUSTER, pcluster)
+        add(name, pcluster)
     return app
 
 

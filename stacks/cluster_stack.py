@@ -12,6 +12,7 @@ from constructs import Construct
 from efa_constructs.cdk import EfaCluster, EfaNetwork, ssh_peer
 from efa_constructs.core import EfaUserData, PublicIp
 
+from .existing import existing_key_pair, existing_network, existing_placement_group
 from .params import ClusterParams
 
 #: Ready stacks and the instance type each one launches by default.
@@ -50,9 +51,6 @@ class EfaClusterStack(Stack):
         super().__init__(scope, id_, **kwargs)
         self.params = params
         vpc, subnet, public_subnet = self._network(params)
-        key_pair = (
-            ec2.KeyPair.from_key_pair_name(self, "KeyPair", params.key_pair) if params.key_pair else None
-        )
         self.cluster = EfaCluster(
             self,
             "Cluster",
@@ -62,7 +60,7 @@ class EfaClusterStack(Stack):
             node_count=params.node_count,
             nic_layout=params.nic_layout,
             efa_count=params.efa_count,
-            key_pair=key_pair,
+            key_pair=existing_key_pair(self, params.key_pair),
             ssh_peers=[ssh_peer(c) for c in params.ssh_cidr],
             internet_egress=params.internet_egress,
             root_volume_gib=params.root_volume_gib,
@@ -75,11 +73,7 @@ class EfaClusterStack(Stack):
             else False,
             node_group=params.node_group,
             capacity=params.capacity,
-            placement_group=(
-                ec2.PlacementGroup.from_placement_group_name(self, "PlacementGroup", params.placement_group)
-                if params.placement_group
-                else None
-            ),
+            placement_group=existing_placement_group(self, params.placement_group),
         )
         self._outputs(params)
 
@@ -89,21 +83,13 @@ class EfaClusterStack(Stack):
         if not (params.vpc_id and params.subnet_id and params.availability_zone):
             self.network = EfaNetwork(self, "Network", availability_zone=params.availability_zone)
             return self.network.vpc, self.network.private_subnet, self.network.public_subnet
-        vpc = ec2.Vpc.from_vpc_attributes(
-            self, "Vpc", vpc_id=params.vpc_id, availability_zones=[params.availability_zone]
+        return existing_network(
+            self,
+            vpc_id=params.vpc_id,
+            availability_zone=params.availability_zone,
+            subnet_id=params.subnet_id,
+            public_subnet_id=params.public_subnet_id,
         )
-        subnet = ec2.Subnet.from_subnet_attributes(
-            self, "Subnet", subnet_id=params.subnet_id, availability_zone=params.availability_zone
-        )
-        public_subnet = None
-        if params.public_subnet_id:
-            public_subnet = ec2.Subnet.from_subnet_attributes(
-                self,
-                "PublicSubnet",
-                subnet_id=params.public_subnet_id,
-                availability_zone=params.availability_zone,
-            )
-        return vpc, subnet, public_subnet
 
     def _outputs(self, params: ClusterParams) -> None:
         layout = self.cluster.layout

@@ -12,6 +12,7 @@ from constructs import Construct
 from efa_constructs.cdk import EfaParallelCluster, ssh_peer
 from efa_constructs.cdk.parallel_cluster import SHARED_DIR
 
+from .existing import existing_key_pair, existing_network, existing_placement_group
 from .params import PclusterParams
 
 #: Ready ParallelCluster stacks and the compute instance type of each.
@@ -29,15 +30,16 @@ class EfaParallelClusterStack(Stack):
         if params.region and "env" not in kwargs:
             kwargs["env"] = Environment(region=params.region)
         super().__init__(scope, id_, **kwargs)
-        vpc = head_subnet = compute_subnet = None
+        vpc: ec2.IVpc | None = None
+        compute_subnet: ec2.ISubnet | None = None
+        head_subnet: ec2.ISubnet | None = None
         if params.vpc_id and params.subnet_id and params.public_subnet_id and params.availability_zone:
-            az = params.availability_zone
-            vpc = ec2.Vpc.from_vpc_attributes(self, "Vpc", vpc_id=params.vpc_id, availability_zones=[az])
-            head_subnet = ec2.Subnet.from_subnet_attributes(
-                self, "HeadNodeSubnet", subnet_id=params.public_subnet_id, availability_zone=az
-            )
-            compute_subnet = ec2.Subnet.from_subnet_attributes(
-                self, "ComputeSubnet", subnet_id=params.subnet_id, availability_zone=az
+            vpc, compute_subnet, head_subnet = existing_network(
+                self,
+                vpc_id=params.vpc_id,
+                availability_zone=params.availability_zone,
+                subnet_id=params.subnet_id,
+                public_subnet_id=params.public_subnet_id,
             )
         self.pcluster = EfaParallelCluster(
             self,
@@ -51,18 +53,12 @@ class EfaParallelClusterStack(Stack):
             availability_zone=params.availability_zone,
             head_node_instance_type=params.head_node_instance_type,
             image_os=params.image_os,
-            key_pair=(
-                ec2.KeyPair.from_key_pair_name(self, "KeyPair", params.key_pair) if params.key_pair else None
-            ),
+            key_pair=existing_key_pair(self, params.key_pair),
             ssh_peers=[ssh_peer(c) for c in params.ssh_cidr],
             efs_throughput_mibps=params.efs_throughput_mibps,
             fsx_lustre_capacity_gib=params.fsx_lustre_gib,
             capacity=params.capacity,
-            placement_group=(
-                ec2.PlacementGroup.from_placement_group_name(self, "PlacementGroup", params.placement_group)
-                if params.placement_group
-                else None
-            ),
+            placement_group=existing_placement_group(self, params.placement_group),
             create_cluster=params.create_cluster,
         )
         CfnOutput(

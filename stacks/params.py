@@ -170,31 +170,28 @@ def check_keys(ctx: Mapping[str, Any]) -> None:
             )
 
 
-def check_stack_prefixes(ctx: Mapping[str, Any], stacks: Sequence[str]) -> None:
-    """Refuse ``Prefix:key`` where key is ours and Prefix names no ready stack (it would be ignored)."""
+def check_stack_prefixes(ctx: Mapping[str, Any], stacks: Mapping[str, str]) -> None:
+    """Refuse ``Prefix:key`` (key one of ours) that would be ignored: Prefix names no ready stack, or
+    names one whose kind (`stacks`: stack name -> CLUSTER or PCLUSTER) does not read the key."""
     for name in ctx:
         prefix, _, key = name.rpartition(":")
-        if prefix and not prefix.startswith("@") and key in BY_KEY and prefix not in stacks:
-            close = difflib.get_close_matches(prefix, stacks, n=1, cutoff=0.6)
+        if not prefix or prefix.startswith("@") or key not in BY_KEY:
+            continue
+        if prefix not in stacks:
+            close = difflib.get_close_matches(prefix, list(stacks), n=1, cutoff=0.6)
             raise EfaConfigError(
                 "context",
                 value=name,
                 why=f"{prefix!r} is not a ready stack, so {key} would be ignored",
                 fix=f"write {close[0]}:{key}" if close else f"prefix one of {', '.join(stacks)}",
             )
-
-
-def check_stack_keys(ctx: Mapping[str, Any], stack: str, kind: str) -> None:
-    """Refuse ``Stack:key`` for a key this kind of stack does not read (it would be ignored)."""
-    for name in ctx:
-        prefix, _, key = name.rpartition(":")
-        if prefix == stack and key in BY_KEY and kind not in BY_KEY[key].stacks:
-            readers = "the cluster stacks" if kind == PCLUSTER else "the ParallelCluster stack"
+        if stacks[prefix] not in BY_KEY[key].stacks:
+            readers = "the cluster stacks" if stacks[prefix] == PCLUSTER else "the ParallelCluster stack"
             raise EfaConfigError(
                 "context",
                 value=name,
-                why=f"{stack} does not read {key} (only {readers} do), so it would be ignored",
-                fix=f"drop it, or see the keys {stack} reads in the README's context table",
+                why=f"{prefix} does not read {key} (only {readers} do), so it would be ignored",
+                fix=f"drop it, or see the keys {prefix} reads in the README's context table",
             )
 
 

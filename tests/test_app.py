@@ -45,7 +45,7 @@ def test_cdk_and_aws_context_keys_with_colons_are_not_stack_prefixes() -> None:
             "availability-zones:account=123456789012:region=us-east-1": ["us-east-1a"],
             "P5EfaCluster:node_count": "4",
         },
-        ["P5EfaCluster"],
+        {"P5EfaCluster": "cluster"},
     )
 
 

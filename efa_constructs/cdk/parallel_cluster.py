@@ -19,6 +19,7 @@ from constructs import Construct
 
 from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import instance_type as lookup
+from ..core.checks import check_placement_for_capacity
 from ..core.errors import EfaConfigError
 from ..core.pcluster import (
     PCLUSTER_VERSION,
@@ -120,13 +121,9 @@ class EfaParallelCluster(Construct):
         # PlacementGroupCapacityReservationValidator refuses a group the reservation is not in);
         # never one with a Capacity Block.
         self.placement_group: ec2.IPlacementGroup | None = placement_group
-        if placement_group is not None and not capacity.accepts_placement_group:
-            raise EfaConfigError(
-                "placement_group",
-                value=placement_group.placement_group_name,
-                why="a Capacity Block's instances are placed by EC2; a placement group cannot be applied",
-                fix="drop placement_group when launching into a Capacity Block",
-            )
+        check_placement_for_capacity(
+            None if placement_group is None else placement_group.placement_group_name, capacity
+        )
         if placement_group is None and capacity.creates_placement_group:
             self.placement_group = ec2.PlacementGroup(
                 self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER

@@ -13,7 +13,8 @@ from .security_group import keep_default_egress_closed
 
 
 class EfaSharedStorage(Construct):
-    """EFS with provisioned throughput and, optionally, FSx for Lustre, reachable from `clients`.
+    """EFS (Elastic throughput unless provisioned is asked for) and, optionally, FSx for Lustre,
+    reachable from `clients`.
 
     Both are encrypted and RETAINED when the stack is deleted (data outlives the cluster); pass
     ``removal_policy=RemovalPolicy.DESTROY`` to opt out. Each gets its own security group that

@@ -71,21 +71,24 @@ def check_explicit_node_limit(r: ClusterRequest) -> None:
 
 def check_placement_group(r: ClusterRequest) -> None:
     """A given placement group goes with a capacity that accepts one, and with use_placement_group."""
-    if r.placement_group is None:
-        return
-    if not r.capacity.accepts_placement_group:
-        raise EfaConfigError(
-            "placement_group",
-            value=r.placement_group,
-            why="a Capacity Block's instances are placed by EC2; a placement group cannot be applied",
-            fix="drop placement_group when launching into a Capacity Block",
-        )
-    if not r.use_placement_group:
+    check_placement_for_capacity(r.placement_group, r.capacity)
+    if r.placement_group is not None and not r.use_placement_group:
         raise EfaConfigError(
             "placement_group",
             value=r.placement_group,
             why="a placement group was given together with use_placement_group=False",
             fix="drop one of the two",
+        )
+
+
+def check_placement_for_capacity(placement_group: str | None, capacity: Capacity) -> None:
+    """:func:`check_placement_group` for the capacity alone (EfaParallelCluster runs it too)."""
+    if placement_group is not None and not capacity.accepts_placement_group:
+        raise EfaConfigError(
+            "placement_group",
+            value=placement_group,
+            why="a Capacity Block's instances are placed by EC2; a placement group cannot be applied",
+            fix="drop placement_group when launching into a Capacity Block",
         )
 
 
