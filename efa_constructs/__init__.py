@@ -48,8 +48,10 @@ _CONSTRUCTS = (
     "EfaParallelCluster",
     "EfaSecurityGroup",
     "EfaSharedStorage",
+    "ImageReadOnce",
     "NodePublicAddress",
     "NodeSoftwareInstallation",
+    "OsFamily",
 )
 
 __all__ = [
@@ -69,6 +71,7 @@ __all__ = [
     "EfaSecurityGroup",
     "EfaSharedStorage",
     "EfaUserData",
+    "ImageReadOnce",
     "InternetEgress",
     "LayoutMode",
     "NetworkInterfaceSpec",
@@ -76,6 +79,7 @@ __all__ = [
     "NodeGroup",
     "NodePublicAddress",
     "NodeSoftwareInstallation",
+    "OsFamily",
     "PublicIp",
     "__version__",
     "instance_type",
@@ -94,8 +98,10 @@ if TYPE_CHECKING:
         EfaParallelCluster,
         EfaSecurityGroup,
         EfaSharedStorage,
+        ImageReadOnce,
         NodePublicAddress,
         NodeSoftwareInstallation,
+        OsFamily,
     )
 
 

@@ -9,10 +9,16 @@ from aws_cdk import CfnOutput, Environment, Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from efa_constructs.cdk import EfaCluster, EfaNetwork, ssh_peer
-from efa_constructs.core import EfaUserData, PublicIp
+from efa_constructs.cdk import EfaCluster, EfaMachineImage, EfaNetwork, ssh_peer
+from efa_constructs.core import EfaUserData, PublicIp, instance_type
 
-from .existing import existing_key_pair, existing_network, existing_placement_group
+from .existing import (
+    availability_zone_parameter,
+    existing_key_pair,
+    existing_network,
+    existing_placement_group,
+    image_id_parameter,
+)
 from .params import ClusterParams
 
 #: Ready stacks and the instance type each one launches by default.
@@ -57,6 +63,7 @@ class EfaClusterStack(Stack):
             vpc=vpc,
             subnet=subnet,
             instance_type=params.instance_type,
+            machine_image=self._machine_image(params),
             node_count=params.node_count,
             nic_layout=params.nic_layout,
             efa_count=params.efa_count,
@@ -81,7 +88,8 @@ class EfaClusterStack(Stack):
         """The existing VPC and subnets named by the context, or a new :class:`EfaNetwork`."""
         self.network: EfaNetwork | None = None
         if not (params.vpc_id and params.subnet_id and params.availability_zone):
-            self.network = EfaNetwork(self, "Network", availability_zone=params.availability_zone)
+            zone = params.availability_zone or availability_zone_parameter(self, params.instance_type)
+            self.network = EfaNetwork(self, "Network", availability_zone=zone)
             return self.network.vpc, self.network.private_subnet, self.network.public_subnet
         return existing_network(
             self,
@@ -90,6 +98,16 @@ class EfaClusterStack(Stack):
             subnet_id=params.subnet_id,
             public_subnet_id=params.public_subnet_id,
         )
+
+    def _machine_image(self, params: ClusterParams) -> EfaMachineImage:
+        """ami_id; else the default image read once (ami_refresh re-reads it); for a type with no
+        default image (p3dn), an ImageId parameter that `cdk deploy` asks for."""
+        if params.ami_id:
+            return EfaMachineImage.from_ami_id(params.ami_id, os_family=params.ami_os)
+        it = instance_type(params.instance_type)
+        if not EfaMachineImage.has_default(it):
+            return EfaMachineImage.from_ami_id(image_id_parameter(self, it.name), os_family=params.ami_os)
+        return EfaMachineImage.default_for(it, refresh=params.ami_refresh)
 
     def _outputs(self, params: ClusterParams) -> None:
         layout = self.cluster.layout

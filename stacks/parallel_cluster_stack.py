@@ -12,7 +12,12 @@ from constructs import Construct
 from efa_constructs.cdk import EfaParallelCluster, ssh_peer
 from efa_constructs.cdk.parallel_cluster import SHARED_DIR
 
-from .existing import existing_key_pair, existing_network, existing_placement_group
+from .existing import (
+    availability_zone_parameter,
+    existing_key_pair,
+    existing_network,
+    existing_placement_group,
+)
 from .params import PclusterParams
 
 #: Ready ParallelCluster stacks and the compute instance type of each.
@@ -50,7 +55,8 @@ class EfaParallelClusterStack(Stack):
             instance_type=params.instance_type,
             min_count=params.min_count,
             max_count=params.max_count,
-            availability_zone=params.availability_zone,
+            availability_zone=params.availability_zone
+            or (availability_zone_parameter(self, params.instance_type) if vpc is None else None),
             head_node_instance_type=params.head_node_instance_type,
             image_os=params.image_os,
             key_pair=existing_key_pair(self, params.key_pair),
@@ -67,6 +73,10 @@ class EfaParallelClusterStack(Stack):
             value=self.pcluster.config_yaml,
             description="pcluster create-cluster --cluster-configuration <this, saved as cluster.yaml>",
         )
+        if self.pcluster.head_node_ip is not None:
+            CfnOutput(
+                self, "HeadNodeIp", value=self.pcluster.head_node_ip, description="pcluster ssh, or ssh to it"
+            )
         key = self.pcluster.created_key_pair
         if key is not None:
             CfnOutput(

@@ -92,7 +92,8 @@ class Field:
 FIELDS: tuple[Field, ...] = (
     Field("instance_type", "EC2 instance type of the nodes (must support EFA)", any_text, "per stack"),
     Field("availability_zone", "AZ for the cluster subnet, e.g. us-east-1c; also sets the stack's region",
-          text(_AZ.pattern, "an Availability Zone name", "us-east-1c"), "the region's first"),
+          text(_AZ.pattern, "an Availability Zone name", "us-east-1c"),
+          "none: `cdk deploy` asks for the AvailabilityZone parameter"),
     Field("key_pair", "name of an existing EC2 key pair for SSH", text(r"^[\x20-\x7e]{1,255}$",
           "an EC2 key pair name", "my-key"), "cluster: none (Session Manager); pcluster: one is created"),
     Field("ssh_cidr", "comma-separated CIDRs or prefix-list ids allowed to SSH (ParallelCluster: one)",
@@ -129,6 +130,14 @@ FIELDS: tuple[Field, ...] = (
     Field("placement_group", "existing placement group to launch into (e.g. the reservation's)",
           text(r"^[\x21-\x7e]{1,255}$", "a placement group name", "my-group"),
           "On-Demand: a new one; reservation: none"),
+    Field("ami_id", "this AMI instead of the default image (needed for p3dn: no current AWS image)",
+          text(r"^ami-[0-9a-f]{8}([0-9a-f]{9})?$", "an AMI id", "ami-0123456789abcdef0"),
+          "the accelerator's image, read once at create; p3dn: the ImageId parameter", frozenset({CLUSTER})),
+    Field("ami_os", "ubuntu | al2023: the OS of ami_id (login user, root device)", any_text,
+          "ubuntu", frozenset({CLUSTER})),
+    Field("ami_refresh", "any label (a date); change it to read the default image's parameter again "
+          "(replaces the nodes)", text(r"^[A-Za-z0-9._-]{1,64}$", "a label of letters, digits, . _ -",
+          "2026-11-22"), "none: the image read at first create is kept", frozenset({CLUSTER})),
     Field("min_count", "static compute nodes", whole, "0", frozenset({PCLUSTER})),
     Field("max_count", "static + dynamic compute nodes", whole, "2", frozenset({PCLUSTER})),
     Field("head_node_instance_type", "head node type",
@@ -286,6 +295,9 @@ class ClusterParams:
     node_software: bool = True
     capacity: Capacity = field(default_factory=Capacity.on_demand)
     placement_group: str | None = None
+    ami_id: str | None = None
+    ami_os: str = "ubuntu"
+    ami_refresh: str = ""
 
     @property
     def region(self) -> str | None:
@@ -305,6 +317,20 @@ class ClusterParams:
                 why=f"public_ip={public_ip.value} in an existing VPC needs its public subnet "
                 "(no lookups at synth)",
                 fix="pass -c public_subnet_id=subnet-... (a subnet routed to an internet gateway, same AZ)",
+            )
+        if "ami_os" in v and "ami_id" not in v:
+            raise EfaConfigError(
+                "ami_os",
+                value=v["ami_os"],
+                why="it describes ami_id, and none is given",
+                fix="pass -c ami_id=ami-... with it, or drop ami_os",
+            )
+        if "ami_refresh" in v and "ami_id" in v:
+            raise EfaConfigError(
+                "ami_refresh",
+                value=v["ami_refresh"],
+                why="it re-reads the default image's parameter, and ami_id replaces that image",
+                fix="pass one of ami_id and ami_refresh",
             )
         capacity = capacity_from(v)
         for key in ("capacity_reservation", "capacity_block", "capacity_instances"):

@@ -145,6 +145,7 @@ printf 'provider: efa\n    fabric: efa\n    type: FI_EP_RDM\n'
 """,
     "ssh-keygen": 'echo "ssh-ed25519 AAAAC3stub efa-cdk"',
     "chown": "exit 0",
+    "apt-get": "exit 0",
     "uname": 'echo "${STUB_KERNEL:-6.8.0-1015-aws}"',
     "runuser": 'shift 3; exec "$@"',
     "ssh": r"""
@@ -153,7 +154,16 @@ for a in "$@"; do
 done
 exit 0
 """,
-    "mpirun": 'cat "$STUB_DIR/bench-output"',
+    "scp": r"""
+for a in "$@"; do
+  grep -qxF -- "${a%%:*}" "$STUB_DIR/unreachable" 2>/dev/null && exit 255
+done
+exit 0
+""",
+    "mpirun": """
+printf %s "$LD_LIBRARY_PATH" >"$STUB_DIR/mpirun-ld-library-path"
+cat "$STUB_DIR/bench-output"
+""",
     "nccom-test": 'cat "$STUB_DIR/bench-output"',
     "fi_pingpong": 'cat "$STUB_DIR/pingpong-output"',
     "sleep": "exec /bin/sleep 0.02",
@@ -246,7 +256,10 @@ class Node:
             (self.stub_dir / "tags" / key).write_text(value + "\n")
 
     def cluster(self, ips: list[str], count: int, *, indexed: bool = True) -> None:
-        """Instances as DescribeInstances lists them: one generation, this node's at its index."""
+        """Instances as DescribeInstances lists them: one generation, this node's at its index.
+        Not indexed: an Auto Scaling group's (no node-index tags, this node's among them too)."""
+        if not indexed:
+            (self.stub_dir / "tags" / "efa-cdk:node-index").unlink(missing_ok=True)
         rows = [
             (
                 i if indexed else None,

@@ -18,9 +18,11 @@ from efa_constructs import (
     EfaCluster,
     EfaInstaller,
     EfaLaunchTemplate,
+    EfaMachineImage,
     EfaNetwork,
     EfaSecurityGroup,
     EfaUserData,
+    ImageReadOnce,
     NetworkInterfaceSpec,
     NicLayout,
     plan_layout,
@@ -279,6 +281,30 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ("no security group", template(security_groups=[]), "security_groups", "need a security group"),
     ("root volume too small", ctx(root_volume_gib="4"), "root_volume_gib", "1-16384 GiB"),
     ("root volume too small in a construct", template(root_volume_gib=2), "root_volume_gib", "1-16384 GiB"),
+    ("root volume below the DLAMI's", template(root_volume_gib=50), "root_volume_gib", "at least 100 GiB"),
+    # images
+    (
+        "p3dn (V100) without an image",
+        cluster(instance_type="p3dn.24xlarge"),
+        "machine_image",
+        "older than Turing",
+    ),
+    ("AMI id of the wrong form", ctx(ami_id="ami-123"), "ami_id", "not an AMI id"),
+    (
+        "AMI id of the wrong form in code",
+        call(EfaMachineImage.from_ami_id, "image-1"),
+        "ami_id",
+        "8 or 17 hex",
+    ),
+    ("unknown AMI OS", ctx(ami_id="ami-0123456789abcdef0", ami_os="centos"), "ami_os", "not an OS family"),
+    ("AMI OS without an AMI", ctx(ami_os="al2023"), "ami_os", "describes ami_id"),
+    (
+        "image refresh with a fixed AMI",
+        ctx(ami_id="ami-0123456789abcdef0", ami_refresh="2026-12-01"),
+        "ami_refresh",
+        "ami_id replaces that image",
+    ),
+    ("image refresh label with a slash", call(ImageReadOnce, "/x", "2026/12"), "ami_refresh", "logical id"),
     # access
     ("unknown public IP choice", ctx(public_ip="yes"), "public_ip", "not a public IP choice"),
     (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -145,12 +146,18 @@ def test_launch_template_is_secure_by_default(make_stack: Any) -> None:
             )
         },
     )
-    params = t.to_json()["Parameters"]
-    assert any(
-        p["Default"] == "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/"
-        "latest/ami-id"
-        for p in params.values()
-    )
+    assert _image_parameters(t) == [
+        "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"
+    ]
+
+
+def _image_parameters(t: assertions.Template) -> list[str]:
+    """The SSM parameters the stack's one-time image lookups read (at create, never on update)."""
+    lookups = [
+        r["Properties"] for r in t.to_json()["Resources"].values() if r["Type"] == "Custom::EfaImageLookup"
+    ]
+    assert all("Update" not in r for r in lookups)
+    return [str(json.loads(r["Create"])["parameters"]["Name"]) for r in lookups]
 
 
 @pytest.mark.parametrize(
@@ -159,7 +166,7 @@ def test_launch_template_is_secure_by_default(make_stack: Any) -> None:
         ("trn1.32xlarge", "/aws/service/neuron/dlami/multi-framework/ubuntu-22.04/latest/image_id"),
         (
             "p6e-gb200.36xlarge",
-            "/aws/service/deeplearning/ami/arm64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
+            "/aws/service/deeplearning/ami/arm64/base-oss-nvidia-driver-gpu-ubuntu-24.04/latest/ami-id",
         ),
         ("hpc7g.16xlarge", "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-6.1-arm64"),
         ("c5n.18xlarge", "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-6.1-x86_64"),
@@ -167,7 +174,12 @@ def test_launch_template_is_secure_by_default(make_stack: Any) -> None:
 )
 def test_default_ami_by_accelerator(make_stack: Any, itype: str, ssm_path: str) -> None:
     _, t = _lt(make_stack, instance_type=itype)
-    assert ssm_path in [p["Default"] for p in t.to_json()["Parameters"].values()]
+    assert _image_parameters(t) == [ssm_path]
+    assert not [
+        p
+        for p in t.to_json().get("Parameters", {}).values()
+        if "SSM" in p["Type"] and "ami" in p.get("Default", "")
+    ]
 
 
 def test_launch_template_rejects_a_layout_for_another_type(make_stack: Any) -> None:

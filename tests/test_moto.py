@@ -6,8 +6,11 @@ What it does NOT prove (moto's gaps, see README): EFA behaviour, placement, egre
 
 moto needs these rewrites of a COPY of the template, each named here:
 1. SSM-parameter defaults under /aws/... are reserved in moto: point them at test-owned parameters.
-2. CDK's restrict-default-security-group custom resource runs a Lambda from the bootstrap bucket:
-   moto cannot invoke it, so that CDK-owned resource set is dropped.
+   Parameters with no default (AvailabilityZone, ImageId: `cdk deploy` asks for them) get values.
+2. Custom resources run a Lambda from the bootstrap bucket, which moto cannot invoke: CDK's
+   restrict-default-security-group resource set is dropped, and so are the one-time image lookups
+   (Custom::EfaImageLookup, aws-cdk-lib's AwsCustomResource) and their Lambda, whose answer (an AMI
+   id) becomes one of moto's AMIs.
 3. moto models no placement groups, key pairs or wait conditions in CloudFormation (UNMODELLED):
    they are dropped, references to them become stand-in strings (which moto stores unchecked), and
    outputs of their attributes are dropped. moto also ignores CreationPolicy: nodes are "created"
@@ -63,10 +66,14 @@ def moto_compatible(template: dict[str, Any], ami: str, ssm: Any) -> dict[str, A
     for rid in [
         r
         for r, v in t["Resources"].items()  # (2)
-        if v["Type"] == "Custom::VpcRestrictDefaultSG"
-        or r.startswith("CustomVpcRestrictDefaultSGCustomResourceProvider")
+        if v["Type"] in ("Custom::VpcRestrictDefaultSG", "Custom::EfaImageLookup")
+        or r.startswith(
+            ("CustomVpcRestrictDefaultSGCustomResourceProvider", "AWS679f53fac002430cb0da5b7982bd2287")
+        )
+        or (r.startswith("ImageLookup") and v["Type"] == "AWS::IAM::Policy")
     ]:
         del t["Resources"][rid]
+        t = _replace(t, rid, ami)
     for rid in [r for r, v in t["Resources"].items() if v["Type"] in UNMODELLED]:  # (3)
         del t["Resources"][rid]
         t = _replace(t, rid, f"stand-in-{rid}")
@@ -115,7 +122,15 @@ def create(aws: dict[str, Any], name: str, template: dict[str, Any]) -> dict[str
     """Create the stack in moto; its physical resource ids by logical id."""
     cfn = aws["cloudformation"]
     body = moto_compatible(template, aws["ami"], aws["ssm"])
-    cfn.create_stack(StackName=name, TemplateBody=json.dumps(body), Capabilities=["CAPABILITY_IAM"])
+    asked = {"AvailabilityZone": "us-east-1a", "ImageId": aws["ami"]}  # what `cdk deploy` would ask for
+    values = [
+        {"ParameterKey": k, "ParameterValue": asked[k]}
+        for k, p in body.get("Parameters", {}).items()
+        if "Default" not in p
+    ]
+    cfn.create_stack(
+        StackName=name, TemplateBody=json.dumps(body), Parameters=values, Capabilities=["CAPABILITY_IAM"]
+    )
     stack = cfn.describe_stacks(StackName=name)["Stacks"][0]
     assert stack["StackStatus"] == "CREATE_COMPLETE", stack.get("StackStatusReason")
     return {

@@ -41,7 +41,8 @@ def test_healthy_node_signals_success_and_writes_everything(tmp_path: Path) -> N
         "EFA_LIBDIR=/opt/amazon/efa/lib",
     ]  # trn1: RDMA
     profile = node.read("etc/profile.d/efa-cdk.sh")
-    assert "export FI_PROVIDER=efa" in profile and "/opt/amazon/efa/lib:" in profile
+    assert "export FI_EFA_USE_DEVICE_RDMA=1" in profile and "/opt/amazon/efa/lib:" in profile
+    assert "export FI_PROVIDER" not in profile  # only the cluster's jobs are forced onto EFA
     assert node.read("etc/efa-cdk/hostfile") == "10.0.1.10 slots=32\n10.0.1.11 slots=32\n"
     assert node.read("home/ubuntu/hostfile") == node.read("etc/efa-cdk/hostfile")
     assert node.read("home/ubuntu/.ssh/authorized_keys") == "ssh-ed25519 AAAAC3stub efa-cdk\n"
@@ -237,9 +238,8 @@ def test_leader_benchmarks_report_to_the_wait_condition(tmp_path: Path) -> None:
     node = Node(tmp_path, "p4d.24xlarge")
     shutil.copy(FIXTURES / "nccl-tests-2x-p4d.txt", node.stub_dir / "bench-output")
     shutil.copy(FIXTURES / "fi_pingpong-efa.txt", node.stub_dir / "pingpong-output")
-    (node.stub_dir / "all_reduce_perf").mkdir()
-    (node.stub_dir / "all_reduce_perf" / "all_reduce_perf").write_text("")
-    r = node.run("hostfile", "benchmarks", EFA_CDK_NCCL_TESTS=str(node.stub_dir / "all_reduce_perf"))
+    tests = _cuda(node, "12.8", "13.0", default="12.8")  # /usr/local/cuda -> cuda-12.8
+    r = node.run("hostfile", "benchmarks")
     assert r.returncode == 0, r.log
     body = json.loads((node.stub_dir / "posted.json").read_text())
     assert body["Status"] == "SUCCESS" and body["UniqueId"] == "benchmarks"
@@ -258,6 +258,23 @@ def test_leader_benchmarks_report_to_the_wait_condition(tmp_path: Path) -> None:
     assert "-n 16 -N 8" in mpirun and "-x FI_EFA_USE_DEVICE_RDMA=1" in mpirun and "NCCL_DEBUG=INFO" in mpirun
     # by absolute path with --prefix: remote orted is found over non-interactive SSH
     assert f"--prefix {node.root}/opt/amazon/openmpi " in mpirun
+    # the nccl-tests and libraries of the CUDA /usr/local/cuda points to, not another one installed
+    assert mpirun.endswith(f"{tests}/all_reduce_perf -b 8 -e 1G -f 2 -g 1 -c 1 -n 100")
+    libs = (node.stub_dir / "mpirun-ld-library-path").read_text().split(":")
+    cuda = f"{node.root}/usr/local/cuda-12.8"
+    assert libs[:3] == [f"{cuda}/efa/lib", f"{cuda}/lib", f"{cuda}/lib64"]
+
+
+def _cuda(node: Node, *versions: str, default: str) -> Path:
+    """The GPU DLAMI's layout: /usr/local/cuda-X.Y/efa/test-cuda-X.Y/all_reduce_perf per CUDA, and
+    /usr/local/cuda a link to the default one. Returns the default's test directory."""
+    for v in versions:
+        tests = node.root / f"usr/local/cuda-{v}/efa/test-cuda-{v}"
+        tests.mkdir(parents=True)
+        (tests / "all_reduce_perf").write_text("")
+        (tests / "all_reduce_perf").chmod(0o755)
+    (node.root / "usr/local/cuda").symlink_to(f"cuda-{default}")
+    return node.root / f"usr/local/cuda-{default}/efa/test-cuda-{default}"
 
 
 @pytest.mark.parametrize("strict", ["1", "0"])
@@ -271,6 +288,7 @@ def test_benchmark_that_falls_back_to_sockets_is_reported(tmp_path: Path, strict
     (node.stub_dir / "bench-output").write_text(text)
     (node.stub_dir / "nt").mkdir()
     (node.stub_dir / "nt" / "all_reduce_perf").write_text("")
+    (node.stub_dir / "nt" / "all_reduce_perf").chmod(0o755)
     r = node.run("hostfile", "benchmarks", EFA_CDK_NCCL_TESTS=str(node.stub_dir / "nt"))
     body = json.loads((node.stub_dir / "posted.json").read_text())
     assert "not efa" in body["Reason"] and json.loads(body["Data"])[0]["ok"] is False
@@ -304,16 +322,40 @@ def test_unreachable_node_stops_the_benchmarks_with_its_address(tmp_path: Path) 
     (node.stub_dir / "unreachable").write_text("10.0.1.11\n")
     r = node.run("hostfile", "benchmarks")
     assert r.returncode == 1
-    assert "node 10.0.1.11 never verified EFA or is unreachable over SSH" in r.log
+    assert "node(s) 10.0.1.11 never verified EFA or are unreachable over SSH" in r.log
+    assert "step 2/2" not in r.log  # the leader stops in the hostfile step
     body = json.loads((node.stub_dir / "posted.json").read_text())  # an EFA fault: FAILURE, strict or not
     assert body["Status"] == "FAILURE" and "10.0.1.11 never verified EFA" in body["Reason"]
 
 
-def test_followers_do_not_benchmark(tmp_path: Path) -> None:
+def test_followers_do_not_benchmark_or_poll_ec2(tmp_path: Path) -> None:
+    """An explicit follower asks EC2 nothing: the leader lists the nodes and copies it the hostfile."""
     node = Node(tmp_path, index=1)
+    (node.root / "etc/efa-cdk/hostfile").write_text("10.0.1.10 slots=32\n10.0.1.11 slots=32\n")
     r = node.run("hostfile", "benchmarks")
     assert r.returncode == 0, r.log
     assert "not the leader" in r.log and not (node.stub_dir / "posted.json").exists()
+    assert not node.calls("aws")
+
+
+def test_the_leader_gives_every_node_the_hostfile_in_parallel(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    r = node.run("hostfile")
+    assert r.returncode == 0, r.log
+    (copy,) = node.calls("scp")
+    assert copy.endswith(f"{node.root}/home/ubuntu/hostfile 10.0.1.11:hostfile")
+    assert "all 2 nodes verified EFA and have the hostfile" in r.log
+
+
+def test_auto_scaling_nodes_poll_with_jittered_backoff(tmp_path: Path) -> None:
+    """Without a node index (Auto Scaling), every node lists the group, less often each time."""
+    node = Node(tmp_path, EFA_CDK_WAIT_SECONDS="3", EFA_CDK_POLL_SECONDS="8")
+    node.cluster(["10.0.1.10", "10.0.1.11"], count=3, indexed=False)  # 3 wanted, never reached
+    r = node.run("hostfile")
+    assert r.returncode == 1
+    pauses = [int(line.rsplit(" ", 1)[1][:-1]) for line in r.log.splitlines() if "looking again in" in line]
+    caps = [8, 16, 32, 64, 128, 128, 128]
+    assert pauses and all(c // 2 <= p <= c for p, c in zip(pauses, caps, strict=False)), pauses
 
 
 def test_single_node_reports_skipped(tmp_path: Path) -> None:

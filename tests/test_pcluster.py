@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 import yaml
-from aws_cdk import assertions
+from aws_cdk import Stack, assertions
 
+from efa_constructs.cdk import EfaParallelCluster
 from efa_constructs.core.errors import EfaConfigError
 from efa_constructs.core.pcluster import (
     ComputeResource,
@@ -29,7 +30,7 @@ from efa_constructs.core.pcluster import (
     SharedStorage,
     SlurmQueue,
 )
-from efa_constructs.core.software import bootstrap_script
+from efa_constructs.core.software import NEURON_SDK_PACKAGES, bootstrap_script
 from stacks.parallel_cluster_stack import EfaParallelClusterStack
 from stacks.params import PclusterParams
 from tests.helpers import BASH, ROOT, Node, by_type, lint, new_app
@@ -271,7 +272,7 @@ def test_config_output_refers_to_the_stack(stack: dict[str, Any]) -> None:
     for kind in ("AWS::EC2::Subnet", "AWS::EFS::FileSystem", "AWS::FSx::FileSystem", "AWS::EC2::KeyPair"):
         assert any(k in r for r in refs for k, v in resources.items() if v["Type"] == kind), kind
     text = "".join(p if isinstance(p, str) else "X" for p in joined)
-    assert "InstanceType: trn1.32xlarge" in text and "efa-env,pcluster-hosts" in text
+    assert "InstanceType: trn1.32xlarge" in text and "efa-env,pcluster-hosts,neuron-sdk" in text
     assert "KeyPairParameter" in stack["Outputs"] and "SharedFileSystemId" in stack["Outputs"]
 
 
@@ -335,7 +336,14 @@ def test_create_cluster_uses_the_published_provider() -> None:
         "Enabled": True
     }
     assert props["ClusterName"] == "c-Trn1ParallelCluster"
+    assert t["Outputs"]["HeadNodeIp"]["Value"] == {
+        "Fn::GetAtt": [_id(t, cluster), "headNode.publicIpAddress"]
+    }
     assert lint(t) == []
+
+
+def _id(t: dict[str, Any], resource: dict[str, Any]) -> str:
+    return next(k for k, v in t["Resources"].items() if v is resource)
 
 
 def test_capacity_block_queue() -> None:
@@ -391,6 +399,45 @@ def test_hosts_workaround_drops_only_the_queues_pcluster_names(tmp_path: Path) -
     r = node.run("pcluster-hosts")
     assert r.returncode == 0, r.log
     assert node.read("etc/hosts") == "10.0.1.5 ip-10-0-1-5\n10.0.0.9 head.local\n"
+
+
+def test_trainium_compute_nodes_install_the_pinned_neuron_sdk(tmp_path: Path) -> None:
+    """ParallelCluster's images have no Neuron SDK: the compute nodes' neuron-sdk step adds the
+    Neuron repository with its key and installs exactly the pinned packages."""
+    node = Node(tmp_path)
+    (node.root / "etc/os-release").write_text('ID=ubuntu\nVERSION_ID="22.04"\nVERSION_CODENAME=jammy\n')
+    node.setting("EFA_CDK_NEURON_PACKAGES", " ".join(NEURON_SDK_PACKAGES))
+    (node.stub_dir / "downloads" / "GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB").write_text("key")
+    r = node.run("neuron-sdk")
+    assert r.returncode == 0, r.log
+    assert node.read("etc/apt/sources.list.d/neuron.list") == (
+        "deb [signed-by=/usr/share/keyrings/aws-neuron.gpg] "
+        "https://apt.repos.neuron.amazonaws.com jammy main\n"
+    )
+    (install,) = [c for c in node.calls("apt-get") if " install " in c]
+    assert install.endswith(" ".join(NEURON_SDK_PACKAGES)) and "aws-neuronx-tools=2.29.18.0" in install
+    assert any("--dearmor" in c for c in node.calls("gpg"))
+
+
+def test_neuron_sdk_step_skips_an_image_that_has_it_and_refuses_other_oses(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    node.setting("EFA_CDK_NEURON_PACKAGES", "aws-neuronx-tools=2.29.18.0")
+    (node.root / "etc/os-release").write_text('ID="amzn"\nVERSION_ID="2023"\n')
+    r = node.run("neuron-sdk")
+    assert r.returncode == 1 and "installs on Ubuntu only" in r.log
+    tools = node.root / "opt/aws/neuron/bin/nccom-test"
+    tools.parent.mkdir(parents=True)
+    tools.write_text("")
+    tools.chmod(0o755)
+    r = node.run("neuron-sdk")
+    assert r.returncode == 0 and "already installed" in r.log and not node.calls("apt-get")
+
+
+def test_gpu_compute_nodes_get_no_neuron_step() -> None:
+    stack = Stack(new_app(), "P5Pc")
+    pc = EfaParallelCluster(stack, "Pc", instance_type="p5.48xlarge", availability_zone="us-east-1a")
+    text = json.dumps(stack.resolve(pc.config_yaml))
+    assert "efa-env,pcluster-hosts" in text and "neuron-sdk" not in text
 
 
 def test_head_node_gets_the_job_templates(tmp_path: Path) -> None:

@@ -175,3 +175,48 @@ def test_node_software_off_allows_a_cluster_without_egress() -> None:
     assert all("CreationPolicy" not in n for n in by_type(t, "AWS::EC2::Instance"))
     assert not by_type(t, "AWS::EC2::KeyPair") and "BenchmarkResults" not in t["Outputs"]
     assert lint(t) == []
+
+
+def test_without_a_zone_deploy_asks_for_one() -> None:
+    """No availability_zone: synthesis stays offline, and the template has an AvailabilityZone
+    parameter with no default (`cdk deploy` stops until one is chosen) that every subnet uses."""
+    t = _synth()
+    param = t["Parameters"]["AvailabilityZone"]
+    assert param["Type"] == "AWS::EC2::AvailabilityZone::Name" and "Default" not in param
+    assert "describe-instance-type-offerings" in param["Description"]
+    subnets = by_type(t, "AWS::EC2::Subnet")
+    assert subnets and all(
+        s["Properties"]["AvailabilityZone"] == {"Ref": "AvailabilityZone"} for s in subnets
+    )
+    chosen = _synth(availability_zone="us-east-1c")
+    assert "AvailabilityZone" not in chosen.get("Parameters", {})
+    assert {s["Properties"]["AvailabilityZone"] for s in by_type(chosen, "AWS::EC2::Subnet")} == {
+        "us-east-1c"
+    }
+
+
+def test_pcluster_without_a_zone_deploy_asks_for_one(templates: dict[str, Any]) -> None:
+    param = templates["Trn1ParallelCluster"]["Parameters"]["AvailabilityZone"]
+    assert "Default" not in param
+
+
+def test_p3dn_asks_for_an_image_and_takes_one_from_context() -> None:
+    """No current AWS image runs V100: the P3dn stack asks for ImageId at deploy, or takes ami_id."""
+    app = new_app()
+    params = ClusterParams.from_context({}, default_instance_type="p3dn.24xlarge")
+    t = assertions.Template.from_stack(EfaClusterStack(app, "P3dn", params=params)).to_json()
+    assert (
+        t["Parameters"]["ImageId"]["Type"] == "AWS::EC2::Image::Id"
+        and "Default" not in t["Parameters"]["ImageId"]
+    )
+    (lt,) = by_type(t, "AWS::EC2::LaunchTemplate")
+    assert lt["Properties"]["LaunchTemplateData"]["ImageId"] == {"Ref": "ImageId"}
+    assert not by_type(t, "Custom::EfaImageLookup")
+    params = ClusterParams.from_context(
+        {"ami_id": "ami-0123456789abcdef0", "ami_os": "al2023"}, default_instance_type="p3dn.24xlarge"
+    )
+    t = assertions.Template.from_stack(EfaClusterStack(new_app(), "P3dn", params=params)).to_json()
+    (lt,) = by_type(t, "AWS::EC2::LaunchTemplate")
+    data = lt["Properties"]["LaunchTemplateData"]
+    assert data["ImageId"] == "ami-0123456789abcdef0" and "ImageId" not in t.get("Parameters", {})
+    assert data["BlockDeviceMappings"][0]["DeviceName"] == "/dev/xvda"  # Amazon Linux's root device

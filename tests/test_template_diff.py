@@ -77,3 +77,54 @@ def test_command_synthesizes_two_revisions(request: pytest.FixtureRequest) -> No
     assert unchanged <= set(lines)
     p4d = run.stdout.split("Stack P4dEfaCluster")[1].split("\nStack ")[0]
     assert p4d.count("! REPLACE ClusterNode") == 2, p4d  # the launch template changed under both nodes
+
+
+def _cluster(stack: str, **context: str) -> dict[str, Any]:
+    from aws_cdk import assertions
+
+    from stacks.cluster_stack import EfaClusterStack
+    from stacks.params import ClusterParams
+    from tests.helpers import new_app
+
+    params = ClusterParams.from_context(
+        {"availability_zone": "us-east-1a", **context}, default_instance_type=READY_CLUSTERS[stack]
+    )
+    return assertions.Template.from_stack(EfaClusterStack(new_app(), stack, params=params)).to_json()  # type: ignore[no-any-return]
+
+
+def test_an_image_refresh_replaces_every_node_and_a_resize_none() -> None:
+    """The image is read once: a resize keeps it; asking for a newer one (ami_refresh) shows up as
+    the lookup replaced and every node with it."""
+    base = _cluster("P4dEfaCluster")
+    grown = diff_templates(base, _cluster("P4dEfaCluster", node_count="3"))
+    assert not grown.replaced and "AWS::EC2::Instance" in grown.added.values()
+    assert not [r for r in grown.modified if base["Resources"].get(r, {}).get("Type") == "AWS::EC2::Instance"]
+    refreshed = diff_templates(base, _cluster("P4dEfaCluster", ami_refresh="2026-12-01"))
+    assert list(refreshed.added.values()).count("Custom::EfaImageLookup") == 1
+    assert list(refreshed.removed.values()).count("Custom::EfaImageLookup") == 1
+    nodes = sorted(k for k, v in base["Resources"].items() if v["Type"] == "AWS::EC2::Instance")
+    assert sorted(r for r in refreshed.replaced if r in nodes) == nodes
+
+
+def test_elastic_ip_nodes_can_be_replaced() -> None:
+    """A change that replaces an Elastic IP node also replaces its pre-created interface (new logical
+    id), so the new node never waits for an interface the old one holds; the Elastic IP is kept."""
+    old = _cluster("P5EfaCluster", public_ip="all")
+    new = _cluster("P5EfaCluster", public_ip="all", root_volume_gib="300")
+    d = diff_templates(old, new)
+    nodes = sorted(k for k, v in old["Resources"].items() if v["Type"] == "AWS::EC2::Instance")
+    assert sorted(r for r in d.replaced if r in nodes) == nodes
+    enis = {k for k, v in old["Resources"].items() if v["Type"] == "AWS::EC2::NetworkInterface"}
+    assert (
+        set(d.removed) >= enis
+        and len([t for t in d.added.values() if t == "AWS::EC2::NetworkInterface"]) == 2
+    )
+    assocs = {k for k, v in old["Resources"].items() if v["Type"] == "AWS::EC2::EIPAssociation"}
+    assert assocs <= set(d.replaced)  # re-associated with the new interface
+    assert d.stateful_losses == []  # the Elastic IPs stay
+    # every node launches after its Elastic IP is associated (its boot fetches the software)
+    for node in nodes:
+        assert any(dep in assocs for dep in new["Resources"][node]["DependsOn"])
+    # a resize touches no interface
+    resized = diff_templates(old, _cluster("P5EfaCluster", public_ip="all", node_count="3"))
+    assert not (set(resized.removed) & enis) and not resized.replaced

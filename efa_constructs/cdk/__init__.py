@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .cluster import EfaCluster
 from .launch_template import EfaLaunchTemplate
-from .machine_image import EfaMachineImage, OsFamily
+from .machine_image import EfaMachineImage, ImageReadOnce, OsFamily
 from .network import EfaNetwork
 from .node import EfaNode, EfaNodeGroup, NodePublicAddress
 from .node_software import BenchmarkReport, NodeSoftwareInstallation
@@ -28,6 +28,7 @@ __all__ = [
     "EfaParallelCluster",
     "EfaSecurityGroup",
     "EfaSharedStorage",
+    "ImageReadOnce",
     "NodePublicAddress",
     "NodeSoftwareInstallation",
     "OsFamily",

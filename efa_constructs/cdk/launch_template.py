@@ -6,11 +6,13 @@ InterfaceType, so multi-card EFA nodes must launch from a launch template.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import Token
+from aws_cdk import Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
@@ -170,6 +172,17 @@ class EfaLaunchTemplate(Construct):
             capacity=capacity,
         )
         self.machine_image = machine_image or EfaMachineImage.default_for(self.instance_type)
+        if (
+            not Token.is_unresolved(root_volume_gib)
+            and root_volume_gib < self.machine_image.min_root_volume_gib
+        ):
+            raise EfaConfigError(
+                "root_volume_gib",
+                value=root_volume_gib,
+                why=f"the image ({self.machine_image.description}) needs a root volume of at least "
+                f"{self.machine_image.min_root_volume_gib} GiB: EC2 refuses one smaller than its snapshot",
+                fix=f"use {self.machine_image.min_root_volume_gib} or more (default 200)",
+            )
         self.user_data = user_data or ec2.UserData.for_linux()
         self.role: iam.IRole = role or session_manager_role(
             self, "Role", f"EFA nodes ({self.instance_type.name})"
@@ -236,6 +249,21 @@ class EfaLaunchTemplate(Construct):
     def grant_principal(self) -> iam.IPrincipal:
         """The instance role (``iam.IGrantable``): grants reach every node of this template."""
         return self.role
+
+    def fingerprint(self) -> str:
+        """SHA-256 of this template's content, resolved (image, user data, role, volumes, metadata
+        options, key, placement; the interfaces' layout and groups; the capacity): it changes when
+        the template does, except for the pre-created primary interface and the subnet."""
+        stack = Stack.of(self)
+        cfn = self.launch_template.node.default_child
+        assert isinstance(cfn, ec2.CfnLaunchTemplate)
+        parts = [
+            stack.resolve(cfn.launch_template_data),  # image, user data, role, volumes, IMDS, key, placement
+            repr(self.layout),  # the interfaces (written as an override, like the capacity)
+            [stack.resolve(sg.security_group_id) for sg in self.security_groups],
+            repr(self._props["capacity"]),
+        ]
+        return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
     def with_primary_interface(
         self, scope: Construct, id_: str, network_interface_id: str

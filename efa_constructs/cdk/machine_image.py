@@ -1,4 +1,4 @@
-"""Default AMIs per accelerator, resolved through SSM public parameters at deploy time.
+"""Default AMIs per accelerator: an SSM public parameter, read ONCE when the stack is created.
 
 Sources for the parameter names (checked late 2026):
 
@@ -6,33 +6,149 @@ Sources for the parameter names (checked late 2026):
   ``/aws/service/deeplearning/ami/<x86_64|arm64>/<ami_type>/latest/ami-id``, where ami_type is the
   DLAMI's name without "Deep", "Learning" and "AMI" ("Deep Learning Base OSS Nvidia Driver GPU AMI
   (Ubuntu 22.04)" -> ``base-oss-nvidia-driver-gpu-ubuntu-22.04``). The release notes of each DLAMI
-  list the instances it supports: the ARM64 Ubuntu 22.04 one lists G5g and P6e-GB200, the Ubuntu
-  24.04 one adds P6e-GB300 (release notes 2026-09/10).
+  list the instances it supports. ARM64: the Ubuntu 22.04 image lists G5g and P6e-GB200 only since
+  2026-07 (release notes 20260710 onwards); the Ubuntu 24.04 one lists G5g, P6e-GB200 and P6e-GB300
+  (release notes 20260722, 20260918, 20260929), so arm64 gets 24.04.
+* Pre-Turing NVIDIA GPUs (V100 on p3dn): the OSS-driver DLAMIs run NVIDIA's open kernel modules,
+  which support Turing and later GPUs only (NVIDIA open-gpu-kernel-modules README). The last DLAMI
+  whose release notes list P3dn is "Deep Learning Base Proprietary Nvidia Driver AMI (Amazon Linux 2)"
+  (version 71.6, 2026-01-02), on an OS past its end of support (2026-06-30) and dropped by EFA
+  installer 1.50.0. So there is no default image for them: :meth:`EfaMachineImage.default_for`
+  refuses and names the fix (an image you maintain, :meth:`EfaMachineImage.from_ami_id`).
 * Neuron DLAMI: AWS Neuron documentation, "Neuron DLAMI" SSM parameters
   (``/aws/service/neuron/dlami/multi-framework/ubuntu-22.04/latest/image_id``).
-* Amazon Linux 2023: aws-cdk-lib's ``MachineImage.latest_amazon_linux2023`` (the
-  ``/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-6.1-<arch>`` parameter).
+* Amazon Linux 2023: ``/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-6.1-<arch>`` (the
+  parameter aws-cdk-lib's ``MachineImage.latest_amazon_linux2023`` reads).
 
-An SSM public parameter becomes a CloudFormation parameter of type
-``AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>``: synthesis needs no credentials, and the
-AMI id is resolved in the account and region of the deploy.
+Why "read once": a ``.../latest/...`` parameter used as a CloudFormation parameter is resolved at
+every deploy, so once AWS publishes a new image, ANY later deploy (a node_count change) changes
+ImageId and replaces every node, which needs twice the capacity. :class:`ImageReadOnce` reads the
+parameter with a CloudFormation custom resource (aws-cdk-lib's ``AwsCustomResource``, one
+``ssm:GetParameter`` on that parameter only) when the stack is created, and keeps the answer until
+``refresh`` changes. Synthesis needs no credentials; a refresh shows in the template diff as the
+lookup being replaced and every node with it.
 """
 
 from __future__ import annotations
 
 import enum
+import hashlib
+import re
 from dataclasses import dataclass
 
+import jsii
+from aws_cdk import Aws, Stack, Token
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import custom_resources as cr
+from constructs import Construct
 
 from ..core.catalogue import AcceleratorKind, InstanceType
+from ..core.errors import EfaConfigError
+from .acknowledgements import acknowledge, explain_cdk_lambda_lint
+
+#: NVIDIA GPUs older than Turing among EFA types (NVIDIA open-gpu-kernel-modules README: the open
+#: modules support Turing and later). EC2 names them in DescribeInstanceTypes' GpuInfo.
+PRE_TURING_GPUS = frozenset({"K80", "M60", "V100", "K520"})
+_AMI_ID = re.compile(r"^ami-[0-9a-f]{8}([0-9a-f]{9})?$")
 
 
 class OsFamily(enum.Enum):
-    """The distribution family of an image: decides library paths and the package manager."""
+    """The distribution family of an image: decides the login user and the root device."""
 
     AMAZON_LINUX_2023 = "al2023"
     UBUNTU = "ubuntu"
+
+    @staticmethod
+    def parse(value: OsFamily | str) -> OsFamily:
+        """An OsFamily from its value (``ubuntu``, ``al2023``); a clear error otherwise."""
+        if isinstance(value, OsFamily):
+            return value
+        try:
+            return OsFamily(value)
+        except ValueError:
+            raise EfaConfigError(
+                "ami_os", value=value, why="not an OS family this library knows", fix="use ubuntu or al2023"
+            ) from None
+
+    @property
+    def root_device_name(self) -> str:
+        """The root device of the family's AMIs (so the root volume is resized, not added)."""
+        return "/dev/sda1" if self is OsFamily.UBUNTU else "/dev/xvda"
+
+
+@jsii.implements(ec2.IMachineImage)
+class ImageReadOnce:
+    """The AMI id an SSM parameter holds when the stack is created, kept until ``refresh`` changes.
+
+    One lookup per stack, parameter and refresh label (``ImageLookup<hash>`` at the stack's root,
+    shared by every launch template that uses it).
+
+    Args:
+        parameter_name: the SSM parameter (an AWS public one, or your own).
+        refresh: any label (a date, say); change it to read the parameter again on the next deploy,
+            which replaces the nodes launched from it. Default: "".
+    """
+
+    def __init__(self, parameter_name: str, refresh: str = "") -> None:
+        """Create the image; the arguments are described in the class docstring."""
+        if not re.fullmatch(r"[A-Za-z0-9._-]{0,64}", refresh):
+            raise EfaConfigError(
+                "ami_refresh",
+                value=refresh,
+                why="the label becomes part of a CloudFormation logical id",
+                fix="use up to 64 letters, digits, '.', '_' or '-' (a date such as 2026-11-22)",
+            )
+        self.parameter_name = parameter_name
+        self.refresh = refresh
+
+    def lookup(self, scope: Construct) -> cr.AwsCustomResource:
+        """The stack's lookup for this parameter and label (created on first use)."""
+        stack = Stack.of(scope)
+        key = hashlib.sha256(f"{self.parameter_name}@{self.refresh}".encode()).hexdigest()[:8].upper()
+        found = stack.node.try_find_child(f"ImageLookup{key}")
+        if isinstance(found, cr.AwsCustomResource):
+            return found
+        lookup = cr.AwsCustomResource(
+            stack,
+            f"ImageLookup{key}",
+            resource_type="Custom::EfaImageLookup",
+            on_create=cr.AwsSdkCall(
+                service="SSM",
+                action="getParameter",
+                parameters={"Name": self.parameter_name},
+                physical_resource_id=cr.PhysicalResourceId.from_response("Parameter.Value"),
+                output_paths=["Parameter.Value"],
+            ),
+            policy=cr.AwsCustomResourcePolicy.from_sdk_calls(
+                resources=[f"arn:{Aws.PARTITION}:ssm:{Aws.REGION}::parameter{self.parameter_name}"]
+                if self.parameter_name.startswith("/aws/")
+                else [f"arn:{Aws.PARTITION}:ssm:{Aws.REGION}:{Aws.ACCOUNT_ID}:parameter{self.parameter_name}"]
+            ),
+            install_latest_aws_sdk=False,
+        )
+        acknowledge_lookup_provider(stack)
+        return lookup
+
+    def get_image(self, scope: Construct) -> ec2.MachineImageConfig:
+        """The image config: the lookup's answer (``ec2.IMachineImage``)."""
+        return ec2.MachineImageConfig(
+            image_id=self.lookup(scope).get_response_field("Parameter.Value"),
+            os_type=ec2.OperatingSystemType.LINUX,
+            user_data=ec2.UserData.for_linux(),
+        )
+
+
+@jsii.implements(ec2.IMachineImage)
+class _FixedImage:
+    """One AMI id (a literal or a CloudFormation parameter's value), in every region."""
+
+    def __init__(self, ami_id: str) -> None:
+        self.ami_id = ami_id
+
+    def get_image(self, scope: Construct) -> ec2.MachineImageConfig:
+        return ec2.MachineImageConfig(
+            image_id=self.ami_id, os_type=ec2.OperatingSystemType.LINUX, user_data=ec2.UserData.for_linux()
+        )
 
 
 @dataclass(frozen=True)
@@ -45,6 +161,8 @@ class EfaMachineImage:
             on Ubuntu), so the root volume is resized instead of a second volume being added.
         os_family: the distribution family.
         efa_preinstalled: True on DLAMIs that ship the EFA software.
+        description: what the image is, for people.
+        min_root_volume_gib: the smallest root volume the image fits in.
     """
 
     machine_image: ec2.IMachineImage
@@ -52,6 +170,7 @@ class EfaMachineImage:
     os_family: OsFamily
     efa_preinstalled: bool
     description: str
+    min_root_volume_gib: int = 8
 
     @property
     def login_user(self) -> str:
@@ -60,58 +179,124 @@ class EfaMachineImage:
 
     @staticmethod
     def from_ssm_parameter(
-        parameter_name: str, *, root_device_name: str, os_family: OsFamily, efa_preinstalled: bool
+        parameter_name: str,
+        *,
+        os_family: OsFamily,
+        efa_preinstalled: bool,
+        refresh: str = "",
+        min_root_volume_gib: int = 8,
     ) -> EfaMachineImage:
-        """An image whose id an SSM parameter holds (resolved at deploy, not at synth)."""
+        """The image an SSM parameter holds, read once at stack creation (see :class:`ImageReadOnce`)."""
         return EfaMachineImage(
-            ec2.MachineImage.from_ssm_parameter(parameter_name, os=ec2.OperatingSystemType.LINUX),
-            root_device_name,
+            ImageReadOnce(parameter_name, refresh),
+            os_family.root_device_name,
             os_family,
             efa_preinstalled,
-            f"SSM {parameter_name}",
+            f"SSM {parameter_name}, read at create" + (f" (refresh {refresh})" if refresh else ""),
+            min_root_volume_gib,
         )
 
     @staticmethod
-    def neuron_dlami() -> EfaMachineImage:
+    def from_ami_id(
+        ami_id: str, *, os_family: OsFamily | str = OsFamily.UBUNTU, min_root_volume_gib: int = 8
+    ) -> EfaMachineImage:
+        """One AMI (``ami-...``, or a token such as a CfnParameter's value); the node software
+        installs EFA on it unless it is there already."""
+        if not Token.is_unresolved(ami_id) and not _AMI_ID.match(ami_id):
+            raise EfaConfigError(
+                "ami_id",
+                value=ami_id,
+                why="an AMI id is 'ami-' and 8 or 17 hex digits",
+                fix="copy the id from `aws ec2 describe-images` (in the region you deploy to)",
+            )
+        family = OsFamily.parse(os_family)
+        return EfaMachineImage(
+            _FixedImage(ami_id), family.root_device_name, family, False, f"AMI {ami_id}", min_root_volume_gib
+        )
+
+    @staticmethod
+    def neuron_dlami(refresh: str = "") -> EfaMachineImage:
         """Deep Learning AMI Neuron (Ubuntu 22.04): Neuron SDK, EFA and Open MPI preinstalled."""
         return EfaMachineImage.from_ssm_parameter(
             "/aws/service/neuron/dlami/multi-framework/ubuntu-22.04/latest/image_id",
-            root_device_name="/dev/sda1",
             os_family=OsFamily.UBUNTU,
             efa_preinstalled=True,
+            refresh=refresh,
+            min_root_volume_gib=DLAMI_MIN_ROOT_GIB,
         )
 
     @staticmethod
-    def gpu_dlami(architecture: str) -> EfaMachineImage:
-        """Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04): drivers, CUDA, EFA, aws-ofi-nccl."""
+    def gpu_dlami(architecture: str, refresh: str = "") -> EfaMachineImage:
+        """Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04 on x86_64, 24.04 on arm64):
+        drivers, CUDA, EFA, aws-ofi-nccl, nccl-tests."""
+        ubuntu = "24.04" if architecture == "arm64" else "22.04"
         return EfaMachineImage.from_ssm_parameter(
-            f"/aws/service/deeplearning/ami/{architecture}/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
-            root_device_name="/dev/sda1",
+            f"/aws/service/deeplearning/ami/{architecture}/base-oss-nvidia-driver-gpu-ubuntu-{ubuntu}/latest/ami-id",
             os_family=OsFamily.UBUNTU,
             efa_preinstalled=True,
+            refresh=refresh,
+            min_root_volume_gib=DLAMI_MIN_ROOT_GIB,
         )
 
     @staticmethod
-    def amazon_linux_2023(architecture: str) -> EfaMachineImage:
-        """The latest Amazon Linux 2023 AMI; EFA software is installed by the node's user data."""
-        cpu = ec2.AmazonLinuxCpuType.ARM_64 if architecture == "arm64" else ec2.AmazonLinuxCpuType.X86_64
-        return EfaMachineImage(
-            ec2.MachineImage.latest_amazon_linux2023(cpu_type=cpu),
-            "/dev/xvda",
-            OsFamily.AMAZON_LINUX_2023,
-            False,
-            f"Amazon Linux 2023 ({architecture})",
+    def amazon_linux_2023(architecture: str, refresh: str = "") -> EfaMachineImage:
+        """The Amazon Linux 2023 AMI; EFA software is installed by the node's user data."""
+        arch = "arm64" if architecture == "arm64" else "x86_64"
+        return EfaMachineImage.from_ssm_parameter(
+            f"/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-6.1-{arch}",
+            os_family=OsFamily.AMAZON_LINUX_2023,
+            efa_preinstalled=False,
+            refresh=refresh,
         )
 
     @staticmethod
-    def default_for(it: InstanceType) -> EfaMachineImage:
-        """Neuron DLAMI for Trainium/Inferentia, GPU DLAMI for NVIDIA, Amazon Linux 2023 otherwise.
+    def has_default(it: InstanceType) -> bool:
+        """False for types no current AWS image supports (pre-Turing NVIDIA GPUs: p3dn)."""
+        return not (
+            it.accelerator.kind is AcceleratorKind.NVIDIA_GPU and it.accelerator.name in PRE_TURING_GPUS
+        )
+
+    @staticmethod
+    def default_for(it: InstanceType, refresh: str = "") -> EfaMachineImage:
+        """Neuron DLAMI for Trainium/Inferentia, GPU DLAMI for NVIDIA (Turing and later), Amazon
+        Linux 2023 otherwise; refused for pre-Turing GPUs (see the module's sources).
 
         Gaudi (dl1) gets Amazon Linux 2023 with the EFA installer; the Habana driver stack is the
         user's choice of AMI or container (see README).
         """
+        if not EfaMachineImage.has_default(it):
+            raise EfaConfigError(
+                "machine_image",
+                value=None,
+                why=f"{it.name} carries NVIDIA {it.accelerator.name} GPUs (older than Turing): the current "
+                "GPU DLAMIs' open NVIDIA driver does not run them, and the last DLAMI listing them "
+                "(Base Proprietary Nvidia Driver, Amazon Linux 2) runs an OS past end of support",
+                fix="launch an image you maintain with NVIDIA's proprietary driver: "
+                "machine_image=EfaMachineImage.from_ami_id('ami-...', os_family=...) in code, "
+                "-c <Stack>:ami_id=ami-... (and ami_os=ubuntu|al2023) for a ready stack",
+            )
         if it.accelerator.kind is AcceleratorKind.NEURON:
-            return EfaMachineImage.neuron_dlami()
+            return EfaMachineImage.neuron_dlami(refresh)
         if it.accelerator.kind is AcceleratorKind.NVIDIA_GPU:
-            return EfaMachineImage.gpu_dlami(it.architecture)
-        return EfaMachineImage.amazon_linux_2023(it.architecture)
+            return EfaMachineImage.gpu_dlami(it.architecture, refresh)
+        return EfaMachineImage.amazon_linux_2023(it.architecture, refresh)
+
+
+#: The smallest root volume this library launches a DLAMI with. EC2 refuses a root volume smaller
+#: than the image's snapshot (InvalidBlockDeviceMapping, "smaller than snapshot"); the DLAMI release
+#: notes do not publish snapshot sizes, so this floor is the deploy review's figure (issue 11:
+#: "DLAMIs need about 100 GB"), not a published one. The default (200 GiB) is above it.
+DLAMI_MIN_ROOT_GIB = 100
+
+
+def acknowledge_lookup_provider(stack: Stack) -> None:
+    """cdk-nag's findings on aws-cdk-lib's AwsCustomResource Lambda (one per stack), acknowledged
+    on that function only, with the reasons in :mod:`.acknowledgements`."""
+    provider = stack.node.try_find_child("AWS" + cr.AwsCustomResource.PROVIDER_FUNCTION_UUID.replace("-", ""))
+    if provider is not None:
+        acknowledge(
+            provider,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+            "AwsSolutions-L1",
+        )
+        explain_cdk_lambda_lint(provider, "aws-cdk-lib's AwsCustomResource provider")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnResource, Stack, Token
+from aws_cdk import Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from ..core.errors import EfaConfigError
+from .acknowledgements import explain_cdk_lambda_lint
 
 
 def known_cidr(vpc: ec2.IVpc) -> str | None:
@@ -79,15 +80,10 @@ class EfaNetwork(Construct):
         self.availability_zone = self.private_subnet.availability_zone
 
     def _explain_cdk_provider_lint(self) -> None:
-        """Stock cfn-lint warns (W3005) that the Lambda of CDK's own restrict-default-security-group
-        provider (feature flag ``@aws-cdk/aws-ec2:restrictDefaultSecurityGroup``) lists its role in
-        DependsOn next to a GetAtt of it. Harmless and not ours to change: suppressed on that one
-        resource, with this reason, so a user's own cfn-lint run stays clean."""
+        """CDK's own restrict-default-security-group provider (feature flag
+        ``@aws-cdk/aws-ec2:restrictDefaultSecurityGroup``): see :func:`explain_cdk_lambda_lint`."""
         provider = Stack.of(self).node.try_find_child("Custom::VpcRestrictDefaultSGCustomResourceProvider")
-        handler = provider.node.try_find_child("Handler") if provider else None
-        if isinstance(handler, CfnResource):
-            handler.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
-            handler.add_metadata(
-                "efa-cdk:cfn-lint-W3005",
-                "CDK's restrict-default-SG provider: redundant DependsOn on its role",
-            )
+        explain_cdk_lambda_lint(
+            provider.node.try_find_child("Handler") if provider else None,
+            "CDK's restrict-default-SG provider",
+        )

@@ -3,7 +3,16 @@ node group (`EfaNodeGroup`): the three ways an :class:`EfaCluster` launches its 
 
 from __future__ import annotations
 
-from aws_cdk import CfnAutoScalingReplacingUpdate, CfnUpdatePolicy, Stack, Tags
+import jsii
+from aws_cdk import (
+    CfnAutoScalingReplacingUpdate,
+    CfnUpdatePolicy,
+    IResolveContext,
+    IStringProducer,
+    Lazy,
+    Stack,
+    Tags,
+)
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
@@ -12,14 +21,36 @@ from .acknowledgements import acknowledge
 from .launch_template import EfaLaunchTemplate
 
 
+@jsii.implements(IStringProducer)
+class _Suffixed:
+    """A logical id: the construct's own plus 8 hex digits of the launch template's fingerprint."""
+
+    def __init__(self, logical_id: str, launch_template: EfaLaunchTemplate) -> None:
+        self.logical_id = logical_id
+        self.launch_template = launch_template
+
+    def produce(self, context: IResolveContext) -> str:
+        return f"{self.logical_id}{self.launch_template.fingerprint()[:8].upper()}"
+
+
 class NodePublicAddress(Construct):
     """An Elastic IP on a node's card-0 / DeviceIndex-0 interface.
 
-    Multi-interface instances get no public IP, and CloudFormation associates an EIP with such an
-    instance only through an interface id. So the interface is pre-created in the public subnet
-    (``Interface``), the EIP (``Resource``) is associated with it (``Association``), and the node
-    launches from its own copy of the cluster's launch template (``LaunchTemplate``) that attaches
-    that interface as card 0 / device 0. The EFA interfaces stay in the cluster's subnet.
+    Multi-interface instances get no public IP, and EC2 associates an EIP with such an instance
+    only through an interface id. So the interface is pre-created in the public subnet
+    (``Interface<hash>``), the EIP (``Resource``) is associated with it (``Association``) before the
+    node launches (its boot needs the route out), and the node launches from its own copy of the
+    cluster's launch template (``LaunchTemplate``) that attaches that interface as card 0 / device 0.
+    The EFA interfaces stay in the cluster's subnet.
+
+    Replacement: a pre-created interface is still attached to the old instance while CloudFormation
+    launches the new one, so the interface is replaced with the node. Its logical id ends in a hash
+    of everything the node's launch template is made of (:meth:`EfaLaunchTemplate.fingerprint`, the
+    pattern of aws-cdk-lib's ``Function.currentVersion``): whatever replaces the node creates a new
+    interface, re-associates the (kept) Elastic IP with it, launches the new node on it, then
+    deletes the old node and interface. A node-count change leaves it alone. A value that changes
+    only at deploy (an ``ImageId`` CloudFormation parameter) is invisible to the hash: change the
+    image of such nodes through the context (``ami_id``), not the parameter.
 
     Args:
         launch_template: the cluster's launch template (copied with the interface attached).
@@ -47,8 +78,13 @@ class NodePublicAddress(Construct):
             group_set=[security_group.security_group_id],
             description=description,
         )
+        self.network_interface.override_logical_id(
+            Lazy.uncached_string(
+                _Suffixed(Stack.of(self).resolve(self.network_interface.logical_id), launch_template)
+            )
+        )
         self.eip = ec2.CfnEIP(self, "Resource", domain="vpc")
-        ec2.CfnEIPAssociation(
+        self.association = ec2.CfnEIPAssociation(
             self,
             "Association",
             allocation_id=self.eip.attr_allocation_id,
@@ -113,6 +149,8 @@ class EfaNode(Construct):
                 version=launch_template.latest_version_number,
             ),
         )
+        if self.public_address is not None:  # boot with the Elastic IP in place: the software is fetched
+            self.instance.add_resource_dependency(self.public_address.association)
         Tags.of(self.instance).add("Name", name)
         Tags.of(self.instance).add("efa-cdk:node-index", str(index))
         Tags.of(self.instance).add("efa-cdk:logical-id", Stack.of(self).resolve(self.instance.logical_id))

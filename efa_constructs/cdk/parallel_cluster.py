@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import jsii
-from aws_cdk import Aws, CfnOutput, CfnStack, CustomResource, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnStack, CustomResource, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from ..core.capacity import Capacity, CapacityKind
+from ..core.catalogue import AcceleratorKind
 from ..core.catalogue import instance_type as lookup
 from ..core.checks import check_placement_for_capacity
 from ..core.errors import EfaConfigError
@@ -28,7 +29,7 @@ from ..core.pcluster import (
     SharedStorage,
     SlurmQueue,
 )
-from ..core.software import EfaUserData, bootstrap_script
+from ..core.software import NEURON_SDK_PACKAGES, EfaUserData, bootstrap_script
 from .network import EfaNetwork, known_cidr
 from .security_group import EfaSecurityGroup
 from .storage import EfaSharedStorage
@@ -204,7 +205,14 @@ class EfaParallelCluster(Construct):
                     use_placement_group=self.placement_group is not None,
                     security_group_ids=(self.security_group.security_group_id,),
                     on_node_configured=self._entry_url,
-                    on_node_configured_args=self._bootstrap_args("efa-env,pcluster-hosts"),
+                    on_node_configured_args=self._bootstrap_args(
+                        "efa-env,pcluster-hosts"
+                        + (
+                            ",neuron-sdk"
+                            if lookup(instance_type).accelerator.kind is AcceleratorKind.NEURON
+                            else ""
+                        )
+                    ),
                     s3_read=self._read,
                     capacity_type="CAPACITY_BLOCK"
                     if capacity.kind is CapacityKind.CAPACITY_BLOCK
@@ -240,6 +248,7 @@ class EfaParallelCluster(Construct):
             "EFA_CDK_SLOTS": str(slots),
             "EFA_CDK_QUEUES": queue_name,
             "EFA_CDK_SHARED_DIR": SHARED_DIR,
+            "EFA_CDK_NEURON_PACKAGES": " ".join(NEURON_SDK_PACKAGES),
         }
         (staged / PCLUSTER_BOOTSTRAP).write_text(bootstrap_script(settings))
         scripts = s3_assets.Asset(self, "NodeScripts", path=str(staged))
@@ -289,8 +298,12 @@ class EfaParallelCluster(Construct):
             removal_policy=RemovalPolicy.DESTROY,  # the file systems it mounts are retained on their own
         )
         cluster.node.add_dependency(self.storage.file_system.mount_targets_available)  # mounted at boot
-        CfnOutput(self, "HeadNodeIp", value=cluster.get_att_string("headNode.publicIpAddress"))
         return cluster
+
+    @property
+    def head_node_ip(self) -> str | None:
+        """The head node's public IP (a token) when the construct created the cluster, else None."""
+        return self.cluster.get_att_string("headNode.publicIpAddress") if self.cluster else None
 
 
 def _check_inputs(

@@ -42,6 +42,17 @@ EFA_INSTALLER_SHA256 = ""
 #: Fingerprint of the key that signs the EFA installer (AWS EFA documentation).
 EFA_INSTALLER_FINGERPRINT = "4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC"
 
+#: The Neuron SDK system packages a ParallelCluster compute node with Trainium gets (step
+#: ``neuron-sdk``): Neuron 2.29.0 (2026-04-09), the Neuron documentation's "Release Content" page,
+#: Trn1 packages (awsdocs-neuron.readthedocs-hosted.com/en/v2.29.0/release-notes/releasecontent.html).
+#: Newer releases exist (2.33.0, 2026-10-19); their package versions were not in the stored docs.
+NEURON_SDK_PACKAGES = (
+    "aws-neuronx-dkms=2.27.4.0",
+    "aws-neuronx-collectives=2.31.24.0",
+    "aws-neuronx-runtime-lib=2.31.24.0",
+    "aws-neuronx-tools=2.29.18.0",
+)
+
 #: Steps the library ships, in the order they run; user steps go before ``verify-efa``.
 SETUP_STEPS = ("install-efa", "efa-env", "ssh-keys")
 VERIFY_STEPS = ("verify-efa", "signal")

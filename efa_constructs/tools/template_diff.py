@@ -7,8 +7,9 @@ modified and REPLACED, with deletions and replacements of stateful resources fla
 Whether a change replaces a resource comes from CloudFormation's own provider schemas
 (``createOnlyProperties``), as shipped in cfn-lint. Replacement also propagates: a resource whose
 create-only property references a resource that changes (``Fn::GetAtt`` of a modified resource, or
-``Ref`` of a replaced one) is replaced too. That is how a launch-template change replaces every
-node that launches from ``LatestVersionNumber``.
+``Ref`` of a replaced one) is replaced too, and a resource whose text is the same but reads a value
+that changes (the AMI id a refreshed image lookup returns) counts as modified. That is how a
+launch-template or image change replaces every node that launches from ``LatestVersionNumber``.
 """
 
 from __future__ import annotations
@@ -131,11 +132,17 @@ def diff_templates(old: Mapping[str, Any], new: Mapping[str, Any], region: str =
             if hit:
                 d.replaced[rid] = f"create-only {', '.join(hit)} changed"
     changed = True
-    while changed:  # propagate through create-only references
+    while changed:  # propagate through references
         changed = False
         for rid in sorted(set(old_r) & set(new_r)):
             if rid in d.replaced:
                 continue
+            if rid not in d.modified:  # same text, but a value it reads changes at deploy
+                for kind, target in _references(new_r[rid].get("Properties", {})):
+                    if target in d.replaced or (kind == "GetAtt" and target in d.modified):
+                        d.modified[rid] = [f"(a value read from {target}, which changes)"]
+                        changed = True
+                        break
             props = new_r[rid].get("Properties", {})
             for prop in sorted(create_only_properties(new_r[rid]["Type"], region) & set(props)):
                 for kind, target in _references(props[prop]):

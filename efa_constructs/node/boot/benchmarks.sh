@@ -14,7 +14,6 @@ PATH="$(efa_path):/opt/aws/neuron/bin"
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}"
 
 url=${EFA_CDK_BENCHMARK_URL:?}
-user=${EFA_CDK_USER:?}
 out="$STATE/benchmarks"
 mkdir -p "$out"
 rm -f "$out"/*.json "$STATE/benchmarks.json"
@@ -31,7 +30,6 @@ report() { # report JSON...: post the results to the wait condition
   log "reported: $(cat "$out/signal.json")"
   grep -q '"Status": "SUCCESS"' "$out/signal.json"
 }
-as_user() { runuser -u "$user" -- env "PATH=$PATH" "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" "$@"; }
 
 mapfile -t hosts < <(awk '{print $1}' "$ETC/hostfile")
 # The leader is the hostfile's first node: node 0, or in an Auto Scaling group the lowest address.
@@ -42,18 +40,7 @@ if [ "${#hosts[@]}" -lt 2 ]; then
   exit 0
 fi
 
-# Every node signals CloudFormation on its own; the leader also waits until it can reach each
-# one over the cluster SSH key and sees its verification mark.
-deadline=$(($(date +%s) + ${EFA_CDK_WAIT_SECONDS:-1800}))
-for host in "${hosts[@]}"; do
-  until as_user ssh -o BatchMode=yes "$host" test -e /var/lib/efa-cdk/verified; do
-    if [ "$(date +%s)" -ge "$deadline" ]; then
-      die "node $host never verified EFA or is unreachable over SSH" # run-steps reports it at once
-    fi
-    sleep "${EFA_CDK_POLL_SECONDS:-15}"
-  done
-done
-log "all ${#hosts[@]} nodes verified; running: ${EFA_CDK_BENCHMARKS:?}"
+log "${#hosts[@]} nodes (the hostfile step saw each verify EFA); running: ${EFA_CDK_BENCHMARKS:?}"
 
 nodes=${#hosts[@]}
 slots=${EFA_CDK_SLOTS:?}
@@ -62,11 +49,17 @@ mpi_env=(-x FI_PROVIDER=efa -x PATH -x LD_LIBRARY_PATH)
 [ "${EFA_CDK_RDMA_READ:-0}" = 1 ] && mpi_env+=(-x FI_EFA_USE_DEVICE_RDMA=1)
 
 run_nccl_tests() {
-  local bin
-  bin=$(compgen -G "${EFA_CDK_NCCL_TESTS:-/opt/nccl-tests/build}/all_reduce_perf" ||
-    compgen -G "/usr/local/cuda*/efa/test-cuda-*/all_reduce_perf" | head -n1 || true)
-  [ -n "$bin" ] || { echo "all_reduce_perf not found (set EFA_CDK_NCCL_TESTS to its directory)"; return 1; }
-  [ -d /usr/local/cuda/lib64 ] && LD_LIBRARY_PATH="/usr/local/cuda/lib64:$LD_LIBRARY_PATH"
+  # The GPU DLAMI keeps nccl-tests per CUDA (/usr/local/cuda-X.Y/efa/test-cuda-X.Y): take the CUDA
+  # /usr/local/cuda points to, and give the ranks that CUDA's libraries and its EFA build of NCCL.
+  local cuda dir bin
+  cuda=$(readlink -f "$R/usr/local/cuda" || true)
+  dir=${EFA_CDK_NCCL_TESTS:-$cuda/efa/test-cuda-${cuda##*/cuda-}}
+  bin="$dir/all_reduce_perf"
+  [ -n "${EFA_CDK_NCCL_TESTS:-}$cuda" ] && [ -x "$bin" ] || {
+    echo "all_reduce_perf not found in ${dir:-/usr/local/cuda (missing)} (set EFA_CDK_NCCL_TESTS to its directory)"
+    return 1
+  }
+  [ -n "$cuda" ] && LD_LIBRARY_PATH="$cuda/efa/lib:$cuda/lib:$cuda/lib64:$LD_LIBRARY_PATH"
   # Open MPI by absolute path with --prefix, as AWS's EFA examples run it: remote orted is found over
   # non-interactive SSH, whose PATH (Ubuntu's) lacks /opt/amazon/openmpi/bin.
   local mpi="$R/opt/amazon/openmpi"

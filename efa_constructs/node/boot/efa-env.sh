@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Write the EFA environment every login shell and MPI job gets: /etc/profile.d/efa-cdk.sh for
-# shells, and $ETC/efa.env (KEY=VALUE) for `mpirun -x` and services.
+# Write the EFA environment: $ETC/efa.env (KEY=VALUE) for the cluster's jobs (`set -a; . efa.env`,
+# `mpirun -x`), and /etc/profile.d/efa-cdk.sh for login shells: the paths and the FI_EFA_* settings,
+# but not FI_PROVIDER=efa, which would force every libfabric program a user starts onto EFA.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -26,7 +27,8 @@ if [ "$major" -lt 5 ] || { [ "$major" -eq 5 ] && [ "$minor" -lt 15 ]; }; then fo
 } >"$ETC/efa.env"
 {
   echo "# Written by efa-cdk: the environment EFA jobs need on this node."
-  sed 's/^/export /' "$ETC/efa.env"
+  grep -v '^FI_PROVIDER=' "$ETC/efa.env" | sed 's/^/export /'
+  echo "# FI_PROVIDER=efa is for the cluster's jobs: set -a; . /etc/efa-cdk/efa.env; set +a (or mpirun -x FI_PROVIDER=efa)"
   # shellcheck disable=SC2016  # expanded at login, not now
   echo 'export PATH="/opt/amazon/openmpi/bin:/opt/amazon/efa/bin:$PATH"'
   # shellcheck disable=SC2016

@@ -4,14 +4,25 @@
 # Nodes are found at run time by their cluster tag, so adding a node never changes the launch
 # template; the expected count comes from the cluster's SSM parameter. Waits until exactly that many
 # nodes of the current generation run, or fails naming the ones found after the timeout.
+#
+# EC2's API rate: explicit nodes other than node 0 do not poll at all (the leader copies the hostfile
+# to them); Auto Scaling nodes, which learn who leads only from the list, poll with jittered
+# exponential backoff (EFA_CDK_POLL_SECONDS doubling up to 16x). The leader then waits, 32 nodes at
+# a time, until each node answers over the cluster SSH key with EFA verified, and gives it the hostfile.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
+index=$(tag efa-cdk:node-index || echo None)
+if [ "$index" != None ] && [ "$index" != 0 ]; then
+  log "node $index: the leader (node 0) lists the nodes and copies the hostfile here"
+  exit 0
+fi
 want=$(retry 5 5 aws_ ssm get-parameter --name "${EFA_CDK_NODE_COUNT_PARAMETER:?}" --query Parameter.Value) \
   || die "could not read the node count from SSM parameter $EFA_CDK_NODE_COUNT_PARAMETER"
 me=$(imds meta-data/instance-id) || die "could not read this instance's id from instance metadata"
 deadline=$(($(date +%s) + ${EFA_CDK_WAIT_SECONDS:-1800}))
+delay=${EFA_CDK_POLL_SECONDS:-15}
 while :; do
   # One line per instance: "<node index|None> <private ip> <launch time> <Auto Scaling group|None> <id>".
   # The current generation only: while CloudFormation replaces nodes, the old ones still run. Explicit
@@ -38,10 +49,37 @@ while :; do
   if [ "$(date +%s)" -ge "$deadline" ]; then
     die "$have of $want nodes of this generation came up within ${EFA_CDK_WAIT_SECONDS:-1800}s (found: $(awk '{printf "%s%s", sep, $2; sep=","}' <<<"$nodes"))"
   fi
-  log "$have of $want nodes running; waiting"
-  sleep "${EFA_CDK_POLL_SECONDS:-15}"
+  pause=$((delay / 2 + RANDOM % (delay / 2 + 1))) # full jitter: nodes booted together spread out
+  log "$have of $want nodes running; looking again in ${pause}s"
+  sleep "$pause"
+  delay=$((delay * 2 > 16 * ${EFA_CDK_POLL_SECONDS:-15} ? 16 * ${EFA_CDK_POLL_SECONDS:-15} : delay * 2))
 done
 awk -v slots="${EFA_CDK_SLOTS:?}" '{print $2 " slots=" slots}' <<<"$nodes" >"$ETC/hostfile"
 cp "$ETC/hostfile" "$(user_home)/hostfile"
 chown "$EFA_CDK_USER:$EFA_CDK_USER" "$(user_home)/hostfile"
 log "hostfile: $have nodes, $EFA_CDK_SLOTS slots each ($ETC/hostfile, ~$EFA_CDK_USER/hostfile)"
+
+mapfile -t hosts < <(awk '{print $2}' <<<"$nodes")
+[ "$(imds meta-data/local-ipv4 || true)" = "${hosts[0]}" ] || exit 0 # Auto Scaling follower: done
+
+reach() { # reach HOST: wait until HOST answers over the cluster key with EFA verified; give it the hostfile
+  until as_user ssh -o BatchMode=yes -o ConnectTimeout=10 "$1" test -e /var/lib/efa-cdk/verified; do
+    [ "$(date +%s)" -lt "$deadline" ] || return 1
+    sleep "${EFA_CDK_POLL_SECONDS:-15}"
+  done
+  as_user scp -q -o BatchMode=yes "$(user_home)/hostfile" "$1:hostfile"
+}
+unreachable="$STATE/unreachable"
+: >"$unreachable"
+running=0
+for host in "${hosts[@]:1}"; do
+  reach "$host" || echo "$host" >>"$unreachable" &
+  running=$((running + 1))
+  if [ "$running" -ge 32 ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait
+[ -s "$unreachable" ] && die "node(s) $(paste -sd, "$unreachable") never verified EFA or are unreachable over SSH"
+log "all $have nodes verified EFA and have the hostfile"

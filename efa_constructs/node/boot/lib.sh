@@ -53,6 +53,9 @@ aws_() { aws --region "${EFA_CDK_REGION:?}" --output text "$@"; }
 
 user_home() { printf '%s' "$R/home/${EFA_CDK_USER:?}"; }
 
+# as_user CMD...: run CMD as the login user (the cluster SSH key is theirs), with this PATH.
+as_user() { runuser -u "${EFA_CDK_USER:?}" -- env "PATH=$PATH" "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}" "$@"; }
+
 # report_fault REASON: FAILURE with REASON to the benchmark wait condition (EFA_CDK_BENCHMARK_URL).
 report_fault() {
   local body="$STATE/fault.json"
