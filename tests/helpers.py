@@ -154,12 +154,6 @@ for a in "$@"; do
 done
 exit 0
 """,
-    "scp": r"""
-for a in "$@"; do
-  grep -qxF -- "${a%%:*}" "$STUB_DIR/unreachable" 2>/dev/null && exit 255
-done
-exit 0
-""",
     "mpirun": """
 printf %s "$LD_LIBRARY_PATH" >"$STUB_DIR/mpirun-ld-library-path"
 cat "$STUB_DIR/bench-output"

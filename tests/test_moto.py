@@ -4,24 +4,11 @@ What this proves: the template instantiates (every reference resolves, every res
 is created), the launch template stores exactly the synthesized interfaces, and the nodes launch.
 What it does NOT prove (moto's gaps, see README): EFA behaviour, placement, egress rules, IAM.
 
-moto needs these rewrites of a COPY of the template, each named here:
-1. SSM-parameter defaults under /aws/... are reserved in moto: point them at test-owned parameters.
-   Parameters with no default (AvailabilityZone, ImageId: `cdk deploy` asks for them) get values.
-2. Custom resources run a Lambda from the bootstrap bucket, which moto cannot invoke: CDK's
-   restrict-default-security-group resource set is dropped, and so are the one-time image lookups
-   (Custom::EfaImageLookup, aws-cdk-lib's AwsCustomResource) and their Lambda, whose answer (an AMI
-   id) becomes one of moto's AMIs.
-3. moto models no placement groups, key pairs or wait conditions in CloudFormation (UNMODELLED):
-   they are dropped, references to them become stand-in strings (which moto stores unchecked), and
-   outputs of their attributes are dropped. moto also ignores CreationPolicy: nodes are "created"
-   without their signals.
-4. moto ignores LaunchTemplate on AWS::EC2::Instance and needs an ImageId on the instance.
-5. AWS::SSM::Parameter's Tags are a map in CloudFormation; moto reads a Key/Value list.
+moto needs rewrites of a COPY of the template: see tests/moto_compat.py, which names each.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 from collections.abc import Iterator
@@ -32,60 +19,9 @@ import pytest
 from moto import mock_aws
 
 from stacks.cluster_stack import READY_CLUSTERS
+from tests.moto_compat import moto_compatible
 
 pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse")
-
-
-UNMODELLED = (
-    "AWS::EC2::PlacementGroup",
-    "AWS::EC2::KeyPair",
-    "AWS::CloudFormation::WaitCondition",
-    "AWS::CloudFormation::WaitConditionHandle",
-)
-
-
-def _replace(node: Any, ref_id: str, value: str) -> Any:
-    if isinstance(node, dict):
-        if node.get("Ref") == ref_id or (node.get("Fn::GetAtt") or [None])[0] == ref_id:
-            return value
-        return {k: _replace(v, ref_id, value) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_replace(v, ref_id, value) for v in node]
-    return node
-
-
-def moto_compatible(template: dict[str, Any], ami: str, ssm: Any) -> dict[str, Any]:
-    t = copy.deepcopy(template)
-    for name, param in t.get("Parameters", {}).items():  # (1)
-        if param["Type"].startswith("AWS::SSM::Parameter::Value"):
-            local = f"/efa-cdk-test/{name}"
-            ssm.put_parameter(
-                Name=local, Value=ami if "Image" in param["Type"] else "1", Type="String", Overwrite=True
-            )
-            param["Default"] = local
-    for rid in [
-        r
-        for r, v in t["Resources"].items()  # (2)
-        if v["Type"] in ("Custom::VpcRestrictDefaultSG", "Custom::EfaImageLookup")
-        or r.startswith(
-            ("CustomVpcRestrictDefaultSGCustomResourceProvider", "AWS679f53fac002430cb0da5b7982bd2287")
-        )
-        or (r.startswith("ImageLookup") and v["Type"] == "AWS::IAM::Policy")
-    ]:
-        del t["Resources"][rid]
-        t = _replace(t, rid, ami)
-    for rid in [r for r, v in t["Resources"].items() if v["Type"] in UNMODELLED]:  # (3)
-        del t["Resources"][rid]
-        t = _replace(t, rid, f"stand-in-{rid}")
-        t["Outputs"] = {k: v for k, v in t.get("Outputs", {}).items() if v["Value"] != f"stand-in-{rid}"}
-    for resource in t["Resources"].values():  # (4), (5)
-        if resource["Type"] == "AWS::EC2::Instance":
-            resource["Properties"]["ImageId"] = ami
-        if resource["Type"] == "AWS::SSM::Parameter" and isinstance(resource["Properties"].get("Tags"), dict):
-            resource["Properties"]["Tags"] = [
-                {"Key": k, "Value": v} for k, v in resource["Properties"]["Tags"].items()
-            ]
-    return t
 
 
 @pytest.fixture(scope="module")

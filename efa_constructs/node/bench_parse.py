@@ -116,8 +116,9 @@ def _bytes(token: str) -> int | None:
     return int(float(match.group(1)) * _UNITS[match.group(2)]) if match else None
 
 
-def parse_fi_pingpong(text: str, line_rate_gbps: float = 0) -> dict[str, Any]:
-    """fi_pingpong table: peak MB/sec (as GB/s) and the latency of the smallest message."""
+def parse_fi_pingpong(text: str, line_rate_gbps: float = 0, provider: str = "efa") -> dict[str, Any]:
+    """fi_pingpong table: peak MB/sec (as GB/s) and the latency of the smallest message; `provider`
+    is the one it was run with (``-p``)."""
     rows: list[tuple[int, float, float]] = []
     for line in _lines(text):
         tok = line.split()
@@ -136,7 +137,7 @@ def parse_fi_pingpong(text: str, line_rate_gbps: float = 0) -> dict[str, Any]:
         None,
         line_rate_gbps,
         rows=len(rows),
-        provider="efa",
+        provider=provider,
         latency_us=smallest[2],
         latency_bytes=smallest[0],
     )
@@ -175,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("kind", choices=[*PARSERS, "signal-body"])
     parser.add_argument("files", nargs="+")
     parser.add_argument("--line-rate-gbps", type=float, default=0)
+    parser.add_argument("--provider", default="efa", help="fi_pingpong: the provider it ran with")
     parser.add_argument(
         "--not-strict", action="store_true", help="signal-body: report benchmark problems as data (SUCCESS)"
     )
@@ -187,7 +189,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(signal_body(results, strict=not args.not_strict)))
         return 0
     with open(args.files[0], encoding="utf-8", errors="replace") as fh:
-        result = PARSERS[args.kind](fh.read(), args.line_rate_gbps)
+        text = fh.read()
+    if args.kind == "fi_pingpong":
+        result = parse_fi_pingpong(text, args.line_rate_gbps, args.provider)
+    else:
+        result = PARSERS[args.kind](text, args.line_rate_gbps)
     print(json.dumps(result, sort_keys=True))
     return 0 if result["ok"] else 1
 

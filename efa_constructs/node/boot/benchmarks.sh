@@ -31,6 +31,8 @@ report() { # report JSON...: post the results to the wait condition
   grep -q '"Status": "SUCCESS"' "$out/signal.json"
 }
 
+# Followers have no $ETC/hostfile (the leader lists the nodes; they get ~/hostfile from it).
+[ -r "$ETC/hostfile" ] || { log "not the leader; nothing to run"; exit 0; }
 mapfile -t hosts < <(awk '{print $1}' "$ETC/hostfile")
 # The leader is the hostfile's first node: node 0, or in an Auto Scaling group the lowest address.
 [ "$(imds meta-data/local-ipv4 || true)" = "${hosts[0]:-}" ] || { log "not the leader; nothing to run"; exit 0; }
@@ -45,7 +47,7 @@ log "${#hosts[@]} nodes (the hostfile step saw each verify EFA); running: ${EFA_
 nodes=${#hosts[@]}
 slots=${EFA_CDK_SLOTS:?}
 rate=${EFA_CDK_LINE_RATE_GBPS:-0}
-mpi_env=(-x FI_PROVIDER=efa -x PATH -x LD_LIBRARY_PATH)
+mpi_env=(-x "FI_PROVIDER=$FABRIC" -x PATH -x LD_LIBRARY_PATH)
 [ "${EFA_CDK_RDMA_READ:-0}" = 1 ] && mpi_env+=(-x FI_EFA_USE_DEVICE_RDMA=1)
 
 run_nccl_tests() {
@@ -70,14 +72,14 @@ run_nccl_tests() {
     "$bin" -b 8 -e 1G -f 2 -g 1 -c 1 -n 100
 }
 run_nccom_test() {
-  as_user env FI_PROVIDER=efa NEURON_RT_ROOT_COMM_ID="${hosts[0]}:45654" \
+  as_user env "FI_PROVIDER=$FABRIC" NEURON_RT_ROOT_COMM_ID="${hosts[0]}:45654" \
     nccom-test -r $((nodes * slots)) -N "$nodes" -b 8 -e 1GB -f 2 -n 20 -w 5 -d fp32 allr --hosts "${hosts[@]}"
 }
 run_fi_pingpong() { # server on the second node, client here
   as_user ssh -o BatchMode=yes "${hosts[1]}" \
-    "PATH=/opt/amazon/efa/bin:\$PATH timeout 300 fi_pingpong -p efa -e rdm -I 1000 -S all" >"$out/fi_pingpong-server.log" 2>&1 &
+    "PATH=/opt/amazon/efa/bin:\$PATH timeout 300 fi_pingpong -p $FABRIC -e rdm -I 1000 -S all" >"$out/fi_pingpong-server.log" 2>&1 &
   sleep 3
-  timeout 240 fi_pingpong -p efa -e rdm -I 1000 -S all "${hosts[1]}"
+  timeout 240 fi_pingpong -p "$FABRIC" -e rdm -I 1000 -S all "${hosts[1]}"
 }
 
 results=()
@@ -89,7 +91,7 @@ for bench in $EFA_CDK_BENCHMARKS; do
   elif "$fn" >"$out/$bench.log" 2>&1; then
     # fi_pingpong drives one EFA: compare it with one card's rate, the collectives with the node's.
     [ "$bench" = fi_pingpong ] && bench_rate=${EFA_CDK_CARD_GBPS:-0} || bench_rate=$rate
-    python3 "$here/bench_parse.py" "$bench" "$out/$bench.log" --line-rate-gbps "$bench_rate" >"$out/$bench.json" || true
+    python3 "$here/bench_parse.py" "$bench" "$out/$bench.log" --line-rate-gbps "$bench_rate" --provider "$FABRIC" >"$out/$bench.json" || true
   else
     reason=$(tail -n1 "$out/$bench.log" | tr -d "\"\\\\" | cut -c1-200)
     printf '{"benchmark":"%s","ok":false,"reason":"exited non-zero: %s"}\n' "$bench" "$reason" >"$out/$bench.json"

@@ -67,7 +67,7 @@ reach() { # reach HOST: wait until HOST answers over the cluster key with EFA ve
     [ "$(date +%s)" -lt "$deadline" ] || return 1
     sleep "${EFA_CDK_POLL_SECONDS:-15}"
   done
-  as_user scp -q -o BatchMode=yes "$(user_home)/hostfile" "$1:hostfile"
+  as_user ssh -o BatchMode=yes "$1" "cat > hostfile" <"$(user_home)/hostfile"
 }
 unreachable="$STATE/unreachable"
 : >"$unreachable"

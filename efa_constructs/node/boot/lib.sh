@@ -11,6 +11,15 @@ fi
 
 log() { printf '%s efa-cdk[%s] %s\n' "$(date -u +%H:%M:%S)" "${STEP:-main}" "$*" >&2; }
 
+# The libfabric provider the checks and benchmarks use: efa. EFA_CDK_TEST_ONLY_PROVIDER (never set
+# by the library, only by the one-machine test harness, scripts/e2e, which has no EFA device) names
+# the provider that stands in for it; every step that uses it says so in the log.
+FABRIC=efa
+if [ -n "${EFA_CDK_TEST_ONLY_PROVIDER:-}" ]; then
+  FABRIC=$EFA_CDK_TEST_ONLY_PROVIDER
+  log "TEST HARNESS: libfabric provider $FABRIC stands in for efa (EFA_CDK_TEST_ONLY_PROVIDER)"
+fi
+
 # die REASON: log it, keep it for the signal (CloudFormation shows the start of it), stop.
 die() {
   log "FAILED: $*"

@@ -9,9 +9,9 @@ set -euo pipefail
 PATH=$(efa_path)
 
 want=${EFA_CDK_EFA_COUNT:?}
-out=$(fi_info -p efa -t FI_EP_RDM 2>&1) \
-  || die "fi_info -p efa -t FI_EP_RDM failed: $(tail -n1 <<<"$out") (EFA software or security group)"
-grep -q "provider: efa" <<<"$out" || die "fi_info did not list the efa provider"
+out=$(fi_info -p "$FABRIC" -t FI_EP_RDM 2>&1) \
+  || die "fi_info -p $FABRIC -t FI_EP_RDM failed: $(tail -n1 <<<"$out") (EFA software or security group)"
+grep -q "provider: $FABRIC" <<<"$out" || die "fi_info did not list the $FABRIC provider"
 have=0
 others=""
 for dev in "$R"/sys/class/infiniband/*; do
@@ -28,4 +28,4 @@ done
   || die "found $have EFA devices, the launch template attached $want (check the instance's interfaces and the EFA driver)"
 mkdir -p "$STATE"
 date -u +%FT%TZ >"$STATE/verified"
-log "EFA verified: provider efa, $have devices"
+log "EFA verified: provider $FABRIC, $have devices"

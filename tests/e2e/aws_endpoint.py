@@ -1,0 +1,104 @@
+"""The one-machine cluster's AWS: moto's server (EC2, SSM, S3, CloudFormation) plus the two things
+moto 5.2.5 does not do, each recorded for the harness to check instead of acted on:
+
+* CloudFormation ``SignalResource`` (moto has no such action): the signal is checked against the
+  stack moto created (the stack and the logical id must exist, as CloudFormation checks) and
+  appended to ``signals.jsonl``.
+* A wait-condition handle (moto models no wait conditions): ``PUT /wait-condition/<id>`` stores the
+  body in ``handles/<id>.json``, as CloudFormation keeps a handle's signal data.
+
+Run inside the harness's AWS namespace: ``python -m tests.e2e.aws_endpoint HOST PORT STATE_DIR``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from werkzeug.serving import make_server
+
+ACCOUNT, REGION = "123456789012", "us-east-1"
+StartResponse = Callable[..., Any]
+
+
+def _xml_error(start: StartResponse, message: str) -> list[bytes]:
+    body = (
+        '<ErrorResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/"><Error>'
+        f"<Type>Sender</Type><Code>ValidationError</Code><Message>{message}</Message></Error>"
+        "<RequestId>e2e</RequestId></ErrorResponse>"
+    )
+    start("400 Bad Request", [("Content-Type", "text/xml")])
+    return [body.encode()]
+
+
+class Endpoint:
+    """moto's WSGI app with SignalResource and wait-condition handles in front of it."""
+
+    def __init__(self, state: Path) -> None:
+        self.state = state
+        (state / "handles").mkdir(parents=True, exist_ok=True)
+        self.moto = DomainDispatcherApplication(create_backend_app)
+
+    def __call__(self, environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path.startswith("/wait-condition/") and environ["REQUEST_METHOD"] == "PUT":
+            body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            json.loads(body)  # CloudFormation takes JSON only
+            (self.state / "handles" / f"{path.rsplit('/', 1)[1]}.json").write_bytes(body)
+            start("200 OK", [("Content-Length", "0")])
+            return [b""]
+        if environ["REQUEST_METHOD"] == "POST" and "cloudformation" in environ.get("HTTP_AUTHORIZATION", ""):
+            raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
+            if form.get("Action") == "SignalResource":
+                return self._signal(form, start)
+            environ["wsgi.input"] = _Replay(raw)
+        return self.moto(environ, start)  # type: ignore[no-any-return]
+
+    def _signal(self, form: dict[str, str], start: StartResponse) -> list[bytes]:
+        from moto.cloudformation.models import cloudformation_backends
+
+        backend = cloudformation_backends[ACCOUNT][REGION]
+        stacks = [s for s in backend.stacks.values() if form["StackName"] in (s.name, s.stack_id)]
+        if not stacks:
+            return _xml_error(start, f"Stack {form['StackName']} does not exist")
+        if form["LogicalResourceId"] not in stacks[0].template_dict["Resources"]:
+            return _xml_error(start, f"Resource {form['LogicalResourceId']} does not exist in the stack")
+        with (self.state / "signals.jsonl").open("a") as fh:
+            fh.write(json.dumps(form, sort_keys=True) + "\n")
+        start("200 OK", [("Content-Type", "text/xml")])
+        return [
+            b'<SignalResourceResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/">'
+            b"<ResponseMetadata><RequestId>e2e</RequestId></ResponseMetadata></SignalResourceResponse>"
+        ]
+
+
+class _Replay:
+    """A request body already read, readable again by moto."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def read(self, n: int = -1) -> bytes:
+        end = len(self.data) if n is None or n < 0 else self.pos + n
+        chunk, self.pos = self.data[self.pos : end], min(end, len(self.data))
+        return chunk
+
+    def readline(self, *_: Any) -> bytes:
+        return self.read()
+
+
+def main(host: str, port: int, state: str) -> None:
+    """Serve until killed (the harness stops it by its PID)."""
+    server = make_server(host, port, Endpoint(Path(state)), threaded=True, request_handler=MotoRequestHandler)
+    Path(state, "ready").write_text(str(port))
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]), sys.argv[3])

@@ -1,0 +1,382 @@
+"""A cluster on one machine: the synthesized stack created in moto, its nodes booted for real.
+
+Each node is a network namespace with its own address (the private IP moto gave the instance) on a
+bridge, a real OpenSSH server, its own instance-metadata service, and the user data moto stored in
+the launch template, run as root by bash. The AWS side (moto's server plus SignalResource and
+wait-condition handles, :mod:`tests.e2e.aws_endpoint`) lives in one more namespace on the same
+bridge. Nothing leaves these namespaces; every process started is stopped by its PID.
+
+What stands in for what, and nothing else (each is also in the README):
+
+* EFA device: libfabric's ``tcp`` provider (``EFA_CDK_TEST_ONLY_PROVIDER=tcp``) and a fake
+  ``/sys/class/infiniband`` under the node's root with the layout's count of ``efa``-bound devices.
+* The image's EFA software: Debian's libfabric (fi_info, fi_pingpong) linked at /opt/amazon/efa/bin.
+* Credentials: the AWS CLI gets fixed keys and moto's endpoint (AWS_ENDPOINT_URL), not a role from
+  IMDS. The key pair: created here (ssh-keygen) and stored where EC2 keeps it (/ec2/keypair/<id>),
+  since moto's CloudFormation does not model AWS::EC2::KeyPair.
+* Node paths: the node software runs with EFA_CDK_ROOT (its documented test root) so three nodes
+  share one file system; /home and /var/lib/efa-cdk, which other nodes reach over SSH, are
+  bind-mounted per node.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.moto_compat import moto_compatible
+
+ROOT = Path(__file__).resolve().parents[2]
+AWS_NS, AWS_IP, PORT = "efa-e2e-aws", "10.0.255.254", 4566
+ENDPOINT = f"http://{AWS_IP}:{PORT}"
+ACCOUNT, REGION = "123456789012", "us-east-1"
+LOGIN_UID = 4242
+CLONE_NEWNET = 0x40000000
+
+
+def missing_capabilities() -> list[str]:
+    """What this machine lacks for the harness (empty: it can run)."""
+    needs = {
+        "root": os.geteuid() == 0,
+        "ip (iproute2)": shutil.which("ip") is not None,
+        "unshare, nsenter (util-linux)": bool(shutil.which("unshare") and shutil.which("nsenter")),
+        "sshd (openssh-server)": Path("/usr/sbin/sshd").exists(),
+        "mpirun (openmpi-bin)": shutil.which("mpirun") is not None,
+        "fi_pingpong (libfabric-bin)": shutil.which("fi_pingpong") is not None,
+        "AWS CLI (.venv-e2e, scripts/setup --dev)": (ROOT / ".venv-e2e/bin/aws").exists(),
+    }
+    missing = [k for k, ok in needs.items() if not ok]
+    if not missing:
+        probe = subprocess.run(["ip", "netns", "add", "efa-e2e-probe"], capture_output=True, text=True)
+        subprocess.run(["ip", "netns", "del", "efa-e2e-probe"], capture_output=True)
+        if probe.returncode != 0:
+            missing.append(f"network namespaces ({probe.stderr.strip()})")
+    return missing
+
+
+def sh(*cmd: str, check: bool = True, **kw: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, check=check, capture_output=True, text=True, **kw)
+
+
+@contextlib.contextmanager
+def inside(ns: str) -> Iterator[None]:
+    """Run this thread inside network namespace `ns` (so the harness talks to moto on the bridge)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    target = os.open(f"/var/run/netns/{ns}", os.O_RDONLY)
+    try:
+        if libc.setns(target, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns into {ns}")
+        yield
+    finally:
+        libc.setns(home, CLONE_NEWNET)
+        os.close(home)
+        os.close(target)
+
+
+@dataclass
+class Node:
+    """One booted (or deliberately not booted) node."""
+
+    name: str
+    ns: str
+    ip: str
+    instance_id: str
+    logical_id: str
+    root: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    def pid(self, what: str) -> int | None:
+        path = self.root / "run" / f"{what}.pid"
+        return int(path.read_text().split()[0]) if path.exists() else None
+
+    def run_as_user(self, user: str, *cmd: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """A command as the login user in this node's network and mount namespaces (via its sshd)."""
+        pid = self.pid("sshd")
+        assert pid, f"{self.name} has no sshd"
+        enter = ["nsenter", "--target", str(pid), "--net", "--mount"]
+        return sh(*enter, "runuser", "-u", user, "--", *cmd, check=False, timeout=timeout)
+
+    def log(self) -> str:
+        path = self.root / "var/log/efa-cdk.log"
+        return path.read_text(errors="replace") if path.exists() else "(no log)"
+
+
+@dataclass
+class Cluster:
+    """The harness: namespaces, the AWS endpoint, stacks and nodes; `close()` stops everything."""
+
+    work: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="efa-e2e-")))
+    namespaces: list[str] = field(default_factory=list)
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
+
+    # -- network -------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._netns(AWS_NS)
+        sh("ip", "-n", AWS_NS, "link", "add", "br0", "type", "bridge")
+        sh("ip", "-n", AWS_NS, "addr", "add", f"{AWS_IP}/16", "dev", "br0")
+        sh("ip", "-n", AWS_NS, "link", "set", "br0", "up")
+        state = self.work / "aws"
+        state.mkdir()
+        log = (self.work / "aws.log").open("wb")
+        self.processes.append(
+            subprocess.Popen(
+                ["ip", "netns", "exec", AWS_NS, str(ROOT / ".venv/bin/python"),
+                 "-m", "tests.e2e.aws_endpoint", AWS_IP, str(PORT), str(state)],
+                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            )
+        )  # fmt: skip
+        deadline = time.time() + 60
+        while not (state / "ready").exists():
+            assert time.time() < deadline, (self.work / "aws.log").read_text()
+            time.sleep(0.2)
+        self.state = state
+
+    def _netns(self, name: str) -> None:
+        sh("ip", "netns", "del", name, check=False)  # left over from an interrupted run
+        sh("ip", "netns", "add", name)
+        self.namespaces.append(name)
+        sh("ip", "-n", name, "link", "set", "lo", "up")
+
+    def _attach(self, ns: str, ip: str, index: int) -> None:
+        self._netns(ns)
+        sh(
+            "ip",
+            "-n",
+            AWS_NS,
+            "link",
+            "add",
+            f"v{index}",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "eth0",
+            "netns",
+            ns,
+        )
+        sh("ip", "-n", AWS_NS, "link", "set", f"v{index}", "master", "br0", "up")
+        sh("ip", "-n", ns, "addr", "add", f"{ip}/16", "dev", "eth0")
+        sh("ip", "-n", ns, "link", "set", "eth0", "up")
+        sh("ip", "-n", ns, "addr", "add", "169.254.169.254/32", "dev", "lo")
+
+    def clients(self) -> dict[str, Any]:
+        import boto3
+        from botocore.config import Config
+
+        cfg = Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2})
+        keys = {"aws_access_key_id": "e2e", "aws_secret_access_key": "e2e", "region_name": REGION}
+        return {
+            s: boto3.client(s, endpoint_url=ENDPOINT, config=cfg, **keys)  # type: ignore[call-overload]
+            for s in ("ec2", "ssm", "s3", "cloudformation")
+        }
+
+    # -- a stack and its nodes -------------------------------------------------------------------
+    def create_stack(self, name: str, assembly: Path, key_pair_id: str) -> dict[str, Any]:
+        """Create the synthesized stack `name` (from the cloud assembly) in moto: its asset in S3,
+        its key pair in SSM, the template rewritten as tests/moto_compat.py says (plus: the nodes'
+        subnet, which moto reads from no launch template; the handle's URL, served by the endpoint).
+        Returns the instances: logical id -> (instance id, private ip, tags) and the user data."""
+        template = json.loads((assembly / f"{name}.template.json").read_text())
+        assets = json.loads((assembly / f"{name}.assets.json").read_text())["files"]
+        with inside(AWS_NS):
+            aws = self.clients()
+            for asset in assets.values():
+                if asset["source"].get("packaging") != "zip":
+                    continue
+                dest = next(iter(asset["destinations"].values()))
+                bucket = (
+                    dest["bucketName"].replace("${AWS::AccountId}", ACCOUNT).replace("${AWS::Region}", REGION)
+                )
+                with contextlib.suppress(aws["s3"].exceptions.BucketAlreadyOwnedByYou):
+                    aws["s3"].create_bucket(Bucket=bucket)
+                aws["s3"].put_object(
+                    Bucket=bucket, Key=dest["objectKey"], Body=_zip(assembly / asset["source"]["path"])
+                )
+            key = self.work / f"{name}.key"
+            sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key))
+            aws["ssm"].put_parameter(
+                Name=f"/ec2/keypair/{key_pair_id}", Value=key.read_text(), Type="SecureString", Overwrite=True
+            )
+            ami = aws["ec2"].describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+            res = template["Resources"]
+            stand_ins = {r: key_pair_id for r, v in res.items() if v["Type"] == "AWS::EC2::KeyPair"}
+            stand_ins |= {
+                r: f"{ENDPOINT}/wait-condition/{r}"
+                for r, v in res.items()
+                if v["Type"] == "AWS::CloudFormation::WaitConditionHandle"
+            }
+            body = moto_compatible(template, ami, aws["ssm"], stand_ins)
+            lts = [v for v in body["Resources"].values() if v["Type"] == "AWS::EC2::LaunchTemplate"]
+            subnet = lts[0]["Properties"]["LaunchTemplateData"]["NetworkInterfaces"][0]["SubnetId"]
+            for r in body["Resources"].values():
+                if r["Type"] == "AWS::EC2::Instance":
+                    r["Properties"]["SubnetId"] = subnet
+            params = [
+                {"ParameterKey": k, "ParameterValue": "us-east-1a"}
+                for k, p in body.get("Parameters", {}).items()
+                if "Default" not in p
+            ]
+            cfn = aws["cloudformation"]
+            cfn.create_stack(
+                StackName=name,
+                TemplateBody=json.dumps(body),
+                Parameters=params,
+                Capabilities=["CAPABILITY_IAM"],
+            )
+            status = cfn.describe_stacks(StackName=name)["Stacks"][0]
+            assert status["StackStatus"] == "CREATE_COMPLETE", status.get("StackStatusReason")
+            physical = {
+                r["LogicalResourceId"]: r["PhysicalResourceId"]
+                for r in cfn.list_stack_resources(StackName=name)["StackResourceSummaries"]
+            }
+            nodes = sorted(r for r, v in res.items() if v["Type"] == "AWS::EC2::Instance")
+            found = aws["ec2"].describe_instances(InstanceIds=[physical[n] for n in nodes])["Reservations"]
+            by_id = {i["InstanceId"]: i for r in found for i in r["Instances"]}
+            (lt_id,) = [r for r, v in res.items() if v["Type"] == "AWS::EC2::LaunchTemplate"]
+            version = aws["ec2"].describe_launch_template_versions(LaunchTemplateId=physical[lt_id])
+            user_data = base64.b64decode(
+                version["LaunchTemplateVersions"][0]["LaunchTemplateData"]["UserData"]
+            )
+        return {
+            "user_data": user_data.decode(),
+            "instances": {
+                n: (physical[n], by_id[physical[n]]["PrivateIpAddress"],
+                    {t["Key"]: t["Value"] for t in by_id[physical[n]]["Tags"]})
+                for n in nodes
+            },
+            "handle": next(
+                r for r, v in res.items() if v["Type"] == "AWS::CloudFormation::WaitConditionHandle"
+            ),
+        }  # fmt: skip
+
+    def boot(
+        self,
+        prefix: str,
+        stack: dict[str, Any],
+        user: str,
+        efa_devices: list[int | None],
+        settings: dict[str, str],
+    ) -> list[Node]:
+        """Boot one node per instance, in node-index order; efa_devices[i] is node i's EFA count
+        (None: the node never comes up: its namespace exists, nothing runs in it). `settings`
+        replace values in the user data's settings (the harness's shorter waits)."""
+        user_data = stack["user_data"]
+        for key, value in settings.items():  # a later line of the settings heredoc wins
+            user_data = user_data.replace("\nEFA_CDK_SETTINGS\n", f"\n{key}='{value}'\nEFA_CDK_SETTINGS\n", 1)
+        ordered = sorted(stack["instances"].items(), key=lambda kv: int(kv[1][2]["efa-cdk:node-index"]))
+        booted = []
+        for i, (logical, (iid, ip, tags)) in enumerate(ordered):
+            ns = f"efa-e2e-{prefix}{i}"
+            node = Node(f"{prefix}{i}", ns, ip, iid, logical, self.work / f"{prefix}{i}")
+            self._attach(ns, ip, len(self.nodes) + 1)
+            self.nodes.append(node)
+            booted.append(node)
+            if efa_devices[i] is None:
+                continue
+            _node_files(node, user, user_data, tags, efa_devices[i] or 0)
+            log = (node.root / "console.log").open("wb")
+            node.process = subprocess.Popen(
+                ["ip", "netns", "exec", ns, "unshare", "--mount", "--propagation", "private",
+                 "bash", str(ROOT / "tests/e2e/node.sh"), str(node.root)],
+                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+        return booted
+
+    def wait(self, nodes: list[Node], timeout: float) -> None:
+        """Until every booted node's user data has finished."""
+        deadline = time.time() + timeout
+        for node in nodes:
+            if node.process is not None:
+                node.process.wait(timeout=max(1, deadline - time.time()))
+
+    def signals(self) -> list[dict[str, str]]:
+        path = self.state / "signals.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+    def handle(self, rid: str) -> dict[str, Any] | None:
+        path = self.state / "handles" / f"{rid}.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+    # -- teardown --------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop every process by its PID, delete every namespace."""
+        for node in self.nodes:
+            for what in ("imds", "sshd"):
+                pid = node.pid(what)
+                if pid:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGTERM)
+            if node.process is not None and node.process.poll() is None:
+                os.killpg(node.process.pid, signal.SIGTERM)
+                node.process.wait(timeout=10)
+        for proc in self.processes:
+            proc.terminate()
+            proc.wait(timeout=10)
+        for ns in reversed(self.namespaces):
+            sh("ip", "netns", "del", ns, check=False)
+
+
+def _zip(folder: Path) -> bytes:
+    out = Path(tempfile.mkstemp(suffix=".zip")[1])
+    with zipfile.ZipFile(out, "w") as zf:
+        for f in sorted(folder.rglob("*")):
+            if f.is_file():
+                zf.write(f, f.relative_to(folder))
+    data = out.read_bytes()
+    out.unlink()
+    return data
+
+
+def _node_files(node: Node, user: str, user_data: str, tags: dict[str, str], efa_devices: int) -> None:
+    """The node's root: user data, IMDS answers, AWS CLI settings, login user, sshd, EFA stand-ins."""
+    r = node.root
+    for d in ("etc/ssh", "etc/profile.d", "var/lib/efa-cdk", "var/log", "run", "opt/amazon/efa/bin", "home"):
+        (r / d).mkdir(parents=True, exist_ok=True)
+    (r / "user-data").write_text(user_data)
+    metadata = {"meta-data/instance-id": node.instance_id, "meta-data/local-ipv4": node.ip}
+    metadata |= {f"meta-data/tags/instance/{k}": v for k, v in tags.items()}
+    (r / "imds.json").write_text(json.dumps(metadata))
+    (r / "aws-config").write_text("[default]\nregion = us-east-1\ns3 =\n    addressing_style = path\n")
+    (r / "aws.env").write_text(
+        f"AWS_ENDPOINT_URL={ENDPOINT}\nAWS_ACCESS_KEY_ID=e2e\nAWS_SECRET_ACCESS_KEY=e2e\n"
+        f"AWS_DEFAULT_REGION={REGION}\nAWS_CONFIG_FILE={r}/aws-config\nEFA_CDK_TEST_ONLY_PROVIDER=tcp\n"
+    )
+    users = {"passwd": f"{user}:x:{LOGIN_UID}:{LOGIN_UID}::/home/{user}:/bin/bash",
+             "group": f"{user}:x:{LOGIN_UID}:", "shadow": f"{user}:*:19000:0:99999:7:::"}  # fmt: skip
+    for f, line in users.items():
+        host = Path("/etc", f).read_text()
+        (r / f).write_text(
+            host if any(x.startswith(f"{user}:") for x in host.splitlines()) else host + line + "\n"
+        )
+    home = r / "home" / user
+    home.mkdir(exist_ok=True)
+    os.chown(home, LOGIN_UID, LOGIN_UID)
+    shutil.copy("/etc/os-release", r / "etc/os-release")
+    for tool in ("fi_info", "fi_pingpong"):
+        (r / "opt/amazon/efa/bin" / tool).symlink_to(shutil.which(tool) or tool)
+    drivers = r / "sys/bus/pci/drivers/efa"
+    drivers.mkdir(parents=True)
+    for i in range(efa_devices):
+        dev = r / f"sys/class/infiniband/rdmap{i}s0/device"
+        dev.mkdir(parents=True)
+        (dev / "driver").symlink_to(drivers)
+    sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(r / "etc/ssh/host_key"))
+    (r / "etc/ssh/sshd_config").write_text(
+        f"ListenAddress {node.ip}\nHostKey {r}/etc/ssh/host_key\nPidFile {r}/run/sshd.pid\n"
+        "UsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n"
+    )

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Boot one node of the one-machine cluster, as root, inside its network namespace and a private
+# mount namespace: `ip netns exec NS unshare --mount --propagation private node.sh ROOT`.
+#
+# ROOT holds the node's files (EFA_CDK_ROOT of the node software: /etc/efa-cdk, /var/lib/efa-cdk,
+# the fake /sys/class/infiniband, /opt/amazon/efa) and: user-data (taken from the launch template
+# moto stored), imds.json, aws.env (the AWS CLI's endpoint, region and keys), passwd/group/shadow
+# (the host's plus the login user). This script bind-mounts ROOT/home on /home, ROOT/var/lib/efa-cdk
+# on /var/lib/efa-cdk (what other nodes reach over SSH) and the user files on /etc, starts the node's IMDS and sshd (PIDs in ROOT/run), then runs the user data for real.
+set -euo pipefail
+root=$1
+here=$(cd "$(dirname "$0")" && pwd)
+project=$(cd "$here/../.." && pwd)
+for f in passwd group shadow; do mount --bind "$root/$f" "/etc/$f"; done
+mount --bind "$root/home" /home
+mkdir -p /var/lib/efa-cdk # other nodes check /var/lib/efa-cdk/verified over SSH
+mount --bind "$root/var/lib/efa-cdk" /var/lib/efa-cdk
+mkdir -p "$root/run" /run/sshd
+
+(cd "$project" && exec "$project/.venv/bin/python" -m tests.e2e.imds "$root/imds.json") &
+echo $! >"$root/run/imds.pid"
+/usr/sbin/sshd -f "$root/etc/ssh/sshd_config" -E "$root/var/log/sshd.log"
+for _ in $(seq 50); do # both listening before the user data starts
+  [ -s "$root/run/sshd.pid" ] && curl -s -o /dev/null -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' \
+    http://169.254.169.254/latest/api/token && break
+  sleep 0.1
+done
+
+set -a
+# shellcheck source=/dev/null
+. "$root/aws.env"
+set +a
+export EFA_CDK_ROOT=$root PATH="$project/.venv-e2e/bin:$PATH"
+exec bash "$root/user-data"

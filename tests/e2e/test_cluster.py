@@ -1,0 +1,158 @@
+"""The ready Trn1 stack's node software, booted for real on a 3-node cluster on this machine
+(tests/e2e/cluster.py says what stands in for what). Runs in `scripts/test` (and so CI) and alone
+with `scripts/e2e`; skips, naming what is missing, on a machine without network namespaces.
+
+Healthy cluster: every node signals SUCCESS to the stack, the leader's hostfile lists the 3 nodes in
+node order with the catalogue's slots, every node reaches every other over SSH with the key from
+SSM, an Open MPI job runs across the 3 namespaces, and the benchmark JSON reaches the wait-condition
+handle and parses. Faulty cluster: a node with 7 of 8 EFA devices signals FAILURE with its reason,
+and a node that never comes up makes the leader report FAILURE naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from efa_constructs.core import instance_type
+from stacks.cluster_stack import EfaClusterStack
+from stacks.params import ClusterParams
+from tests.e2e.cluster import Cluster, Node, missing_capabilities
+from tests.helpers import cdk_json_context
+
+MISSING = missing_capabilities()
+pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"this machine lacks: {', '.join(MISSING)}")
+
+TYPE = "trn1.32xlarge"
+SLOTS = instance_type(TYPE).mpi_slots
+KEY_PAIR_ID = "key-0e2e0000000000001"
+
+
+def synthesize(outdir: Path, name: str) -> None:
+    """The ready stack, three nodes, the benchmark that needs no accelerator."""
+    import aws_cdk as cdk
+
+    app = cdk.App(outdir=str(outdir), context=cdk_json_context())
+    params = ClusterParams.from_context(
+        {"node_count": "3", "availability_zone": "us-east-1a", "benchmarks": "fi_pingpong"},
+        default_instance_type=TYPE,
+    )
+    EfaClusterStack(app, name, params=params)
+    app.synth()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(work=tmp_path_factory.mktemp("cluster"))  # logs stay in pytest's temporary directory
+    try:
+        c.start()
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="module")
+def healthy(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("healthy")
+    synthesize(out, "Trn1EfaCluster")
+    stack = cluster.create_stack("Trn1EfaCluster", out, KEY_PAIR_ID)
+    nodes = cluster.boot("n", stack, "ubuntu", [8, 8, 8], {"EFA_CDK_POLL_SECONDS": "2"})
+    cluster.wait(nodes, timeout=180)
+    return {"stack": stack, "nodes": nodes}
+
+
+def _explain(nodes: list[Node]) -> str:
+    return "\n".join(f"--- {n.name} ({n.ip})\n{n.log()[-3000:]}" for n in nodes)
+
+
+def test_every_node_signals_success_to_its_creation_policy(cluster: Cluster, healthy: dict[str, Any]) -> None:
+    nodes: list[Node] = healthy["nodes"]
+    signals = [s for s in cluster.signals() if s["StackName"] == "Trn1EfaCluster"]
+    assert sorted((s["LogicalResourceId"], s["Status"]) for s in signals) == sorted(
+        (n.logical_id, "SUCCESS") for n in nodes
+    ), _explain(nodes)
+    assert {s["UniqueId"] for s in signals} == {n.instance_id for n in nodes}
+
+
+def test_the_leader_lists_the_three_nodes_in_order_with_the_catalogues_slots(healthy: dict[str, Any]) -> None:
+    nodes: list[Node] = healthy["nodes"]
+    expected = "".join(f"{n.ip} slots={SLOTS}\n" for n in nodes)
+    assert (nodes[0].root / "etc/efa-cdk/hostfile").read_text() == expected, _explain(nodes)
+    for n in nodes:  # the leader copied it to every node's login user
+        assert (n.root / "home/ubuntu/hostfile").read_text() == expected
+
+
+def test_passwordless_ssh_between_every_pair_with_the_key_from_ssm(healthy: dict[str, Any]) -> None:
+    nodes: list[Node] = healthy["nodes"]
+    for a in nodes:
+        for b in nodes:
+            if a is b:
+                continue
+            r = a.run_as_user(
+                "ubuntu", "ssh", "-o", "BatchMode=yes", b.ip, "ip", "-4", "-o", "addr", "show", "eth0"
+            )
+            assert r.returncode == 0 and f"inet {b.ip}/" in r.stdout, (a.name, b.name, r.stderr)
+
+
+def test_an_open_mpi_job_runs_across_the_three_namespaces(healthy: dict[str, Any]) -> None:
+    nodes: list[Node] = healthy["nodes"]
+    r = nodes[0].run_as_user(
+        "ubuntu", "mpirun", "--hostfile", "/home/ubuntu/hostfile", "-N", "1",
+        "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "eth0",
+        "--mca", "oob_tcp_if_include", "eth0",
+        "sh", "-c", "ip -4 -o addr show eth0 | awk '{print $4}'",
+        timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.split()) == sorted(f"{n.ip}/16" for n in nodes)
+
+
+def test_the_benchmark_results_reach_the_wait_condition_and_parse(
+    cluster: Cluster, healthy: dict[str, Any]
+) -> None:
+    body = cluster.handle(healthy["stack"]["handle"])
+    assert body is not None, _explain(healthy["nodes"])
+    assert body["Status"] == "SUCCESS" and body["UniqueId"] == "benchmarks", body
+    (result,) = json.loads(body["Data"])
+    assert result["benchmark"] == "fi_pingpong" and result["ok"] is True, result
+    assert result["provider"] == "tcp"  # the stand-in, said so in the results too
+    assert result["peak_gbytes_s"] > 0 and result["latency_us"] > 0
+
+
+@pytest.fixture(scope="module")
+def faulty(
+    cluster: Cluster, healthy: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("faulty")
+    synthesize(out, "Trn1EfaFaults")
+    stack = cluster.create_stack("Trn1EfaFaults", out, "key-0e2e0000000000002")
+    # node 1 has 7 of its 8 EFAs; node 2 never comes up. The leader's wait is cut to 20 s.
+    nodes = cluster.boot(
+        "f", stack, "ubuntu", [8, 7, None], {"EFA_CDK_WAIT_SECONDS": "20", "EFA_CDK_POLL_SECONDS": "2"}
+    )
+    cluster.wait(nodes, timeout=180)
+    return {"stack": stack, "nodes": nodes}
+
+
+def test_a_node_with_the_wrong_device_count_signals_failure_with_its_reason(
+    cluster: Cluster, faulty: dict[str, Any]
+) -> None:
+    nodes: list[Node] = faulty["nodes"]
+    signals = {s["LogicalResourceId"]: s for s in cluster.signals() if s["StackName"] == "Trn1EfaFaults"}
+    assert signals[nodes[0].logical_id]["Status"] == "SUCCESS", _explain(nodes)
+    bad = signals[nodes[1].logical_id]
+    assert bad["Status"] == "FAILURE" and "found-7-EFA-devices" in bad["UniqueId"], bad
+    assert nodes[2].logical_id not in signals  # never came up: CloudFormation would time it out
+
+
+def test_a_node_that_never_comes_up_makes_the_leader_fail_naming_it(
+    cluster: Cluster, faulty: dict[str, Any]
+) -> None:
+    nodes: list[Node] = faulty["nodes"]
+    body = cluster.handle(faulty["stack"]["handle"])
+    assert body is not None, _explain(nodes)
+    assert body["Status"] == "FAILURE" and nodes[2].ip in body["Reason"], body
