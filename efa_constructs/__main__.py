@@ -86,6 +86,13 @@ def _template_diff(args: argparse.Namespace) -> int:
     return 3 if stateful_loss and args.strict else 0
 
 
+def _dashboard(_args: argparse.Namespace) -> int:
+    from .core.monitoring import dashboard_body, dashboard_svg
+
+    print(dashboard_svg(dashboard_body("EfaCdk/<stack>/<cluster>", "<region>", "<stack>/<cluster>")), end="")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     parser = argparse.ArgumentParser(prog="efa-cdk", description=__doc__.split("\n\n")[0])
@@ -129,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         "--strict", action="store_true", help="exit 3 when a stateful resource is deleted or replaced"
     )
     d.set_defaults(func=_template_diff)
+    g = sub.add_parser("dashboard", help="print an SVG picture of a cluster's dashboard layout (no AWS)")
+    g.set_defaults(func=_dashboard)
     args = parser.parse_args(argv)
     if getattr(args, "region", None) is None and getattr(args, "live", False):
         args.region = ["us-east-1", "us-west-2"]

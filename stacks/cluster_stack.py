@@ -81,6 +81,8 @@ class EfaClusterStack(Stack):
             node_group=params.node_group,
             capacity=params.capacity,
             placement_group=existing_placement_group(self, params.placement_group),
+            monitoring=params.monitoring,
+            alarm_email=params.alarm_email,
         )
         self._outputs(params)
 
@@ -149,3 +151,5 @@ class EfaClusterStack(Stack):
                 description="Elastic IP of each node, in node order ('-': none); SSH needs -c ssh_cidr=...",
             )
         self.cluster.benchmark_output(self)
+        if self.cluster.monitoring is not None:
+            self.cluster.monitoring.add_outputs(self)

@@ -125,6 +125,11 @@ FIELDS: tuple[Field, ...] = (
           boolean, "false: reported in BenchmarkResults", frozenset({CLUSTER})),
     Field("node_software", "true | false: EFA install and check, SSH, hostfile, benchmarks at boot", boolean,
           "true", frozenset({CLUSTER})),
+    Field("monitoring", "true | false: CloudWatch agent with EFA metrics, health timer, dashboard, alarms",
+          boolean, "true (with the node software)", frozenset({CLUSTER})),
+    Field("alarm_email", "an address subscribed to the cluster's alarms (it must confirm)",
+          text(r"^[^@\s]+@[^@\s]+\.[^@\s]+$", "an email address", "ops@example.com"), "none",
+          frozenset({CLUSTER})),
     Field("node_group", "explicit (an instance resource per node) | asg (one Auto Scaling group)",
           choice(NodeGroup.parse), "explicit", frozenset({CLUSTER})),
     Field("placement_group", "existing placement group to launch into (e.g. the reservation's)",
@@ -298,6 +303,8 @@ class ClusterParams:
     ami_id: str | None = None
     ami_os: str = "ubuntu"
     ami_refresh: str = ""
+    monitoring: bool | None = None
+    alarm_email: str | None = None
 
     @property
     def region(self) -> str | None:

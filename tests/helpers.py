@@ -127,6 +127,14 @@ case "$args" in
   *" get-parameter "*"/ec2/keypair/"*) echo "-----BEGIN OPENSSH PRIVATE KEY-----"; echo fake ;;
   *" get-parameter "*) cat "$STUB_DIR/node-count" ;;
   *" describe-instances "*) cat "$STUB_DIR/instances" ;;
+  *" put-metric-data "*)
+    echo "$*" >>"$STUB_DIR/metrics.log"
+    for a in "$@"; do case "$a" in file://*) cat "${a#file://}" >>"$STUB_DIR/metrics.log" ;; esac; done ;;
+  *" set-instance-health "*) echo "$*" >>"$STUB_DIR/health.log" ;;
+  *" describe-instance-topology "*)  # recorded answers, one per call: topology-0.json, topology-1.json, ...
+    n=$(find "$STUB_DIR" -maxdepth 1 -name 'topology-served-*' | wc -l); touch "$STUB_DIR/topology-served-$n"
+    cat "$STUB_DIR/topology-$n.json" 2>/dev/null \
+      || { echo "An error occurred (UnsupportedOperation)" >&2; exit 254; } ;;
   *) exit 99 ;;
 esac
 """,
@@ -146,6 +154,7 @@ printf 'provider: efa\n    fabric: efa\n    type: FI_EP_RDM\n'
     "ssh-keygen": 'echo "ssh-ed25519 AAAAC3stub efa-cdk"',
     "chown": "exit 0",
     "apt-get": "exit 0",
+    "systemctl": "exit 0",
     "uname": 'echo "${STUB_KERNEL:-6.8.0-1015-aws}"',
     "runuser": 'shift 3; exec "$@"',
     "ssh": r"""

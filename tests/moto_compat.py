@@ -14,6 +14,7 @@ Shared by the in-process moto tests (tests/test_moto.py) and the one-machine clu
    without their signals.
 4. moto ignores LaunchTemplate on AWS::EC2::Instance and needs an ImageId on the instance.
 5. AWS::SSM::Parameter's Tags are a map in CloudFormation; moto reads a Key/Value list.
+6. AWS::KMS::Key's Tags are Key/Value in CloudFormation; moto's KMS reads TagKey/TagValue.
 """
 
 from __future__ import annotations
@@ -71,6 +72,10 @@ def moto_compatible(
     for resource in t["Resources"].values():  # (4), (5)
         if resource["Type"] == "AWS::EC2::Instance":
             resource["Properties"]["ImageId"] = ami
+        if resource["Type"] == "AWS::KMS::Key" and resource["Properties"].get("Tags"):  # (6)
+            resource["Properties"]["Tags"] = [
+                {"TagKey": t["Key"], "TagValue": t["Value"]} for t in resource["Properties"]["Tags"]
+            ]
         if resource["Type"] == "AWS::SSM::Parameter" and isinstance(resource["Properties"].get("Tags"), dict):
             resource["Properties"]["Tags"] = [
                 {"Key": k, "Value": v} for k, v in resource["Properties"]["Tags"].items()

@@ -229,13 +229,20 @@ def test_role_is_least_privilege(default_cluster: dict[str, Any]) -> None:
         '"ssm:GetParameter"',
         '"s3:GetObject"',
         '"cloudformation:SignalResource"',
-        '"ec2:DescribeInstances"',
+        '["ec2:DescribeInstanceTopology", "ec2:DescribeInstances"]',
+        '"cloudwatch:PutMetricData"',
+        '["logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"]',
     }
     params = json.dumps(by_action['"ssm:GetParameter"'])
     assert "ec2/keypair/" in params and "KeyPairId" in params and len(by_action['"ssm:GetParameter"']) == 2
     assert by_action['"cloudformation:SignalResource"'] == {"Ref": "AWS::StackId"}
     assert ".zip" in json.dumps(by_action['"s3:GetObject"'])  # the one scripts object, not the bucket
-    assert by_action['"ec2:DescribeInstances"'] == "*"  # no resource-level permissions (acknowledged)
+    describe = by_action['["ec2:DescribeInstanceTopology", "ec2:DescribeInstances"]']
+    assert describe == "*"  # no resource-level permissions (acknowledged)
+    (metrics,) = [s for s in statements if s["Action"] == "cloudwatch:PutMetricData"]
+    assert metrics["Resource"] == "*" and "cloudwatch:namespace" in metrics["Condition"]["StringEquals"]
+    logs = by_action['["logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"]']
+    assert "Fn::GetAtt" in json.dumps(logs)  # the cluster's log group only
 
 
 def test_node_count_parameter_is_the_only_thing_that_knows_the_count(default_cluster: dict[str, Any]) -> None:
@@ -262,7 +269,9 @@ def test_benchmarks_off(make_stack: Any) -> None:
     assert all("CreationPolicy" in n for n in of_type(t, "AWS::EC2::Instance").values())
     (lt,) = of_type(t, "AWS::EC2::LaunchTemplate").values()
     user_data = json.dumps(lt["Properties"]["LaunchTemplateData"]["UserData"])
-    assert "EFA_CDK_STEPS='install-efa efa-env ssh-keys verify-efa signal hostfile'\\n" in user_data
+    assert (
+        "EFA_CDK_STEPS='install-efa efa-env monitoring ssh-keys verify-efa signal hostfile'\\n" in user_data
+    )
 
 
 def test_the_nodes_get_the_vpc_cidr_for_their_ssh_config(make_stack: Any) -> None:

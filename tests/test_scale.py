@@ -102,7 +102,8 @@ def test_switching_mode_is_shown_as_replacing_every_node() -> None:
     old = synth(node_count="2")
     d = diff_templates(old, synth(node_count="2", node_group="asg"))
     assert set(d.removed) == set(node_ids(old).values())
-    assert list(d.added.values()) == ["AWS::AutoScaling::AutoScalingGroup"]
+    # the group, and the policy that lets its nodes mark themselves Unhealthy (monitoring)
+    assert sorted(d.added.values()) == ["AWS::AutoScaling::AutoScalingGroup", "AWS::IAM::Policy"]
 
 
 # --- capacity -------------------------------------------------------------------------------

@@ -21,8 +21,11 @@ REASONS: dict[str, str] = {
         "The Session Manager agent actions (ssm:UpdateInstanceInformation, ssmmessages:*Channel, "
         "ec2messages:*) do not support resource-level permissions, so AWS documents Resource '*' for them; "
         "the policy grants only these actions instead of the broader AmazonSSMManagedInstanceCore. "
-        "The node software's ec2:DescribeInstances (finding the cluster's nodes for the MPI hostfile) "
-        "is a read-only List/Describe action that supports no resource-level permissions either."
+        "The node software's ec2:DescribeInstances and ec2:DescribeInstanceTopology (finding the cluster's "
+        "nodes and their network position for the MPI hostfile) are read-only Describe actions that support "
+        "no resource-level permissions either; cloudwatch:PutMetricData takes no resource and is limited "
+        "to the cluster's own namespace by the cloudwatch:namespace condition. autoscaling:SetInstanceHealth "
+        "names the cluster's node group by name: the group id in its ARN is not known to CloudFormation."
     ),
     "AwsSolutions-IAM4": (
         "aws-cdk-lib's AwsCustomResource Lambda (the one-time image lookup and the Elastic IP nodes' "

@@ -35,6 +35,7 @@ from .acknowledgements import acknowledge
 from .launch_template import EfaLaunchTemplate, instance_type_name
 from .limits import check_limits
 from .machine_image import EfaMachineImage
+from .monitoring import EfaClusterMonitoring
 from .network import known_cidr
 from .node import EfaNode, EfaNodeGroup
 from .node_software import BenchmarkReport, NodeSoftwareInstallation
@@ -96,6 +97,10 @@ class EfaCluster(Construct):
             Default: explicit. Switching mode replaces every node.
         capacity: a Capacity Reservation, reservation group or Capacity Block to launch into
             (:class:`Capacity`). Default: On-Demand with a new cluster placement group.
+        monitoring: the CloudWatch agent with EFA metrics, a health timer on every node, a dashboard,
+            alarms and on-demand benchmarks (:class:`EfaClusterMonitoring`, ``Monitoring``); needs the
+            node software. Default: on with the node software.
+        alarm_email: an address subscribed to the alarms. Default: none (subscribe to the topic).
     """
 
     def __init__(
@@ -123,6 +128,8 @@ class EfaCluster(Construct):
         public_subnet: ec2.ISubnet | None = None,
         node_group: NodeGroup | str = NodeGroup.EXPLICIT,
         capacity: Capacity | None = None,
+        monitoring: bool | None = None,
+        alarm_email: str | None = None,
     ) -> None:
         """Create the cluster; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
@@ -154,8 +161,10 @@ class EfaCluster(Construct):
                 public_subnet=eip_subnet is not None,
                 public_subnet_availability_zone=_known(eip_subnet.availability_zone) if eip_subnet else None,
                 root_volume_gib=_known(root_volume_gib),
+                monitoring=monitoring,
             )
         )
+        self._monitoring_on = software is not None if monitoring is None else monitoring
         benchmarks = software.benchmarks_for(self.instance_type) if software else ()
         if software is not None:
             self._warn_if_isolated(vpc)
@@ -179,6 +188,20 @@ class EfaCluster(Construct):
         self.node_software = software
         self.software: NodeSoftwareInstallation | None = None
         self.benchmark_report: BenchmarkReport | None = None
+        self.monitoring: EfaClusterMonitoring | None = None
+        if self._monitoring_on:
+            self.monitoring = EfaClusterMonitoring(
+                self,
+                "Monitoring",
+                namespace=f"EfaCdk/{Aws.STACK_NAME}/{self.path_in_stack}",
+                cluster_name=self.cluster_tag,
+                accelerator=self.instance_type.accelerator.kind,
+                role=self.role,
+                auto_scaling_group=self.auto_scaling_group.auto_scaling_group
+                if self.auto_scaling_group
+                else None,
+                alarm_email=alarm_email,
+            )
         if software is not None:
             self._add_node_software(software, node_count, benchmarks)
         acknowledge(self, "AwsSolutions-EC29")
@@ -294,6 +317,7 @@ class EfaCluster(Construct):
                 "EFA_CDK_REGION": Aws.REGION,
                 "EFA_CDK_CLUSTER": self.cluster_tag,
                 **({"EFA_CDK_VPC_CIDR": cidr} if (cidr := known_cidr(self._vpc)) else {}),
+                **(self.monitoring.settings if self.monitoring else {}),
             },
             role=self.role,
             user_data=self.node_user_data,

@@ -129,7 +129,11 @@ class NodeSoftwareInstallation(Construct):
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=["cloudformation:SignalResource"], resources=[Aws.STACK_ID])
         )
-        role.add_to_principal_policy(iam.PolicyStatement(actions=["ec2:DescribeInstances"], resources=["*"]))
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["ec2:DescribeInstances", "ec2:DescribeInstanceTopology"], resources=["*"]
+            )
+        )
         acknowledge(role, "AwsSolutions-IAM5[Resource::*]")
         node_settings = {
             **settings,

@@ -70,6 +70,20 @@ class EfaSharedStorage(Construct):
         self.lustre: fsx.LustreFileSystem | None = None
         if fsx_lustre_capacity_gib is not None:
             self.lustre = self._lustre(vpc, subnet, clients, fsx_lustre_capacity_gib, removal_policy)
+            if removal_policy is RemovalPolicy.RETAIN:
+                self._warn_lustre_blocks_deletion()
+
+    def _warn_lustre_blocks_deletion(self) -> None:
+        """EFS is kept alone (its mount targets go with the stack); a kept Lustre file system keeps
+        its network interfaces in the subnet, so deleting the stack stops there. Say how to finish."""
+        Annotations.of(self).add_warning_v2(
+            "efa-cdk:fsx-blocks-stack-deletion",
+            "The FSx for Lustre file system is kept when the stack is deleted, and its network interfaces "
+            "stay in the subnet with its security group: `cdk destroy` then ends in DELETE_FAILED on "
+            "those. To finish, keep them (aws cloudformation delete-stack --stack-name <stack> "
+            "--retain-resources <the failed logical ids>), or back the file system up (aws fsx "
+            "create-backup) and delete it (aws fsx delete-file-system) before `cdk destroy` again.",
+        )
 
     def _efs(
         self,

@@ -43,6 +43,18 @@ class ClusterRequest:
     public_subnet: bool = True
     public_subnet_availability_zone: str | None = None
     root_volume_gib: int | None = 200
+    monitoring: bool | None = None
+
+
+def check_monitoring(r: ClusterRequest) -> None:
+    """Monitoring runs on the nodes (agent, health timer): it needs the node software."""
+    if r.monitoring and not r.node_software:
+        raise EfaConfigError(
+            "monitoring",
+            value=True,
+            why="the CloudWatch agent and the health timer are installed by the node software, which is off",
+            fix="turn the node software on, or leave monitoring unset (it follows the node software)",
+        )
 
 
 def check_node_count(r: ClusterRequest) -> None:
@@ -184,6 +196,7 @@ def check_root_volume_gib(size: int | None) -> None:
 #: Every check, in the order they run (the first refusal is the one reported).
 CLUSTER_CHECKS: tuple[Callable[[ClusterRequest], None], ...] = (
     check_node_count,
+    check_monitoring,
     check_explicit_node_limit,
     check_root_volume,
     check_placement_group,

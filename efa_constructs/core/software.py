@@ -242,7 +242,8 @@ class EfaUserData:
                 "nodes",
                 fix="add every step before passing the EfaUserData to a cluster",
             )
-        if not _STEP_NAME.match(name) or name in self.step_names(()) or name in self._user_steps:
+        library = {*self.step_names((), monitoring=True), "benchmarks", "health-check"}
+        if not _STEP_NAME.match(name) or name in library or name in self._user_steps:
             raise EfaConfigError(
                 "name",
                 value=name,
@@ -269,10 +270,12 @@ class EfaUserData:
         check_benchmarks(it, chosen)
         return chosen
 
-    def step_names(self, benchmarks: Sequence[Benchmark]) -> list[str]:
-        """Every step, in the order the node runs them."""
+    def step_names(self, benchmarks: Sequence[Benchmark], monitoring: bool = False) -> list[str]:
+        """Every step, in the order the node runs them (``monitoring`` after the EFA environment
+        when the cluster is monitored)."""
         tail = ["benchmarks"] if benchmarks else []
-        return [*SETUP_STEPS, *self._user_steps, *VERIFY_STEPS, *AFTER_SIGNAL_STEPS, *tail]
+        setup = [*SETUP_STEPS[:2], "monitoring", *SETUP_STEPS[2:]] if monitoring else list(SETUP_STEPS)
+        return [*setup, *self._user_steps, *VERIFY_STEPS, *AFTER_SIGNAL_STEPS, *tail]
 
     def stage(self, directory: Path | None = None) -> Path:
         """Copy the node files and the user's steps into one flat directory (the S3 asset).
@@ -299,7 +302,7 @@ class EfaUserData:
         self, settings: Mapping[str, str], *, scripts_s3_url: str, benchmarks: Sequence[Benchmark]
     ) -> str:
         """The user data script: ``node/boot/bootstrap.sh`` with the settings, scripts and steps."""
-        steps = " ".join(self.step_names(benchmarks))
+        steps = " ".join(self.step_names(benchmarks, monitoring="EFA_CDK_METRICS_NAMESPACE" in settings))
         return bootstrap_script({**settings, "EFA_CDK_SCRIPTS_URL": scripts_s3_url, "EFA_CDK_STEPS": steps})
 
     def settings(self, it: InstanceType, layout: NicLayout, login_user: str) -> dict[str, str]:

@@ -168,12 +168,40 @@ def signal_body(results: list[dict[str, Any]], *, strict: bool = True) -> dict[s
     }
 
 
+def metric_data(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """CloudWatch ``put-metric-data`` entries for the results that produced figures: peak bus
+    bandwidth (GB/s) and its fraction of line rate, per benchmark."""
+    out = []
+    for r in results:
+        if not r.get("ok") or "peak_gbytes_s" not in r:
+            continue
+        dims = [{"Name": "Benchmark", "Value": r["benchmark"]}]
+        out.append(
+            {
+                "MetricName": "BenchmarkPeakGBps",
+                "Dimensions": dims,
+                "Value": r["peak_gbytes_s"],
+                "Unit": "None",
+            }
+        )
+        if r.get("line_rate_fraction") is not None:
+            out.append(
+                {
+                    "MetricName": "BenchmarkLineRateFraction",
+                    "Dimensions": dims,
+                    "Value": r["line_rate_fraction"],
+                    "Unit": "None",
+                }
+            )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line: parse one log, or build the signal body from result files."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("kind", choices=[*PARSERS, "signal-body"])
+    parser.add_argument("kind", choices=[*PARSERS, "signal-body", "metric-data"])
     parser.add_argument("files", nargs="+")
     parser.add_argument("--line-rate-gbps", type=float, default=0)
     parser.add_argument("--provider", default="efa", help="fi_pingpong: the provider it ran with")
@@ -181,12 +209,17 @@ def main(argv: list[str] | None = None) -> int:
         "--not-strict", action="store_true", help="signal-body: report benchmark problems as data (SUCCESS)"
     )
     args = parser.parse_args(argv)
-    if args.kind == "signal-body":
+    if args.kind in ("signal-body", "metric-data"):
         results = []
         for path in args.files:
             with open(path, encoding="utf-8") as fh:
                 results.append(json.load(fh))
-        print(json.dumps(signal_body(results, strict=not args.not_strict)))
+        body = (
+            signal_body(results, strict=not args.not_strict)
+            if args.kind == "signal-body"
+            else metric_data(results)
+        )
+        print(json.dumps(body))
         return 0
     with open(args.files[0], encoding="utf-8", errors="replace") as fh:
         text = fh.read()

@@ -14,6 +14,10 @@ What stands in for what, and nothing else (each is also in the README):
 * Credentials: the AWS CLI gets fixed keys and moto's endpoint (AWS_ENDPOINT_URL), not a role from
   IMDS. The key pair: created here (ssh-keygen) and stored where EC2 keeps it (/ec2/keypair/<id>),
   since moto's CloudFormation does not model AWS::EC2::KeyPair.
+* The CloudWatch agent and systemd (no init system in a namespace): a stand-in
+  ``amazon-cloudwatch-agent-ctl`` that checks the configuration it is given parses, and a
+  ``systemctl`` that records the timer it is asked to start. The health check itself runs for real
+  and publishes to moto's CloudWatch.
 * Node paths: the node software runs with EFA_CDK_ROOT (its documented test root) so three nodes
   share one file system; /home and /var/lib/efa-cdk, which other nodes reach over SSH, are
   bind-mounted per node.
@@ -110,6 +114,15 @@ class Node:
         enter = ["nsenter", "--target", str(pid), "--net", "--mount"]
         return sh(*enter, "runuser", "-u", user, "--", *cmd, check=False, timeout=timeout)
 
+    def run_as_root(self, *cmd: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """A command as root in this node's namespaces, with the node's AWS settings and root."""
+        pid = self.pid("sshd")
+        assert pid, f"{self.name} has no sshd"
+        env = dict(line.split("=", 1) for line in (self.root / "aws.env").read_text().splitlines())
+        env |= {"EFA_CDK_ROOT": str(self.root), "PATH": f"{ROOT}/.venv-e2e/bin:{os.environ['PATH']}"}
+        enter = ["nsenter", "--target", str(pid), "--net", "--mount"]
+        return sh(*enter, "env", *(f"{k}={v}" for k, v in env.items()), *cmd, check=False, timeout=timeout)
+
     def log(self) -> str:
         path = self.root / "var/log/efa-cdk.log"
         return path.read_text(errors="replace") if path.exists() else "(no log)"
@@ -182,7 +195,7 @@ class Cluster:
         keys = {"aws_access_key_id": "e2e", "aws_secret_access_key": "e2e", "region_name": REGION}
         return {
             s: boto3.client(s, endpoint_url=ENDPOINT, config=cfg, **keys)  # type: ignore[call-overload]
-            for s in ("ec2", "ssm", "s3", "cloudformation")
+            for s in ("ec2", "ssm", "s3", "cloudformation", "cloudwatch")
         }
 
     # -- a stack and its nodes -------------------------------------------------------------------
@@ -351,7 +364,11 @@ def _node_files(node: Node, user: str, user_data: str, tags: dict[str, str], efa
     metadata = {"meta-data/instance-id": node.instance_id, "meta-data/local-ipv4": node.ip}
     metadata |= {f"meta-data/tags/instance/{k}": v for k, v in tags.items()}
     (r / "imds.json").write_text(json.dumps(metadata))
-    (r / "aws-config").write_text("[default]\nregion = us-east-1\ns3 =\n    addressing_style = path\n")
+    # Short timeouts: a request moto's threaded server leaves hanging is retried in seconds, not 60.
+    (r / "aws-config").write_text(
+        "[default]\nregion = us-east-1\ncli_read_timeout = 10\ncli_connect_timeout = 5\n"
+        "s3 =\n    addressing_style = path\n"
+    )
     (r / "aws.env").write_text(
         f"AWS_ENDPOINT_URL={ENDPOINT}\nAWS_ACCESS_KEY_ID=e2e\nAWS_SECRET_ACCESS_KEY=e2e\n"
         f"AWS_DEFAULT_REGION={REGION}\nAWS_CONFIG_FILE={r}/aws-config\nEFA_CDK_TEST_ONLY_PROVIDER=tcp\n"
@@ -375,6 +392,19 @@ def _node_files(node: Node, user: str, user_data: str, tags: dict[str, str], efa
         dev = r / f"sys/class/infiniband/rdmap{i}s0/device"
         dev.mkdir(parents=True)
         (dev / "driver").symlink_to(drivers)
+    ctl = r / "opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl"
+    harness_bin = r / "harness-bin"
+    for path, body in (
+        (
+            ctl,
+            f'echo "$*" >>{r}/ctl.log\n'
+            'exec python3 -c "import json,sys; json.load(open(sys.argv[1][5:]))" "${@: -1}"',
+        ),
+        (harness_bin / "systemctl", f'echo "$*" >>{r}/systemctl.log'),
+    ):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"#!/bin/bash\n{body}\n")
+        path.chmod(0o755)
     sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(r / "etc/ssh/host_key"))
     (r / "etc/ssh/sshd_config").write_text(
         f"ListenAddress {node.ip}\nHostKey {r}/etc/ssh/host_key\nPidFile {r}/run/sshd.pid\n"

@@ -30,5 +30,5 @@ set -a
 # shellcheck source=/dev/null
 . "$root/aws.env"
 set +a
-export EFA_CDK_ROOT=$root PATH="$project/.venv-e2e/bin:$PATH"
+export EFA_CDK_ROOT=$root PATH="$project/.venv-e2e/bin:$root/harness-bin:$PATH"
 exec bash "$root/user-data"

@@ -21,7 +21,7 @@ import pytest
 from efa_constructs.core import instance_type
 from stacks.cluster_stack import EfaClusterStack
 from stacks.params import ClusterParams
-from tests.e2e.cluster import Cluster, Node, missing_capabilities
+from tests.e2e.cluster import AWS_NS, Cluster, Node, inside, missing_capabilities
 from tests.helpers import cdk_json_context
 
 MISSING = missing_capabilities()
@@ -156,3 +156,19 @@ def test_a_node_that_never_comes_up_makes_the_leader_fail_naming_it(
     body = cluster.handle(faulty["stack"]["handle"])
     assert body is not None, _explain(nodes)
     assert body["Status"] == "FAILURE" and nodes[2].ip in body["Reason"], body
+
+
+def test_monitoring_configures_the_agent_and_the_health_check_reaches_cloudwatch(
+    cluster: Cluster, healthy: dict[str, Any]
+) -> None:
+    """The monitoring step handed the agent a configuration that parses and asked for the health
+    timer; the health check, run as the timer would, publishes this node's verdict to CloudWatch."""
+    leader: Node = healthy["nodes"][0]
+    assert "fetch-config -m ec2 -s -c file:" in (leader.root / "ctl.log").read_text()
+    assert "enable --now efa-cdk-health.timer" in (leader.root / "systemctl.log").read_text()
+    r = leader.run_as_root("bash", str(leader.root / "opt/efa-cdk/bin/health-check.sh"))
+    assert r.returncode == 0, (leader.root / "var/log/efa-cdk-health.log").read_text()
+    with inside(AWS_NS):
+        metrics = cluster.clients()["cloudwatch"].list_metrics(Namespace="EfaCdk/Trn1EfaCluster/Cluster")
+    names = {(m["MetricName"], tuple(d["Value"] for d in m["Dimensions"])) for m in metrics["Metrics"]}
+    assert ("EfaHealthy", (leader.instance_id,)) in names and ("EfaUnhealthyNodes", ()) in names

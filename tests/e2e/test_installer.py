@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,8 +50,11 @@ def _signed_installer(node: Node, tmp: Path) -> str:
 
 
 @pytest.fixture
-def node(tmp_path: Path) -> Node:
-    return Node(tmp_path, "c5n.18xlarge")
+def node(tmp_path: Path) -> Iterator[Node]:
+    yield Node(tmp_path, "c5n.18xlarge")
+    # key generation started a gpg-agent for the test keyring: stop it
+    kill = ["gpgconf", "--homedir", str(tmp_path / "gnupg"), "--kill", "gpg-agent"]
+    subprocess.run(kill, capture_output=True)
 
 
 def test_the_pinned_aws_key_refuses_a_tarball_signed_by_another_key(node: Node, tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # On the leader (the hostfile's first node): once every node in the hostfile has verified EFA, run the
-# cross-node benchmarks chosen for the accelerator, keep logs and JSON in $STATE, and report the
-# figures to the stack's benchmark wait condition (they appear in the stack outputs).
+# cross-node benchmarks chosen for the accelerator, keep logs and JSON in $STATE, publish the figures
+# as CloudWatch metrics, and report them to the stack's benchmark wait condition (the stack outputs).
+# On demand (EFA_CDK_ON_DEMAND=1: the stack's SSM document, or by hand) it publishes and keeps a dated
+# copy, and posts nothing to CloudFormation.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib.sh
@@ -13,21 +15,33 @@ fi
 PATH="$(efa_path):/opt/aws/neuron/bin"
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}"
 
-url=${EFA_CDK_BENCHMARK_URL:?}
+url=${EFA_CDK_BENCHMARK_URL:-}
+[ -n "$url" ] || [ "${EFA_CDK_ON_DEMAND:-0}" = 1 ] || die "no benchmark wait condition (EFA_CDK_BENCHMARK_URL)"
 out="$STATE/benchmarks"
 mkdir -p "$out"
-rm -f "$out"/*.json "$STATE/benchmarks.json"
+rm -f "$out"/*.json
 
 # Not strict (the default): a benchmark problem is reported as data and the stack still completes;
 # strict (EFA_CDK_BENCHMARK_STRICT=1): it fails the stack. EFA faults fail it either way (report_fault).
-report() { # report JSON...: post the results to the wait condition
+report() { # report JSON...: publish the figures, and (at creation) post them to the wait condition
   local strict=()
   [ "${EFA_CDK_BENCHMARK_STRICT:-0}" = 1 ] || strict=(--not-strict)
   python3 "$here/bench_parse.py" signal-body "${strict[@]}" "$@" >"$out/signal.json"
-  cp "$out/signal.json" "$STATE/benchmarks.json"
-  retry 5 10 curl -sS -f -X PUT -H 'Content-Type:' --data-binary "@$out/signal.json" "$url" \
-    || die "could not report the benchmark results to CloudFormation"
-  log "reported: $(cat "$out/signal.json")"
+  if [ -n "${EFA_CDK_METRICS_NAMESPACE:-}" ]; then
+    python3 "$here/bench_parse.py" metric-data "$@" >"$out/metrics.json"
+    [ "$(cat "$out/metrics.json")" = "[]" ] || retry 3 5 aws_ cloudwatch put-metric-data \
+      --namespace "$EFA_CDK_METRICS_NAMESPACE" --metric-data "file://$out/metrics.json" \
+      || log "could not publish the benchmark figures to CloudWatch"
+  fi
+  if [ "${EFA_CDK_ON_DEMAND:-0}" = 1 ]; then # re-run by hand or SSM: keep a dated copy, post nothing
+    cp "$out/signal.json" "$STATE/benchmarks-$(date -u +%Y%m%dT%H%M%SZ).json"
+    log "on demand: $(cat "$out/signal.json")"
+  else
+    cp "$out/signal.json" "$STATE/benchmarks.json"
+    retry 5 10 curl -sS -f -X PUT -H 'Content-Type:' --data-binary "@$out/signal.json" "$url" \
+      || die "could not report the benchmark results to CloudFormation"
+    log "reported: $(cat "$out/signal.json")"
+  fi
   grep -q '"Status": "SUCCESS"' "$out/signal.json"
 }
 

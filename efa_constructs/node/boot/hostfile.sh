@@ -27,7 +27,7 @@ while :; do
   # One line per instance: "<node index|None> <private ip> <launch time> <Auto Scaling group|None> <id>".
   # The current generation only: while CloudFormation replaces nodes, the old ones still run. Explicit
   # nodes: the newest instance of each index below the node count (higher ones are being removed).
-  # An Auto Scaling group: this node's own group (a replacement is a new group). Output: "<index> <ip>".
+  # An Auto Scaling group: this node's own group (a replacement is a new group). Output: "<index> <ip> <id>".
   # shellcheck disable=SC2016  # backticks are JMESPath literals, not command substitution
   nodes=$(aws_ ec2 describe-instances \
     --filters "Name=tag:efa-cdk:cluster,Values=${EFA_CDK_CLUSTER:?}" "Name=instance-state-name,Values=pending,running" \
@@ -39,8 +39,8 @@ while :; do
         for (n in row) {
           split(row[n], f, " ")
           if (!(me in group) || f[4] != group[me]) continue
-          if (f[1] == "None") { print f[1], f[2]; continue }
-          if (f[1] + 0 < want && (!(f[1] in newest) || f[3] > newest[f[1]])) { newest[f[1]] = f[3]; ip[f[1]] = f[2] }
+          if (f[1] == "None") { print f[1], f[2], f[5]; continue }
+          if (f[1] + 0 < want && (!(f[1] in newest) || f[3] > newest[f[1]])) { newest[f[1]] = f[3]; ip[f[1]] = f[2] " " f[5] }
         }
         for (i in ip) print i, ip[i]
       }' | sort -k1,1n -k2,2V) || nodes=""
@@ -54,6 +54,25 @@ while :; do
   sleep "$pause"
   delay=$((delay * 2 > 16 * ${EFA_CDK_POLL_SECONDS:-15} ? 16 * ${EFA_CDK_POLL_SECONDS:-15} : delay * 2))
 done
+# The leader (node 0, or in a group the lowest address) orders the nodes by EC2 instance topology
+# (topology.py), keeping itself first; without an answer (the type is not covered, or no permission)
+# the order stays node index / address, and the log says why.
+if [ "$(imds meta-data/local-ipv4 || true)" = "$(awk 'NR == 1 {print $2}' <<<"$nodes")" ]; then
+  topo="$STATE/topology"
+  rm -rf "$topo" && mkdir -p "$topo"
+  mapfile -t ids < <(awk '{print $3}' <<<"$nodes")
+  ordered=1
+  for ((i = 0; i < ${#ids[@]}; i += 100)); do # at most 100 instance ids per call (EC2 API reference)
+    aws --region "$EFA_CDK_REGION" --output json ec2 describe-instance-topology \
+      --instance-ids "${ids[@]:i:100}" >"$topo/$i.json" 2>"$topo/error" || { ordered=0; break; }
+  done
+  if [ "$ordered" = 1 ]; then
+    nodes=$(python3 "$(dirname "$0")/topology.py" "$topo"/*.json <<<"$nodes" | awk '{print $1, $2}')
+    log "nodes ordered by instance topology"
+  else
+    log "no instance topology ($(tail -n1 "$topo/error")): node index / address order"
+  fi
+fi
 awk -v slots="${EFA_CDK_SLOTS:?}" '{print $2 " slots=" slots}' <<<"$nodes" >"$ETC/hostfile"
 cp "$ETC/hostfile" "$(user_home)/hostfile"
 chown "$EFA_CDK_USER:$EFA_CDK_USER" "$(user_home)/hostfile"

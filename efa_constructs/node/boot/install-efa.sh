@@ -44,17 +44,7 @@ if [ -n "${EFA_CDK_INSTALLER_SHA256:-}" ]; then
     || die "$tarball has SHA-256 $actual, expected $EFA_CDK_INSTALLER_SHA256; not installing"
 fi
 
-export GNUPGHOME="$work/gnupg"
-mkdir -m 700 "$GNUPGHOME"
-gpg --batch --quiet --import aws-efa-installer.key 2>/dev/null || die "could not import the EFA installer key"
-# The key file must carry exactly the pinned key, whatever the download server says.
-imported=$(gpg --batch --with-colons --fingerprint | awk -F: '$1 == "fpr" {print $10; exit}')
-[ "$imported" = "$fingerprint" ] \
-  || die "the EFA installer key has fingerprint ${imported:-none}, expected $fingerprint; not installing"
-status=$(gpg --batch --status-fd 1 --verify "$tarball.sig" "$tarball" 2>/dev/null || true)
-grep -Eq "^\[GNUPG:\] VALIDSIG .*\b$fingerprint\b" <<<"$status" \
-  || die "the signature of $tarball does not verify against key $fingerprint; not installing"
-log "$tarball: signature by $fingerprint verified"
+verify_signed "$tarball" "$tarball.sig" aws-efa-installer.key "$fingerprint"
 
 tar -xzf "$tarball"
 cd aws-efa-installer

@@ -72,3 +72,34 @@ report_fault() {
   python3 -c 'import json, sys; print(json.dumps({"Status": "FAILURE", "Reason": sys.argv[1][:250], "UniqueId": "benchmarks", "Data": json.dumps([{"benchmark": "all", "ok": False, "reason": sys.argv[1]}])}))' "$1" >"$body"
   retry 5 10 curl -sS -f -X PUT -H 'Content-Type:' --data-binary "@$body" "${EFA_CDK_BENCHMARK_URL:?}"
 }
+
+# verify_signed FILE SIGNATURE KEYFILE FINGERPRINT: FILE's detached SIGNATURE verifies against
+# KEYFILE, and KEYFILE carries exactly the pinned FINGERPRINT (whatever the download server says).
+# Uses a throwaway keyring; dies (fail closed) on any mismatch.
+verify_signed() {
+  local file=$1 sig=$2 key=$3 fpr=$4 home imported status
+  home=$(mktemp -d)
+  chmod 700 "$home"
+  GNUPGHOME=$home gpg --batch --quiet --import "$key" 2>/dev/null || die "could not import the key for $(basename "$file")"
+  imported=$(GNUPGHOME=$home gpg --batch --with-colons --fingerprint | awk -F: '$1 == "fpr" {print $10; exit}')
+  [ "$imported" = "$fpr" ] \
+    || die "the key for $(basename "$file") has fingerprint ${imported:-none}, expected $fpr; not installing"
+  status=$(GNUPGHOME=$home gpg --batch --status-fd 1 --verify "$sig" "$file" 2>/dev/null || true)
+  rm -rf "$home"
+  grep -Eq "^\[GNUPG:\] VALIDSIG .*\b$fpr\b" <<<"$status" \
+    || die "the signature of $(basename "$file") does not verify against key $fpr; not installing"
+  log "$(basename "$file"): signature by $fpr verified"
+}
+
+# efa_devices: the number of devices bound to the efa driver (a p6-b200 also lists NVLink
+# controllers under /sys/class/infiniband; they do not count). Lists the others on stderr.
+efa_devices() {
+  local dev driver have=0 others=""
+  for dev in "$R"/sys/class/infiniband/*; do
+    [ -e "$dev" ] || continue
+    driver=$(basename "$(readlink -f "$dev/device/driver")")
+    if [ "$driver" = efa ]; then have=$((have + 1)); else others="$others ${dev##*/}($driver)"; fi
+  done
+  [ -z "$others" ] || log "not EFA, not counted:$others"
+  echo "$have"
+}

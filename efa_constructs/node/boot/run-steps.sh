@@ -27,7 +27,7 @@ for step in "$@"; do
   log "!!! $reason"
   if [ "$pending" = 1 ]; then
     STEP=signal bash "$here/signal.sh" FAILURE "$reason" || log "could not signal CloudFormation"
-  elif [ -n "${EFA_CDK_BENCHMARK_URL:-}" ] && [ ! -s "$STATE/benchmarks.json" ]; then
+  elif [ -n "${EFA_CDK_BENCHMARK_URL:-}" ] && [ ! -s "$STATE/benchmarks.json" ] && [ "${EFA_CDK_ON_DEMAND:-0}" != 1 ]; then
     # After this node's own signal, the stack still waits for the benchmark report: fail it now,
     # with the reason, instead of leaving it to time out (a report already posted is not replaced).
     report_fault "$reason" || log "could not report the failure to the benchmark wait condition"

@@ -12,18 +12,7 @@ want=${EFA_CDK_EFA_COUNT:?}
 out=$(fi_info -p "$FABRIC" -t FI_EP_RDM 2>&1) \
   || die "fi_info -p $FABRIC -t FI_EP_RDM failed: $(tail -n1 <<<"$out") (EFA software or security group)"
 grep -q "provider: $FABRIC" <<<"$out" || die "fi_info did not list the $FABRIC provider"
-have=0
-others=""
-for dev in "$R"/sys/class/infiniband/*; do
-  [ -e "$dev" ] || continue
-  driver=$(basename "$(readlink -f "$dev/device/driver")")
-  if [ "$driver" = efa ]; then
-    have=$((have + 1))
-  else
-    others="$others ${dev##*/}($driver)"
-  fi
-done
-[ -z "$others" ] || log "not EFA, not counted:$others"
+have=$(efa_devices)
 [ "$have" -eq "$want" ] \
   || die "found $have EFA devices, the launch template attached $want (check the instance's interfaces and the EFA driver)"
 mkdir -p "$STATE"

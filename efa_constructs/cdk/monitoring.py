@@ -1,0 +1,203 @@
+"""`EfaClusterMonitoring`: what watches an :class:`EfaCluster` after day one.
+
+The nodes' CloudWatch agent and health timer are node software (``node/boot/monitoring.sh``,
+``health-check.sh``); this construct gives them somewhere to report and someone to tell: the log
+group and the least privilege they need, one dashboard, alarms on the grey-failure counters and on
+failed health checks to an SNS topic, and an SSM document that re-runs the benchmarks on demand.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import ArnFormat, Aws, CfnOutput, Duration, Fn, RemovalPolicy, Stack
+from aws_cdk import aws_autoscaling as autoscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from ..core.catalogue import AcceleratorKind
+from ..core.monitoring import GREY_FAILURE_METRICS, UNHEALTHY_METRIC, agent_config, dashboard_body
+from .acknowledgements import acknowledge
+
+#: Fingerprint of the key that signs the CloudWatch agent's packages (CloudWatch user guide,
+#: "Verify the signature of the CloudWatch agent package": 9376 16F3 450B 7D80 6CBD 9725 D581 6730 3B78 9C72).
+CW_AGENT_FINGERPRINT = "937616F3450B7D806CBD9725D58167303B789C72"
+
+
+class EfaClusterMonitoring(Construct):
+    """Logs (``Logs``), dashboard (``Dashboard``), alarms (``Alarm-*``) to a topic (``Alarms``,
+    encrypted with its own key, ``AlarmKey``), and the on-demand benchmark document
+    (``BenchmarkDocument``) of one cluster.
+
+    Args:
+        namespace: the cluster's CloudWatch namespace (its metrics only; the nodes may write nowhere else).
+        cluster_name: shown on the dashboard.
+        accelerator: decides the GPU metrics.
+        role: the nodes' role (gets PutMetricData in the namespace and writes to the log group).
+        auto_scaling_group: the node group, whose nodes may mark themselves Unhealthy. Default: none.
+        alarm_email: an address subscribed to the alarms (it must confirm). Default: none.
+        health_minutes: how often each node re-runs the health check. Default: 5.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        namespace: str,
+        cluster_name: str,
+        accelerator: AcceleratorKind,
+        role: iam.IRole,
+        auto_scaling_group: autoscaling.CfnAutoScalingGroup | None = None,
+        alarm_email: str | None = None,
+        health_minutes: int = 5,
+    ) -> None:
+        """Create the construct; the arguments are described in the class docstring."""
+        super().__init__(scope, id_)
+        self.namespace = namespace
+        self.log_group = logs.LogGroup(
+            self, "Logs", retention=logs.RetentionDays.THREE_MONTHS, removal_policy=RemovalPolicy.RETAIN
+        )
+        self._grant(role, auto_scaling_group)
+        self.topic = self._topic(alarm_email)
+        self.alarms = self._alarms()
+        body = dashboard_body(namespace, Aws.REGION, cluster_name)
+        self.dashboard = cloudwatch.CfnDashboard(
+            self, "Dashboard", dashboard_body=Stack.of(self).to_json_string(body)
+        )
+        self.dashboard_url = Fn.join(
+            "",
+            ["https://", Aws.REGION, ".console.aws.amazon.com/cloudwatch/home?region=", Aws.REGION,
+             "#dashboards:name=", self.dashboard.ref],
+        )  # fmt: skip
+        self.benchmark_document = ssm.CfnDocument(
+            self,
+            "BenchmarkDocument",
+            document_type="Command",
+            document_format="JSON",
+            content={
+                "schemaVersion": "2.2",
+                "description": "efa-cdk: re-run the cluster's benchmarks on its leader and publish the "
+                f"figures to CloudWatch ({namespace})",
+                "mainSteps": [
+                    {
+                        "action": "aws:runShellScript",
+                        "name": "benchmarks",
+                        "inputs": {
+                            "runCommand": ["EFA_CDK_ON_DEMAND=1 /opt/efa-cdk/bin/run-steps.sh benchmarks"],
+                            "timeoutSeconds": "3600",
+                        },
+                    }
+                ],
+            },
+        )
+        #: Settings the node software needs (the monitoring step and the health timer).
+        self.settings = {
+            "EFA_CDK_METRICS_NAMESPACE": namespace,
+            "EFA_CDK_AGENT_CONFIG": Stack.of(self).to_json_string(
+                agent_config(namespace, self.log_group.log_group_name, accelerator)
+            ),
+            "EFA_CDK_HEALTH_MINUTES": str(health_minutes),
+            "EFA_CDK_CW_AGENT_FINGERPRINT": CW_AGENT_FINGERPRINT,
+            "EFA_CDK_NODE_GROUP": "asg" if auto_scaling_group is not None else "explicit",
+        }
+
+    def _grant(self, role: iam.IRole, group: autoscaling.CfnAutoScalingGroup | None) -> None:
+        """PutMetricData in the cluster's namespace only; the log group; in an Auto Scaling group,
+        SetInstanceHealth on that group only."""
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],  # PutMetricData takes no resource; the namespace condition scopes it
+                conditions={"StringEquals": {"cloudwatch:namespace": self.namespace}},
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                resources=[self.log_group.log_group_arn],
+            )
+        )
+        if group is not None:
+            arn = Stack.of(self).format_arn(  # ...:autoScalingGroup:<uuid>:autoScalingGroupName/<name>
+                service="autoscaling",
+                resource="autoScalingGroup",
+                resource_name=f"*:autoScalingGroupName/{group.ref}",
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            # Its own policy: the launch template waits for the role's default policy, and the group
+            # for the launch template, so naming the group there would be a cycle.
+            policy = iam.Policy(
+                self,
+                "GroupHealth",
+                roles=[role],
+                statements=[iam.PolicyStatement(actions=["autoscaling:SetInstanceHealth"], resources=[arn])],
+            )
+            group_id = Stack.of(self).resolve(group.logical_id)
+            acknowledge(
+                policy,
+                "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:autoscaling:<AWS::Region>:<AWS::AccountId>:"
+                f"autoScalingGroup:*:autoScalingGroupName/<{group_id}>]",
+            )
+
+    def _topic(self, alarm_email: str | None) -> sns.Topic:
+        key = kms.Key(self, "AlarmKey", enable_key_rotation=True, description="efa-cdk alarm topic")
+        # CloudWatch alarms publish to an encrypted topic only when its key lets them (SNS guide).
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],
+            )
+        )
+        topic = sns.Topic(self, "Alarms", master_key=key, enforce_ssl=True)
+        if alarm_email:
+            topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
+        return topic
+
+    def _alarms(self) -> list[cloudwatch.Alarm]:
+        """One alarm per grey-failure counter (cluster total above 0 in 5 minutes) and one on failed
+        health checks, each to the topic."""
+        specs = [(m, f"EFA {m} above 0 on the cluster: a link works, badly") for m in GREY_FAILURE_METRICS]
+        specs.append((UNHEALTHY_METRIC, "a node failed its EFA health check (device count or libfabric)"))
+        out = []
+        for metric, why in specs:
+            alarm = cloudwatch.Alarm(
+                self,
+                f"Alarm-{metric}",
+                metric=cloudwatch.Metric(
+                    namespace=self.namespace, metric_name=metric, statistic="Sum", period=Duration.minutes(5)
+                ),
+                threshold=0,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                alarm_description=why,
+            )
+            alarm.add_alarm_action(actions.SnsAction(self.topic))
+            out.append(alarm)
+        return out
+
+    def add_outputs(self, scope: Construct) -> None:
+        """DashboardUrl, AlarmTopicArn and BenchmarkDocument outputs in `scope` (a stack)."""
+        CfnOutput(
+            scope, "DashboardUrl", value=self.dashboard_url, description="The cluster's CloudWatch dashboard"
+        )
+        CfnOutput(
+            scope,
+            "AlarmTopicArn",
+            value=self.topic.topic_arn,
+            description="Subscribe to the cluster's alarms",
+        )
+        CfnOutput(
+            scope,
+            "BenchmarkDocument",
+            value=self.benchmark_document.ref,
+            description="Re-run the benchmarks: aws ssm send-command --document-name <this> --targets "
+            "Key=InstanceIds,Values=<node 0's id>; the figures go to the dashboard",
+        )

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Watch the node after day one: the CloudWatch agent with the cluster's configuration (EFA counters
+# per node and for the cluster, GPU figures on NVIDIA, the node software's logs), and a systemd timer
+# that re-runs the light EFA checks (health-check.sh) every EFA_CDK_HEALTH_MINUTES.
+# The agent is installed unless the image has it: AWS's package, checked against the pinned key
+# fingerprint of the CloudWatch agent's signing key (CloudWatch user guide, "Verify the signature of
+# the CloudWatch agent package") BEFORE it is installed. The package is the documented `latest`:
+# its version floats, its signer does not.
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+agent="$R/opt/aws/amazon-cloudwatch-agent"
+ctl="$agent/bin/amazon-cloudwatch-agent-ctl"
+if [ ! -x "$ctl" ]; then
+  case "$(uname -m)" in aarch64 | arm64) arch=arm64 ;; *) arch=amd64 ;; esac
+  case "$(os_id)" in
+    ubuntu | debian) pkg="ubuntu/$arch/latest/amazon-cloudwatch-agent.deb" install=(dpkg -i) ;;
+    amzn | rhel | rocky) pkg="amazon_linux/$arch/latest/amazon-cloudwatch-agent.rpm" install=(rpm -U) ;;
+    *) die "no CloudWatch agent package for $(os_id); use an image with the agent, or monitoring=False" ;;
+  esac
+  base=${EFA_CDK_CW_AGENT_URL:-https://amazoncloudwatch-agent.s3.amazonaws.com}
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  for f in "$pkg" "$pkg.sig" assets/amazon-cloudwatch-agent.gpg; do
+    retry 5 10 curl -sS -f -o "$work/$(basename "$f")" "$base/$f" || die "could not download $base/$f"
+  done
+  file="$work/$(basename "$pkg")"
+  verify_signed "$file" "$file.sig" "$work/amazon-cloudwatch-agent.gpg" "${EFA_CDK_CW_AGENT_FINGERPRINT:?}"
+  "${install[@]}" "$file" >/dev/null || die "could not install the CloudWatch agent ($(basename "$pkg"))"
+fi
+mkdir -p "$agent/etc"
+printf '%s\n' "${EFA_CDK_AGENT_CONFIG:?}" >"$agent/etc/efa-cdk.json"
+"$ctl" -a fetch-config -m ec2 -s -c "file:$agent/etc/efa-cdk.json" >/dev/null \
+  || die "the CloudWatch agent refused its configuration ($agent/etc/efa-cdk.json)"
+
+units="$R/etc/systemd/system"
+mkdir -p "$units"
+cat >"$units/efa-cdk-health.service" <<UNIT
+[Unit]
+Description=efa-cdk: EFA health check (device count, libfabric), published to CloudWatch
+[Service]
+Type=oneshot
+ExecStart=/opt/efa-cdk/bin/health-check.sh
+UNIT
+cat >"$units/efa-cdk-health.timer" <<UNIT
+[Unit]
+Description=efa-cdk: EFA health check every ${EFA_CDK_HEALTH_MINUTES:-5} minutes
+[Timer]
+OnBootSec=${EFA_CDK_HEALTH_MINUTES:-5}min
+OnUnitActiveSec=${EFA_CDK_HEALTH_MINUTES:-5}min
+RandomizedDelaySec=30
+[Install]
+WantedBy=timers.target
+UNIT
+systemctl daemon-reload
+systemctl enable --now efa-cdk-health.timer >/dev/null || die "could not start the EFA health timer"
+log "CloudWatch agent running (namespace ${EFA_CDK_METRICS_NAMESPACE:?}); health check every ${EFA_CDK_HEALTH_MINUTES:-5} min"

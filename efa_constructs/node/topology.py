@@ -1,0 +1,50 @@
+"""Order the cluster's nodes by EC2 instance topology, so ranks that talk most sit under the same switch.
+
+``python3 topology.py ANSWER.json... < nodes`` reads the nodes as the hostfile step lists them
+("<index> <ip> <instance id>" per line, the leader first) and DescribeInstanceTopology answers
+(``aws --output json ec2 describe-instance-topology``: at most 100 instance ids per call, so one file
+per call), and prints "<index> <ip>" per line: grouped by network node from the spine down (3 or 4
+layers depending on the type), the leader still first (the sorted ring is rotated to it). Nodes the
+answers do not cover (the API is eventually consistent, and does not cover every type) go last, in
+their listed order; a line on stderr says so. Source: EC2 API reference, DescribeInstanceTopology
+(NetworkNodes, "listed from the top of the hierarchy"; MaxResults and the 100-instance-id limit).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+def order(nodes: Sequence[tuple[str, ...]], answers: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The nodes (index, ip, instance id), ordered by topology with the first node kept first."""
+    paths: dict[str, tuple[str, ...]] = {}
+    for answer in answers:
+        for inst in answer.get("Instances", []):
+            paths[inst["InstanceId"]] = tuple(inst.get("NetworkNodes") or ())
+    covered = [n for n in nodes if paths.get(n[2])]
+    missing = [n for n in nodes if not paths.get(n[2])]
+    if missing:
+        names = ", ".join(n[1] for n in missing)
+        print(f"topology: no network nodes for {names}: listed last, in address order", file=sys.stderr)
+    ring = sorted(covered, key=lambda n: (paths[n[2]], nodes.index(n)))
+    if ring and nodes[0] in ring:
+        k = ring.index(nodes[0])
+        ring = ring[k:] + ring[:k]
+    return [(n[0], n[1]) for n in ring + missing]
+
+
+def main(argv: list[str]) -> int:
+    """Command line: answers as arguments, nodes on stdin, the ordered "<index> <ip>" on stdout."""
+    nodes = [tuple(line.split()[:3]) for line in sys.stdin if line.strip()]
+    answers = [json.loads(Path(p).read_text()) for p in argv]
+    for index, ip in order(nodes, answers):
+        print(index, ip)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

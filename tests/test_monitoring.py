@@ -1,0 +1,293 @@
+"""Operating a cluster after day one: the agent's configuration, the dashboard, the alarms, the health
+timer, benchmarks on demand and topology-ordered ranks, all checked without AWS.
+
+The agent and dashboard JSON are rendered and compared with what the agent emits (CloudWatch user
+guide, "Collect EFA metrics"); the node scripts run with stub commands and recorded API answers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import assertions
+
+from efa_constructs.core.catalogue import AcceleratorKind
+from efa_constructs.core.monitoring import (
+    EFA_METRICS,
+    GREY_FAILURE_METRICS,
+    agent_config,
+    dashboard_body,
+    dashboard_svg,
+    emitted_metrics,
+)
+from efa_constructs.node.topology import order
+from stacks.cluster_stack import EfaClusterStack
+from stacks.params import ClusterParams
+from tests.helpers import ROOT, THIS_INSTANCE, Node, by_type, new_app
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _stack(itype: str = "p5.48xlarge", **context: str) -> dict[str, Any]:
+    params = ClusterParams.from_context(
+        {"availability_zone": "us-east-1a", **context}, default_instance_type=itype
+    )
+    return assertions.Template.from_stack(EfaClusterStack(new_app(), "Mon", params=params)).to_json()  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def p5() -> dict[str, Any]:
+    return _stack(alarm_email="ops@example.com")
+
+
+# --- agent and dashboard ----------------------------------------------------------------------
+
+
+def test_the_agent_collects_every_efa_counter_per_node_and_for_the_cluster() -> None:
+    config = agent_config("EfaCdk/S/Cluster", "logs", AcceleratorKind.NEURON)
+    metrics = config["metrics"]
+    assert metrics["metrics_collected"]["efa"]["measurement"] == list(EFA_METRICS)
+    assert "nvidia_gpu" not in metrics["metrics_collected"]  # no GPU, no GPU section
+    assert metrics["aggregation_dimensions"] == [["InstanceId"], []]  # per node, and the cluster total
+    assert metrics["append_dimensions"] == {"InstanceId": "${aws:InstanceId}"}
+    files = config["logs"]["logs_collected"]["files"]["collect_list"]
+    assert [f["file_path"] for f in files] == ["/var/log/efa-cdk.log", "/var/log/efa-cdk-health.log"]
+    gpu = agent_config("ns", "logs", AcceleratorKind.NVIDIA_GPU)["metrics"]["metrics_collected"]
+    assert "utilization_gpu" in gpu["nvidia_gpu"]["measurement"]
+
+
+@pytest.mark.parametrize("accelerator", [AcceleratorKind.NVIDIA_GPU, AcceleratorKind.NEURON])
+def test_every_metric_the_dashboard_graphs_is_one_that_lands_in_the_namespace(
+    accelerator: AcceleratorKind,
+) -> None:
+    body = dashboard_body("EfaCdk/S/Cluster", "us-east-1", "S/Cluster")
+    expressions = [m[0]["expression"] for w in body["widgets"] for m in w["properties"].get("metrics", [])]
+    graphed = {re.search(r'MetricName="([^"]+)"', e).group(1) for e in expressions}  # type: ignore[union-attr]
+    assert graphed and graphed <= emitted_metrics(accelerator)
+    assert set(GREY_FAILURE_METRICS) <= graphed
+    assert all('{"EfaCdk/S/Cluster"' in e for e in expressions)  # this cluster's namespace only
+    cells = [
+        (x, y)
+        for w in body["widgets"]
+        for x in range(w["x"], w["x"] + w["width"])
+        for y in range(w["y"], w["y"] + w["height"])
+    ]
+    assert len(cells) == len(set(cells)) and max(x for x, _ in cells) < 24  # no overlap, 24 columns
+
+
+def test_the_readme_picture_is_the_dashboard() -> None:
+    """docs/dashboard.svg is drawn from the dashboard's own body (`python -m efa_constructs dashboard`)."""
+    expected = dashboard_svg(dashboard_body("EfaCdk/<stack>/<cluster>", "<region>", "<stack>/<cluster>"))
+    assert (ROOT / "docs/dashboard.svg").read_text() == expected
+    assert "docs/dashboard.svg" in (ROOT / "README.md").read_text()
+
+
+def test_the_stack_has_the_dashboard_alarms_topic_and_document(p5: dict[str, Any]) -> None:
+    (dashboard,) = by_type(p5, "AWS::CloudWatch::Dashboard")
+    assert "efa_retrans_timeout_events" in json.dumps(dashboard["Properties"]["DashboardBody"])
+    alarms = by_type(p5, "AWS::CloudWatch::Alarm")
+    assert sorted(a["Properties"]["MetricName"] for a in alarms) == sorted(
+        [*GREY_FAILURE_METRICS, "EfaUnhealthyNodes"]
+    )
+    assert all(a["Properties"]["Threshold"] == 0 and a["Properties"]["AlarmActions"] for a in alarms)
+    (topic,) = by_type(p5, "AWS::SNS::Topic")
+    assert "KmsMasterKeyId" in topic["Properties"]
+    (key,) = by_type(p5, "AWS::KMS::Key")
+    assert key["Properties"]["EnableKeyRotation"] is True
+    assert "cloudwatch.amazonaws.com" in json.dumps(key["Properties"]["KeyPolicy"])  # alarms may publish
+    (sub,) = by_type(p5, "AWS::SNS::Subscription")
+    assert sub["Properties"]["Endpoint"] == "ops@example.com"
+    (doc,) = by_type(p5, "AWS::SSM::Document")
+    assert "EFA_CDK_ON_DEMAND=1 /opt/efa-cdk/bin/run-steps.sh benchmarks" in json.dumps(
+        doc["Properties"]["Content"]
+    )
+    assert {"DashboardUrl", "AlarmTopicArn", "BenchmarkDocument"} <= set(p5["Outputs"])
+    (lt,) = by_type(p5, "AWS::EC2::LaunchTemplate")
+    user_data = json.dumps(lt["Properties"]["LaunchTemplateData"]["UserData"])
+    assert "efa-env monitoring ssh-keys" in user_data and "EFA_CDK_AGENT_CONFIG=" in user_data
+
+
+def test_only_an_auto_scaling_node_may_mark_itself_unhealthy_and_only_in_its_group() -> None:
+    t = _stack("trn1.32xlarge", node_group="asg", node_count="4")
+    (group_id,) = [k for k, v in t["Resources"].items() if v["Type"] == "AWS::AutoScaling::AutoScalingGroup"]
+    statements = [
+        s for p in by_type(t, "AWS::IAM::Policy") for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    (health,) = [s for s in statements if s["Action"] == "autoscaling:SetInstanceHealth"]
+    assert {"Ref": group_id} in health["Resource"]["Fn::Join"][1]
+    explicit = _stack("trn1.32xlarge")
+    assert "autoscaling:SetInstanceHealth" not in json.dumps(explicit)
+
+
+def test_monitoring_off() -> None:
+    t = _stack("trn1.32xlarge", monitoring="false")
+    assert not by_type(t, "AWS::CloudWatch::Dashboard") and "DashboardUrl" not in t["Outputs"]
+    assert "monitoring" not in json.dumps(by_type(t, "AWS::EC2::LaunchTemplate"))
+
+
+# --- node scripts -----------------------------------------------------------------------------
+
+
+def _monitored(node: Node, **extra: str) -> None:
+    for key, value in {
+        "EFA_CDK_METRICS_NAMESPACE": "EfaCdk/Trn1EfaCluster/Cluster",
+        "EFA_CDK_AGENT_CONFIG": json.dumps(
+            agent_config("EfaCdk/Trn1EfaCluster/Cluster", "lg", AcceleratorKind.NEURON)
+        ),
+        "EFA_CDK_CW_AGENT_FINGERPRINT": "937616F3450B7D806CBD9725D58167303B789C72",
+        **extra,
+    }.items():
+        node.setting(key, value)
+
+
+def test_monitoring_step_configures_the_agent_and_starts_the_health_timer(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    _monitored(node)
+    ctl = node.root / "opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl"
+    ctl.parent.mkdir(parents=True)
+    ctl.write_text('#!/bin/bash\necho "ctl $*" >>"$STUB_DIR/calls.log"\n')  # the image has the agent
+    ctl.chmod(0o755)
+    r = node.run("monitoring")
+    assert r.returncode == 0, r.log
+    config = json.loads(node.read("opt/aws/amazon-cloudwatch-agent/etc/efa-cdk.json"))
+    assert config["metrics"]["namespace"] == "EfaCdk/Trn1EfaCluster/Cluster"
+    (fetch,) = node.calls("ctl")
+    assert "-a fetch-config -m ec2 -s -c file:" in fetch
+    timer = node.read("etc/systemd/system/efa-cdk-health.timer")
+    assert "OnUnitActiveSec=5min" in timer
+    assert "ExecStart=/opt/efa-cdk/bin/health-check.sh" in node.read(
+        "etc/systemd/system/efa-cdk-health.service"
+    )
+    assert "systemctl enable --now efa-cdk-health.timer" in node.calls("systemctl")
+
+
+def test_the_agent_package_is_refused_unless_its_pinned_key_signed_it(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    _monitored(node)
+    for f in (
+        "amazon-cloudwatch-agent.deb",
+        "amazon-cloudwatch-agent.deb.sig",
+        "amazon-cloudwatch-agent.gpg",
+    ):
+        (node.stub_dir / "downloads" / f).write_text("x")
+    r = node.run("monitoring", STUB_KEY_FPR="0000000000000000000000000000000000000000")
+    assert r.returncode == 1 and "expected 937616F3450B7D806CBD9725D58167303B789C72; not installing" in r.log
+    assert not node.calls("dpkg")
+
+
+@pytest.mark.parametrize("group", ["explicit", "asg"])
+def test_health_check_publishes_the_verdict_and_an_asg_node_asks_to_be_replaced(
+    tmp_path: Path, group: str
+) -> None:
+    node = Node(tmp_path)
+    _monitored(node, EFA_CDK_NODE_GROUP=group)
+    r = node.run("health-check")
+    assert r.returncode == 0, node.read("var/log/efa-cdk-health.log")
+    metrics = node.stub_dir / "metrics.log"
+    assert (
+        f"MetricName=EfaHealthy,Dimensions=[{{Name=InstanceId,Value={THIS_INSTANCE}}}],Value=1"
+        in metrics.read_text()
+    )
+    node.set_devices(7)  # one EFA gone
+    r = node.run("health-check")
+    assert r.returncode == 1
+    assert (
+        "Value=0" in metrics.read_text().splitlines()[-1]
+        and "MetricName=EfaUnhealthyNodes,Value=1" in metrics.read_text()
+    )
+    assert "UNHEALTHY: 7 of 8 EFA devices" in node.read("var/log/efa-cdk-health.log")
+    replaced = (node.stub_dir / "health.log").exists()
+    assert replaced is (group == "asg")
+    if replaced:
+        assert (
+            f"--instance-id {THIS_INSTANCE} --health-status Unhealthy"
+            in (node.stub_dir / "health.log").read_text()
+        )
+
+
+def test_benchmarks_publish_their_figures_and_on_demand_posts_nothing_to_cloudformation(
+    tmp_path: Path,
+) -> None:
+    node = Node(tmp_path, EFA_CDK_BENCHMARKS="fi_pingpong")
+    _monitored(node)
+    shutil.copy(FIXTURES / "benchmarks" / "fi_pingpong-efa.txt", node.stub_dir / "pingpong-output")
+    assert node.run("hostfile", "benchmarks").returncode == 0
+    published = (node.stub_dir / "metrics.log").read_text()
+    assert "BenchmarkPeakGBps" in published and "BenchmarkLineRateFraction" in published
+    (node.stub_dir / "posted.json").unlink()
+    r = node.run("benchmarks", EFA_CDK_ON_DEMAND="1")
+    assert r.returncode == 0, r.log
+    assert not (node.stub_dir / "posted.json").exists()  # the wait condition is not touched
+    assert list((node.root / "var/lib/efa-cdk").glob("benchmarks-*.json"))  # a dated copy
+
+
+# --- topology ---------------------------------------------------------------------------------
+
+
+def _answer(ids_paths: list[tuple[str, list[str]]]) -> dict[str, Any]:
+    return {
+        "Instances": [
+            {"InstanceId": i, "InstanceType": "p5.48xlarge", "NetworkNodes": p} for i, p in ids_paths
+        ]
+    }
+
+
+def test_topology_groups_ranks_under_their_switch_and_keeps_the_leader_first() -> None:
+    """A p6-b200 answer has 4 layers; nodes under the same bottom node end up next to each other."""
+    nodes = [(str(i), f"10.0.0.{i}", f"i-{i}") for i in range(6)]
+    layers = {0: "c", 1: "a", 2: "b", 3: "a", 4: "c", 5: "b"}  # bottom switch per node
+    answer = _answer([(f"i-{i}", ["nn-spine", "nn-1", "nn-2", f"nn-{layers[i]}"]) for i in range(6)])
+    ordered = order(nodes, [answer])
+    assert ordered[0] == ("0", "10.0.0.0")  # the leader stays first
+    groups = [layers[int(i)] for i, _ in ordered]
+    assert groups == [
+        "c",
+        "c",
+        "a",
+        "a",
+        "b",
+        "b",
+    ]  # each switch's nodes together (the ring turned to node 0)
+
+
+def test_topology_falls_back_to_listed_order_for_uncovered_nodes() -> None:
+    nodes = [("0", "10.0.0.1", "i-0"), ("1", "10.0.0.2", "i-1"), ("2", "10.0.0.3", "i-2")]
+    ordered = order(nodes, [_answer([("i-0", ["a", "b", "c"]), ("i-2", ["a", "b", "c"])])])
+    assert ordered == [("0", "10.0.0.1"), ("2", "10.0.0.3"), ("1", "10.0.0.2")]
+
+
+def test_a_150_node_cluster_is_asked_in_two_calls_and_ordered(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    ips = [f"10.0.{1 + i // 200}.{10 + i % 200}" for i in range(150)]
+    node.cluster(ips, count=150)
+    ids = [THIS_INSTANCE if i == 0 else f"i-{i:017x}" for i in range(150)]
+    rack = {i: f"nn-leaf-{(i * 7) % 10}" for i in range(150)}  # nodes scattered over 10 switches
+    for call, chunk in enumerate((range(100), range(100, 150))):  # at most 100 ids per call
+        (node.stub_dir / f"topology-{call}.json").write_text(
+            json.dumps(_answer([(ids[i], ["nn-spine", "nn-mid", rack[i]]) for i in chunk]))
+        )
+    r = node.run("hostfile")
+    assert r.returncode == 0, r.log
+    topology_calls = [c for c in node.calls("aws") if "describe-instance-topology" in c]
+    assert [c.count(" i-") for c in topology_calls] == [100, 50]
+    hosts = [line.split()[0] for line in node.read("etc/efa-cdk/hostfile").splitlines()]
+    assert hosts[0] == ips[0] and sorted(hosts) == sorted(ips)
+    by_ip = {ip: rack[i] for i, ip in enumerate(ips)}
+    switches = [by_ip[h] for h in hosts]
+    assert sum(a != b for a, b in itertools.pairwise(switches)) <= 10  # contiguous groups
+    assert "nodes ordered by instance topology" in r.log
+
+
+def test_without_an_answer_the_hostfile_keeps_node_order_and_says_why(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    r = node.run("hostfile")
+    assert r.returncode == 0, r.log
+    assert (
+        "no instance topology (An error occurred (UnsupportedOperation)): node index / address order" in r.log
+    )
