@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .core import (
     Benchmark,
     Capacity,
+    ContainerRun,
     EfaConfigError,
     EfaInstaller,
     EfaUserData,
@@ -59,6 +60,7 @@ __all__ = [
     # constructs (loaded on first use)
     "BenchmarkReport",
     "Capacity",
+    "ContainerRun",
     "EfaCluster",
     "EfaConfigError",
     "EfaInstaller",

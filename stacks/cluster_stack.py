@@ -11,6 +11,7 @@ from constructs import Construct
 
 from efa_constructs.cdk import EfaCluster, EfaMachineImage, EfaNetwork, ssh_peer
 from efa_constructs.core import EfaUserData, PublicIp, instance_type
+from efa_constructs.core.containers import ContainerRun
 
 from .existing import (
     availability_zone_parameter,
@@ -83,6 +84,9 @@ class EfaClusterStack(Stack):
             placement_group=existing_placement_group(self, params.placement_group),
             monitoring=params.monitoring,
             alarm_email=params.alarm_email,
+            container=ContainerRun(params.container_image, params.container_ssh_port)
+            if params.container_image
+            else None,
         )
         self._outputs(params)
 

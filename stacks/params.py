@@ -130,6 +130,9 @@ FIELDS: tuple[Field, ...] = (
     Field("alarm_email", "an address subscribed to the cluster's alarms (it must confirm)",
           text(r"^[^@\s]+@[^@\s]+\.[^@\s]+$", "an email address", "ops@example.com"), "none",
           frozenset({CLUSTER})),
+    Field("container_image", "run this image on every node: every EFA, SSH inside for mpirun, EFA checked "
+          "inside", any_text, "none", frozenset({CLUSTER})),
+    Field("container_ssh_port", "the SSH port inside the containers", whole, "3022", frozenset({CLUSTER})),
     Field("node_group", "explicit (an instance resource per node) | asg (one Auto Scaling group)",
           choice(NodeGroup.parse), "explicit", frozenset({CLUSTER})),
     Field("placement_group", "existing placement group to launch into (e.g. the reservation's)",
@@ -305,6 +308,8 @@ class ClusterParams:
     ami_refresh: str = ""
     monitoring: bool | None = None
     alarm_email: str | None = None
+    container_image: str | None = None
+    container_ssh_port: int = 3022
 
     @property
     def region(self) -> str | None:
@@ -324,6 +329,13 @@ class ClusterParams:
                 why=f"public_ip={public_ip.value} in an existing VPC needs its public subnet "
                 "(no lookups at synth)",
                 fix="pass -c public_subnet_id=subnet-... (a subnet routed to an internet gateway, same AZ)",
+            )
+        if "container_ssh_port" in v and "container_image" not in v:
+            raise EfaConfigError(
+                "container_ssh_port",
+                value=v["container_ssh_port"],
+                why="it is the port inside the containers, and no container_image is given",
+                fix="pass -c container_image=... with it, or drop container_ssh_port",
             )
         if "ami_os" in v and "ami_id" not in v:
             raise EfaConfigError(

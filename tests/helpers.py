@@ -155,6 +155,21 @@ printf 'provider: efa\n    fabric: efa\n    type: FI_EP_RDM\n'
     "chown": "exit 0",
     "apt-get": "exit 0",
     "systemctl": "exit 0",
+    "docker": r"""
+case "$1" in
+  image) exit 1 ;;  # not on the node yet: pulled
+  exec)
+    shift 2
+    case "$*" in
+      *fi_info*)
+        [ "${STUB_CONTAINER_EFA:-ok}" = ok ] || { echo "fi_getinfo: -61 (No data available)"; exit 1; }
+        printf 'provider: efa\n    fabric: efa\n' ;;
+      ssh*)
+        for a in "$@"; do grep -qxF -- "$a" "$STUB_DIR/unreachable" 2>/dev/null && exit 255; done; exit 0 ;;
+    esac ;;
+esac
+exit 0
+""",
     "uname": 'echo "${STUB_KERNEL:-6.8.0-1015-aws}"',
     "runuser": 'shift 3; exec "$@"',
     "ssh": r"""

@@ -15,6 +15,7 @@ from aws_cdk import aws_ec2 as ec2
 
 from efa_constructs import (
     Capacity,
+    ContainerRun,
     EfaCluster,
     EfaInstaller,
     EfaLaunchTemplate,
@@ -305,6 +306,38 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
         "ami_id replaces that image",
     ),
     ("image refresh label with a slash", call(ImageReadOnce, "/x", "2026/12"), "ami_refresh", "logical id"),
+    # containers
+    (
+        "container image with a space",
+        ctx(container_image="my image"),
+        "container_image",
+        "not an image reference",
+    ),
+    (
+        "container SSH port of the host's sshd",
+        ctx(container_image="registry.example/train:1", container_ssh_port="22"),
+        "container_ssh_port",
+        "the host's sshd has 22",
+    ),
+    (
+        "container SSH port without an image",
+        ctx(container_ssh_port="3022"),
+        "container_ssh_port",
+        "no container_image",
+    ),
+    (
+        "container without node software",
+        cluster(container=ContainerRun("r.example/x:1"), node_software=False),
+        "container",
+        "the node software starts the image",
+    ),
+    (
+        "monitoring without node software",
+        cluster(monitoring=True, node_software=False),
+        "monitoring",
+        "installed by the node software",
+    ),
+    ("alarm email that is not one", ctx(alarm_email="ops"), "alarm_email", "not an email address"),
     # access
     ("unknown public IP choice", ctx(public_ip="yes"), "public_ip", "not a public IP choice"),
     (

@@ -27,6 +27,7 @@ from ..core.capacity import Capacity
 from ..core.catalogue import InstanceType
 from ..core.catalogue import instance_type as lookup
 from ..core.checks import ClusterRequest, check_cluster
+from ..core.containers import ContainerRun
 from ..core.errors import EfaConfigError
 from ..core.layout import LayoutMode, NicLayout, resolve_layout
 from ..core.options import InternetEgress, NodeGroup, PublicIp
@@ -101,6 +102,8 @@ class EfaCluster(Construct):
             alarms and on-demand benchmarks (:class:`EfaClusterMonitoring`, ``Monitoring``); needs the
             node software. Default: on with the node software.
         alarm_email: an address subscribed to the alarms. Default: none (subscribe to the topic).
+        container: run this image on every node, with every EFA device, SSH inside for mpirun, and
+            EFA checked inside it (:class:`ContainerRun`); needs the node software. Default: none.
     """
 
     def __init__(
@@ -130,6 +133,7 @@ class EfaCluster(Construct):
         capacity: Capacity | None = None,
         monitoring: bool | None = None,
         alarm_email: str | None = None,
+        container: ContainerRun | None = None,
     ) -> None:
         """Create the cluster; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
@@ -162,8 +166,10 @@ class EfaCluster(Construct):
                 public_subnet_availability_zone=_known(eip_subnet.availability_zone) if eip_subnet else None,
                 root_volume_gib=_known(root_volume_gib),
                 monitoring=monitoring,
+                container=container is not None,
             )
         )
+        self.container = container
         self._monitoring_on = software is not None if monitoring is None else monitoring
         benchmarks = software.benchmarks_for(self.instance_type) if software else ()
         if software is not None:
@@ -318,6 +324,7 @@ class EfaCluster(Construct):
                 "EFA_CDK_CLUSTER": self.cluster_tag,
                 **({"EFA_CDK_VPC_CIDR": cidr} if (cidr := known_cidr(self._vpc)) else {}),
                 **(self.monitoring.settings if self.monitoring else {}),
+                **(self.container.settings(self.instance_type) if self.container else {}),
             },
             role=self.role,
             user_data=self.node_user_data,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .capacity import Capacity, CapacityKind
 from .catalogue import InstanceType, all_instance_types, instance_type
+from .containers import ContainerRun
 from .errors import EfaConfigError
 from .layout import LayoutMode, NetworkInterfaceSpec, NicLayout, plan_layout
 from .options import InternetEgress, NodeGroup, PublicIp, parse_ssh_source
@@ -20,6 +21,7 @@ __all__ = [
     "Benchmark",
     "Capacity",
     "CapacityKind",
+    "ContainerRun",
     "EfaConfigError",
     "EfaInstaller",
     "EfaUserData",

@@ -44,6 +44,18 @@ class ClusterRequest:
     public_subnet_availability_zone: str | None = None
     root_volume_gib: int | None = 200
     monitoring: bool | None = None
+    container: bool = False
+
+
+def check_container(r: ClusterRequest) -> None:
+    """The image is started and checked by the node software."""
+    if r.container and not r.node_software:
+        raise EfaConfigError(
+            "container",
+            value=True,
+            why="the node software starts the image on every node and checks EFA inside it, and it is off",
+            fix="turn the node software on, or start your containers yourself",
+        )
 
 
 def check_monitoring(r: ClusterRequest) -> None:
@@ -197,6 +209,7 @@ def check_root_volume_gib(size: int | None) -> None:
 CLUSTER_CHECKS: tuple[Callable[[ClusterRequest], None], ...] = (
     check_node_count,
     check_monitoring,
+    check_container,
     check_explicit_node_limit,
     check_root_volume,
     check_placement_group,

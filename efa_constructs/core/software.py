@@ -242,7 +242,7 @@ class EfaUserData:
                 "nodes",
                 fix="add every step before passing the EfaUserData to a cluster",
             )
-        library = {*self.step_names((), monitoring=True), "benchmarks", "health-check"}
+        library = {*self.step_names((), monitoring=True, container=True), "benchmarks", "health-check"}
         if not _STEP_NAME.match(name) or name in library or name in self._user_steps:
             raise EfaConfigError(
                 "name",
@@ -270,12 +270,15 @@ class EfaUserData:
         check_benchmarks(it, chosen)
         return chosen
 
-    def step_names(self, benchmarks: Sequence[Benchmark], monitoring: bool = False) -> list[str]:
+    def step_names(
+        self, benchmarks: Sequence[Benchmark], monitoring: bool = False, container: bool = False
+    ) -> list[str]:
         """Every step, in the order the node runs them (``monitoring`` after the EFA environment
-        when the cluster is monitored)."""
+        when the cluster is monitored; ``container`` after the hostfile when it runs an image)."""
         tail = ["benchmarks"] if benchmarks else []
         setup = [*SETUP_STEPS[:2], "monitoring", *SETUP_STEPS[2:]] if monitoring else list(SETUP_STEPS)
-        return [*setup, *self._user_steps, *VERIFY_STEPS, *AFTER_SIGNAL_STEPS, *tail]
+        after = [*AFTER_SIGNAL_STEPS, "container"] if container else list(AFTER_SIGNAL_STEPS)
+        return [*setup, *self._user_steps, *VERIFY_STEPS, *after, *tail]
 
     def stage(self, directory: Path | None = None) -> Path:
         """Copy the node files and the user's steps into one flat directory (the S3 asset).
@@ -302,7 +305,13 @@ class EfaUserData:
         self, settings: Mapping[str, str], *, scripts_s3_url: str, benchmarks: Sequence[Benchmark]
     ) -> str:
         """The user data script: ``node/boot/bootstrap.sh`` with the settings, scripts and steps."""
-        steps = " ".join(self.step_names(benchmarks, monitoring="EFA_CDK_METRICS_NAMESPACE" in settings))
+        steps = " ".join(
+            self.step_names(
+                benchmarks,
+                monitoring="EFA_CDK_METRICS_NAMESPACE" in settings,
+                container="EFA_CDK_CONTAINER_IMAGE" in settings,
+            )
+        )
         return bootstrap_script({**settings, "EFA_CDK_SCRIPTS_URL": scripts_s3_url, "EFA_CDK_STEPS": steps})
 
     def settings(self, it: InstanceType, layout: NicLayout, login_user: str) -> dict[str, str]:

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Run the cluster's image on this node so the job inside reaches the fabric, and prove it does:
+# `docker run` with the arguments efa_constructs.core.containers.ContainerRun chose for the type
+# (every EFA device, host network and IPC, unlimited locked memory, the accelerators, the EFA
+# environment), an SSH server inside on EFA_CDK_CONTAINER_SSH_PORT with the cluster key (so mpirun in
+# the leader's container reaches every node's), then libfabric's EFA provider checked INSIDE the
+# image. The leader also waits until it reaches every node's container over SSH.
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+image=${EFA_CDK_CONTAINER_IMAGE:?}
+port=${EFA_CDK_CONTAINER_SSH_PORT:?}
+command -v docker >/dev/null \
+  || die "no docker on this image: the DLAMIs have it (with the NVIDIA/Neuron toolkits); otherwise add a step that installs it"
+docker image inspect "$image" >/dev/null 2>&1 || retry 3 20 docker pull -q "$image" >/dev/null \
+  || die "could not pull $image (registry login? ECR: the nodes' role needs ecr:GetAuthorizationToken and pull rights)"
+docker rm -f efa-cdk >/dev/null 2>&1 || true
+
+# Inside: root gets the cluster key and talks SSH on $port to the other containers; sshd comes from the
+# image, or is installed when missing (Debian/Ubuntu or Amazon Linux/RHEL based images).
+inner="mkdir -p /root/.ssh /run/sshd && cp /efa-cdk/ssh/id_efa_cdk /efa-cdk/ssh/authorized_keys /root/.ssh/ \
+&& printf 'Host *\n  Port $port\n  IdentityFile ~/.ssh/id_efa_cdk\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n' >/root/.ssh/config \
+&& chmod 700 /root/.ssh && chmod 600 /root/.ssh/* \
+&& { command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || { (apt-get update -q && apt-get install -y -q openssh-server) || dnf install -y -q openssh-server; } >/dev/null; } \
+&& ssh-keygen -A >/dev/null && exec /usr/sbin/sshd -D -e -p $port"
+# shellcheck disable=SC2086  # the arguments are a word list chosen at synth
+docker run ${EFA_CDK_CONTAINER_ARGS:?} -v "$(user_home)/.ssh:/efa-cdk/ssh:ro" -v "$ETC:/efa-cdk/etc:ro" \
+  "$image" bash -c "$inner" >/dev/null || die "could not start $image"
+
+out=$(docker exec efa-cdk sh -c "PATH=/opt/amazon/efa/bin:\$PATH fi_info -p $FABRIC -t FI_EP_RDM" 2>&1) \
+  || die "inside $image, fi_info -p $FABRIC finds no EFA: $(tail -n1 <<<"$out") (install the EFA installer with --skip-kmod in the image)"
+grep -q "provider: $FABRIC" <<<"$out" || die "inside $image, libfabric lists no $FABRIC provider"
+log "container $image: EFA provider $FABRIC inside; SSH on port $port"
+
+[ -r "$ETC/hostfile" ] || exit 0 # followers: done; the leader checks every container
+deadline=$(($(date +%s) + ${EFA_CDK_WAIT_SECONDS:-1800}))
+mapfile -t peers < <(awk 'NR > 1 {print $1}' "$ETC/hostfile")
+for host in "${peers[@]}"; do
+  until docker exec efa-cdk ssh -o BatchMode=yes -o ConnectTimeout=10 "$host" true; do
+    [ "$(date +%s)" -lt "$deadline" ] || die "the container on $host is not reachable over SSH on port $port"
+    sleep "${EFA_CDK_POLL_SECONDS:-15}"
+  done
+done
+log "every node's container reachable on port $port: mpirun in the leader's container uses /efa-cdk/etc/hostfile"

@@ -1,0 +1,94 @@
+"""Containers over EFA: the run line per accelerator, the container step with stubs, the stacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from aws_cdk import assertions
+
+from efa_constructs.core import ContainerRun, instance_type
+from stacks.cluster_stack import READY_CLUSTERS, EfaClusterStack
+from stacks.params import ClusterParams
+from tests.helpers import Node, by_type, new_app
+
+COMMON = ["--net=host", "--ipc=host", "memlock=-1:-1", "--device=/dev/infiniband", "/etc/efa-cdk/efa.env"]
+
+
+@pytest.mark.parametrize(
+    ("itype", "accelerator"),
+    [
+        ("p5.48xlarge", ["--gpus", "all"]),
+        ("trn1.32xlarge", [f"--device=/dev/neuron{i}" for i in range(16)]),
+        ("dl1.24xlarge", ["--runtime=habana", "-e", "HABANA_VISIBLE_DEVICES=all", "--cap-add=sys_nice"]),
+        ("c5n.18xlarge", []),
+    ],
+)
+def test_the_run_line_gives_the_container_every_efa_device_and_the_accelerators(
+    itype: str, accelerator: list[str]
+) -> None:
+    args = ContainerRun("registry.example/train:1", ssh_port=3022).run_args(instance_type(itype))
+    assert all(a in args for a in COMMON)
+    assert "EFA_CDK_SSH_PORT=3022" in args
+    assert args[len(args) - len(accelerator) :] == accelerator
+
+
+def test_the_ready_stacks_run_the_images_users_train_in() -> None:
+    """Dl1 with a Gaudi image, P5 with an NGC PyTorch image, Trn1 with a Neuron DLC (issue 15)."""
+    images = {
+        "Dl1EfaCluster": "vault.habana.ai/gaudi-docker/example/pytorch-installer:example",
+        "P5EfaCluster": "nvcr.io/nvidia/pytorch:example-py3",
+        "Trn1EfaCluster": "123456789012.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:example",
+    }
+    for name, image in images.items():
+        params = ClusterParams.from_context(
+            {"availability_zone": "us-east-1a", "container_image": image},
+            default_instance_type=READY_CLUSTERS[name],
+        )
+        t = assertions.Template.from_stack(EfaClusterStack(new_app(), name, params=params)).to_json()
+        (lt,) = by_type(t, "AWS::EC2::LaunchTemplate")
+        user_data = json.dumps(lt["Properties"]["LaunchTemplateData"]["UserData"])
+        assert f"EFA_CDK_CONTAINER_IMAGE='{image}'" in user_data
+        assert "hostfile container" in user_data  # after the hostfile, before the benchmarks
+
+
+def _node(tmp_path: Path, **settings: str) -> Node:
+    node = Node(tmp_path)
+    it = instance_type("trn1.32xlarge")
+    for key, value in ContainerRun("registry.example/train:1").settings(it).items():
+        node.setting(key, value)
+    for key, value in settings.items():
+        node.setting(key, value)
+    return node
+
+
+def test_the_container_starts_with_ssh_inside_and_efa_checked_inside(tmp_path: Path) -> None:
+    node = _node(tmp_path)
+    node.run("hostfile")
+    r = node.run("container")
+    assert r.returncode == 0, r.log
+    calls = node.calls("docker")
+    assert any(c.startswith("docker pull -q registry.example/train:1") for c in calls)
+    (run,) = [c for c in calls if c.startswith("docker run ")]
+    assert "--device=/dev/infiniband" in run and "--device=/dev/neuron15" in run and "--net=host" in run
+    assert "registry.example/train:1 bash -c" in run and "sshd -D -e -p 3022" in run
+    assert any("fi_info -p efa -t FI_EP_RDM" in c for c in calls)
+    assert any(
+        c.endswith("ssh -o BatchMode=yes -o ConnectTimeout=10 10.0.1.11 true") for c in calls
+    )  # the leader
+    assert "every node's container reachable on port 3022" in r.log
+
+
+def test_an_image_without_efa_stops_the_node_with_the_fix(tmp_path: Path) -> None:
+    node = _node(tmp_path)
+    r = node.run("container", STUB_CONTAINER_EFA="missing")
+    assert r.returncode == 1 and "install the EFA installer with --skip-kmod in the image" in r.log
+
+
+def test_an_unreachable_container_is_named(tmp_path: Path) -> None:
+    node = _node(tmp_path, EFA_CDK_WAIT_SECONDS="1")
+    node.run("hostfile")
+    (node.stub_dir / "unreachable").write_text("10.0.1.11\n")
+    r = node.run("container")
+    assert r.returncode == 1 and "the container on 10.0.1.11 is not reachable over SSH on port 3022" in r.log
