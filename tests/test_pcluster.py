@@ -295,7 +295,8 @@ def test_config_output_refers_to_the_stack(stack: dict[str, Any]) -> None:
     for kind in ("AWS::EC2::Subnet", "AWS::EFS::FileSystem", "AWS::FSx::FileSystem", "AWS::EC2::KeyPair"):
         assert any(k in r for r in refs for k, v in resources.items() if v["Type"] == kind), kind
     text = "".join(p if isinstance(p, str) else "X" for p in joined)
-    assert "InstanceType: trn1.32xlarge" in text and "efa-env,pcluster-hosts,neuron-sdk" in text
+    assert "InstanceType: trn1.32xlarge" in text and "efa-env,pcluster-hosts,neuron-sdk,pyxis" in text
+    assert "efa-env,slurm-jobs,pyxis" in text  # the head node: Pyxis in the Slurm plugstack
     assert "KeyPairParameter" in stack["Outputs"] and "SharedFileSystemId" in stack["Outputs"]
 
 
@@ -461,6 +462,35 @@ def test_gpu_compute_nodes_get_no_neuron_step() -> None:
     pc = EfaParallelCluster(stack, "Pc", instance_type="p5.48xlarge", availability_zone="us-east-1a")
     text = json.dumps(stack.resolve(pc.config_yaml))
     assert "efa-env,pcluster-hosts" in text and "neuron-sdk" not in text
+
+
+def _pcluster_examples(node: Node, node_type: str) -> None:
+    """What a ParallelCluster 3.11+ image ships: the Enroot/Pyxis samples, and its node type."""
+    for rel in ("enroot/enroot.conf", "spank/plugstack.conf", "pyxis/pyxis.conf"):
+        path = node.root / "opt/parallelcluster/examples" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# sample {rel}\n")
+    (node.root / "etc/parallelcluster").mkdir(parents=True)
+    (node.root / "etc/parallelcluster/cfnconfig").write_text(f"cfn_node_type={node_type}\n")
+
+
+@pytest.mark.parametrize("node_type", ["HeadNode", "ComputeFleet"])
+def test_pyxis_is_switched_on_with_the_images_own_samples(tmp_path: Path, node_type: str) -> None:
+    node = Node(tmp_path)
+    _pcluster_examples(node, node_type)
+    r = node.run("pyxis")
+    assert r.returncode == 0, r.log
+    assert node.read("etc/enroot/enroot.conf") == "# sample enroot/enroot.conf\n"
+    for d in ("var/enroot", "run/enroot", "run/pyxis"):
+        assert oct((node.root / d).stat().st_mode & 0o7777) == "0o1777"
+    head = node_type == "HeadNode"
+    assert (node.root / "opt/slurm/etc/plugstack.conf.d/pyxis.conf").exists() is head
+    assert bool(node.calls("scontrol")) is head
+
+
+def test_pyxis_refuses_an_image_without_it(tmp_path: Path) -> None:
+    r = Node(tmp_path).run("pyxis")
+    assert r.returncode == 1 and "older than ParallelCluster 3.11" in r.log
 
 
 def test_head_node_gets_the_job_templates(tmp_path: Path) -> None:

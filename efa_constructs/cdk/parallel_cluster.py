@@ -212,6 +212,7 @@ class EfaParallelCluster(Construct):
                             if lookup(instance_type).accelerator.kind is AcceleratorKind.NEURON
                             else ""
                         )
+                        + ",pyxis"
                     ),
                     s3_read=self._read,
                     capacity_type="CAPACITY_BLOCK"
@@ -222,7 +223,7 @@ class EfaParallelCluster(Construct):
             shared_storage=tuple(storage),
             head_node_security_group_ids=(self.security_group.security_group_id,),
             head_node_on_node_configured=self._entry_url,
-            head_node_on_node_configured_args=self._bootstrap_args("efa-env,slurm-jobs"),
+            head_node_on_node_configured_args=self._bootstrap_args("efa-env,slurm-jobs,pyxis"),
             head_node_s3_read=self._read,
         )
 

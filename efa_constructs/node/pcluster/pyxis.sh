@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Switch on Enroot and Pyxis, which ParallelCluster (3.11 and later) installs in its images but leaves
+# off, so Slurm jobs run in containers: `srun --container-image=<image> ...`. Follows the ParallelCluster
+# user guide's "Enroot and Pyxis" steps with the samples the images ship in
+# /opt/parallelcluster/examples (aws-parallelcluster-cookbook #2820): on every node the Enroot
+# directories and configuration and the Pyxis runtime directory; on the head node the Slurm plugstack
+# entries, then `scontrol reconfigure`.
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+examples="$R/opt/parallelcluster/examples"
+[ -r "$examples/enroot/enroot.conf" ] \
+  || die "no Enroot/Pyxis samples in $examples: the image is older than ParallelCluster 3.11"
+for dir in /var/enroot /run/enroot /run/pyxis; do
+  mkdir -p "$R$dir"
+  chmod 1777 "$R$dir"
+done
+mkdir -p "$R/etc/enroot"
+cp "$examples/enroot/enroot.conf" "$R/etc/enroot/enroot.conf"
+chmod 0644 "$R/etc/enroot/enroot.conf"
+# shellcheck source=/dev/null
+node_type=$(. "$R/etc/parallelcluster/cfnconfig" && printf '%s' "${cfn_node_type:-}")
+if [ "$node_type" = HeadNode ]; then
+  slurm_etc="$R/opt/slurm/etc"
+  mkdir -p "$slurm_etc/plugstack.conf.d"
+  cp "$examples/spank/plugstack.conf" "$slurm_etc/plugstack.conf"
+  cp "$examples/pyxis/pyxis.conf" "$slurm_etc/plugstack.conf.d/pyxis.conf"
+  scontrol reconfigure || die "scontrol reconfigure failed after adding Pyxis to the plugstack"
+fi
+log "Enroot and Pyxis on ($node_type): srun --container-image=<image> runs a job step in a container"
