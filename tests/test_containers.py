@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ from efa_constructs.core import ContainerRun, instance_type
 from stacks.cluster_stack import READY_CLUSTERS, EfaClusterStack
 from stacks.params import ClusterParams
 from tests.helpers import Node, by_type, new_app
+
+FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
 
 COMMON = ["--net=host", "--ipc=host", "memlock=-1:-1", "--device=/dev/infiniband", "/etc/efa-cdk/efa.env"]
 
@@ -92,3 +95,24 @@ def test_an_unreachable_container_is_named(tmp_path: Path) -> None:
     (node.stub_dir / "unreachable").write_text("10.0.1.11\n")
     r = node.run("container")
     assert r.returncode == 1 and "the container on 10.0.1.11 is not reachable over SSH on port 3022" in r.log
+
+
+def test_the_benchmarks_run_inside_the_image_and_say_so(tmp_path: Path) -> None:
+    node = Node(tmp_path, "p4d.24xlarge")
+    it = instance_type("p4d.24xlarge")
+    for key, value in ContainerRun("registry.example/train:1").settings(it).items():
+        node.setting(key, value)
+    shutil.copy(FIXTURES / "nccl-tests-2x-p4d.txt", node.stub_dir / "bench-output")
+    shutil.copy(FIXTURES / "fi_pingpong-efa.txt", node.stub_dir / "pingpong-output")
+    r = node.run("hostfile", "container", "benchmarks")
+    assert r.returncode == 0, r.log
+    results = json.loads(json.loads((node.stub_dir / "posted.json").read_text())["Data"])
+    assert [(x["benchmark"], x["ok"], x["image"]) for x in results] == [
+        ("nccl-tests", True, "registry.example/train:1"),
+        ("fi_pingpong", True, "registry.example/train:1"),
+    ]
+    calls = node.calls("docker")
+    (mpirun,) = [c for c in calls if c.startswith("docker exec efa-cdk mpirun")]
+    assert "--allow-run-as-root" in mpirun and "--hostfile /efa-cdk/etc/hostfile" in mpirun
+    assert mpirun.endswith("/opt/nccl-tests/build/all_reduce_perf -b 8 -e 1G -f 2 -g 1 -c 1 -n 100")
+    assert not node.calls("mpirun")  # nothing on the host

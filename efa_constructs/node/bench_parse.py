@@ -205,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="+")
     parser.add_argument("--line-rate-gbps", type=float, default=0)
     parser.add_argument("--provider", default="efa", help="fi_pingpong: the provider it ran with")
+    parser.add_argument("--image", help="the container image the benchmark ran in (recorded in the result)")
     parser.add_argument(
         "--not-strict", action="store_true", help="signal-body: report benchmark problems as data (SUCCESS)"
     )
@@ -227,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         result = parse_fi_pingpong(text, args.line_rate_gbps, args.provider)
     else:
         result = PARSERS[args.kind](text, args.line_rate_gbps)
+    if args.image:
+        result["image"] = args.image
     print(json.dumps(result, sort_keys=True))
     return 0 if result["ok"] else 1
 

@@ -65,6 +65,7 @@ mpi_env=(-x "FI_PROVIDER=$FABRIC" -x PATH -x LD_LIBRARY_PATH)
 [ "${EFA_CDK_RDMA_READ:-0}" = 1 ] && mpi_env+=(-x FI_EFA_USE_DEVICE_RDMA=1)
 
 run_nccl_tests() {
+  [ -z "${EFA_CDK_CONTAINER_IMAGE:-}" ] || { in_image_nccl_tests; return; }
   # The GPU DLAMI keeps nccl-tests per CUDA (/usr/local/cuda-X.Y/efa/test-cuda-X.Y): take the CUDA
   # /usr/local/cuda points to, and give the ranks that CUDA's libraries and its EFA build of NCCL.
   local cuda dir bin
@@ -85,15 +86,29 @@ run_nccl_tests() {
     --mca btl_tcp_if_exclude lo,docker0 --bind-to none \
     "$bin" -b 8 -e 1G -f 2 -g 1 -c 1 -n 100
 }
+# With a container image (the container step started it on every node), the benchmarks run INSIDE
+# it: mpirun and the tools from the image, ranks reached over the containers' SSH port.
+in_image_nccl_tests() {
+  local bin
+  bin=$(docker exec efa-cdk sh -c 'command -v all_reduce_perf || ls /opt/nccl-tests/build/all_reduce_perf' 2>/dev/null) \
+    || { echo "all_reduce_perf not found in $EFA_CDK_CONTAINER_IMAGE (on PATH or /opt/nccl-tests/build)"; return 1; }
+  docker exec efa-cdk mpirun --allow-run-as-root -n $((nodes * slots)) -N "$slots" --hostfile /efa-cdk/etc/hostfile \
+    --tag-output -x "FI_PROVIDER=$FABRIC" -x NCCL_DEBUG=INFO --mca pml ^cm --mca btl tcp,self \
+    --mca btl_tcp_if_exclude lo,docker0 --bind-to none "$bin" -b 8 -e 1G -f 2 -g 1 -c 1 -n 100
+}
 run_nccom_test() {
-  as_user env "FI_PROVIDER=$FABRIC" NEURON_RT_ROOT_COMM_ID="${hosts[0]}:45654" \
+  local run=(as_user)
+  [ -z "${EFA_CDK_CONTAINER_IMAGE:-}" ] || run=(docker exec efa-cdk)
+  "${run[@]}" env "FI_PROVIDER=$FABRIC" NEURON_RT_ROOT_COMM_ID="${hosts[0]}:45654" \
     nccom-test -r $((nodes * slots)) -N "$nodes" -b 8 -e 1GB -f 2 -n 20 -w 5 -d fp32 allr --hosts "${hosts[@]}"
 }
-run_fi_pingpong() { # server on the second node, client here
-  as_user ssh -o BatchMode=yes "${hosts[1]}" \
+run_fi_pingpong() { # server on the second node, client here (in the image when there is one)
+  local run=(as_user) local_run=()
+  [ -z "${EFA_CDK_CONTAINER_IMAGE:-}" ] || { run=(docker exec efa-cdk); local_run=(docker exec efa-cdk); }
+  "${run[@]}" ssh -o BatchMode=yes "${hosts[1]}" \
     "PATH=/opt/amazon/efa/bin:\$PATH timeout 300 fi_pingpong -p $FABRIC -e rdm -I 1000 -S all" >"$out/fi_pingpong-server.log" 2>&1 &
   sleep 3
-  timeout 240 fi_pingpong -p "$FABRIC" -e rdm -I 1000 -S all "${hosts[1]}"
+  "${local_run[@]}" env "PATH=/opt/amazon/efa/bin:$PATH" timeout 240 fi_pingpong -p "$FABRIC" -e rdm -I 1000 -S all "${hosts[1]}"
 }
 
 results=()
@@ -105,7 +120,8 @@ for bench in $EFA_CDK_BENCHMARKS; do
   elif "$fn" >"$out/$bench.log" 2>&1; then
     # fi_pingpong drives one EFA: compare it with one card's rate, the collectives with the node's.
     [ "$bench" = fi_pingpong ] && bench_rate=${EFA_CDK_CARD_GBPS:-0} || bench_rate=$rate
-    python3 "$here/bench_parse.py" "$bench" "$out/$bench.log" --line-rate-gbps "$bench_rate" --provider "$FABRIC" >"$out/$bench.json" || true
+    python3 "$here/bench_parse.py" "$bench" "$out/$bench.log" --line-rate-gbps "$bench_rate" --provider "$FABRIC" \
+      ${EFA_CDK_CONTAINER_IMAGE:+--image "$EFA_CDK_CONTAINER_IMAGE"} >"$out/$bench.json" || true
   else
     reason=$(tail -n1 "$out/$bench.log" | tr -d "\"\\\\" | cut -c1-200)
     printf '{"benchmark":"%s","ok":false,"reason":"exited non-zero: %s"}\n' "$bench" "$reason" >"$out/$bench.json"

@@ -11,6 +11,10 @@ set -euo pipefail
 
 image=${EFA_CDK_CONTAINER_IMAGE:?}
 port=${EFA_CDK_CONTAINER_SSH_PORT:?}
+if ! command -v docker >/dev/null && [ "$(os_id)" = amzn ]; then # Amazon Linux 2023 packages Docker
+  dnf install -y -q docker >/dev/null || die "could not install docker from the Amazon Linux repositories"
+  systemctl enable --now docker >/dev/null || die "could not start docker"
+fi
 command -v docker >/dev/null \
   || die "no docker on this image: the DLAMIs have it (with the NVIDIA/Neuron toolkits); otherwise add a step that installs it"
 docker image inspect "$image" >/dev/null 2>&1 || retry 3 20 docker pull -q "$image" >/dev/null \
