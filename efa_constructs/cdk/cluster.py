@@ -170,7 +170,7 @@ class EfaCluster(Construct):
             )
         )
         self.container = container
-        self._monitoring_on = software is not None if monitoring is None else monitoring
+        monitoring_on = software is not None if monitoring is None else monitoring
         benchmarks = software.benchmarks_for(self.instance_type) if software else ()
         if software is not None:
             self._warn_if_isolated(vpc)
@@ -194,24 +194,26 @@ class EfaCluster(Construct):
         self.node_software = software
         self.software: NodeSoftwareInstallation | None = None
         self.benchmark_report: BenchmarkReport | None = None
-        self.monitoring: EfaClusterMonitoring | None = None
-        if self._monitoring_on:
-            self.monitoring = EfaClusterMonitoring(
-                self,
-                "Monitoring",
-                namespace=f"EfaCdk/{Aws.STACK_NAME}/{self.path_in_stack}",
-                cluster_name=self.cluster_tag,
-                accelerator=self.instance_type.accelerator.kind,
-                role=self.role,
-                auto_scaling_group=self.auto_scaling_group.auto_scaling_group
-                if self.auto_scaling_group
-                else None,
-                alarm_email=alarm_email,
-            )
+        self.monitoring = self._monitoring(alarm_email) if monitoring_on else None
         if software is not None:
             self._add_node_software(software, node_count, benchmarks)
         acknowledge(self, "AwsSolutions-EC29")
         check_limits(self)
+
+    def _monitoring(self, alarm_email: str | None) -> EfaClusterMonitoring:
+        """Metrics, dashboard, alarms and on-demand benchmarks (``Monitoring``), in the cluster's own
+        CloudWatch namespace ``EfaCdk/<stack>/<path in stack>``."""
+        group = self.auto_scaling_group.auto_scaling_group if self.auto_scaling_group else None
+        return EfaClusterMonitoring(
+            self,
+            "Monitoring",
+            namespace=f"EfaCdk/{Aws.STACK_NAME}/{self.path_in_stack}",
+            cluster_name=self.cluster_tag,
+            accelerator=self.instance_type.accelerator.kind,
+            role=self.role,
+            auto_scaling_group=group,
+            alarm_email=alarm_email,
+        )
 
     def _launch_template(
         self, instance_type: str, key_pair: ec2.IKeyPair | None, role: iam.IRole | None, root_volume_gib: int
