@@ -155,7 +155,7 @@ printf 'provider: efa\n    fabric: efa\n    type: FI_EP_RDM\n'
     "chown": "exit 0",
     "apt-get": "exit 0",
     "systemctl": "exit 0",
-    "scontrol": "exit 0",
+    "scontrol": 'case "$*" in "show nodes -o") cat "$STUB_DIR/scontrol-nodes" ;; esac',
     "docker": r"""
 case "$1" in
   image) exit 1 ;;  # not on the node yet: pulled

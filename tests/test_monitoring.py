@@ -26,7 +26,7 @@ from efa_constructs.core.monitoring import (
     dashboard_svg,
     emitted_metrics,
 )
-from efa_constructs.node.topology import order
+from efa_constructs.node.topology import order, slurm_tree
 from stacks.cluster_stack import EfaClusterStack
 from stacks.params import ClusterParams
 from tests.helpers import ROOT, THIS_INSTANCE, Node, by_type, new_app
@@ -291,3 +291,59 @@ def test_without_an_answer_the_hostfile_keeps_node_order_and_says_why(tmp_path: 
     assert (
         "no instance topology (An error occurred (UnsupportedOperation)): node index / address order" in r.log
     )
+
+
+# --- Slurm topology (ParallelCluster head node) -----------------------------------------------
+
+
+def test_slurm_tree_puts_each_node_under_its_switch_and_every_switch_under_one_root() -> None:
+    nodes = [
+        ("q-st-a-1", "10.0.0.1", "i-1"),
+        ("q-st-a-2", "10.0.0.2", "i-2"),
+        ("q-st-a-3", "10.0.0.3", "i-3"),
+    ]
+    answer = _answer(
+        [
+            ("i-1", ["nn-s", "nn-m", "nn-l1"]),
+            ("i-2", ["nn-s", "nn-m", "nn-l2"]),
+            ("i-3", ["nn-s", "nn-m", "nn-l1"]),
+        ]
+    )
+    assert slurm_tree(nodes, [answer]).splitlines()[1:] == [
+        "SwitchName=nn-l1 Nodes=q-st-a-1,q-st-a-3",
+        "SwitchName=nn-l2 Nodes=q-st-a-2",
+        "SwitchName=efa-cdk-root Switches=nn-s",
+        "SwitchName=nn-m Switches=nn-l1,nn-l2",
+        "SwitchName=nn-s Switches=nn-m",
+    ]
+    unplaced = slurm_tree(nodes, [])
+    assert "SwitchName=efa-cdk-unplaced Nodes=q-st-a-1,q-st-a-2,q-st-a-3" in unplaced
+
+
+def test_the_head_node_writes_the_topology_of_its_running_compute_nodes(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    (node.stub_dir / "scontrol-nodes").write_text(
+        "NodeName=q-st-a-1 Arch=x86_64 NodeAddr=10.0.1.10 NodeHostName=q-st-a-1 State=IDLE\n"
+        "NodeName=q-dy-a-1 NodeAddr=q-dy-a-1 NodeHostName=q-dy-a-1 State=IDLE+CLOUD+POWERED_DOWN\n"
+    )
+    (node.stub_dir / "instances").write_text("10.0.1.10\ti-0000000000000000a\n")
+    for call in (0, 1):  # one recorded answer per run
+        answer = _answer([("i-0000000000000000a", ["s", "m", "l"])])
+        (node.stub_dir / f"topology-{call}.json").write_text(json.dumps(answer))
+    r = node.run("slurm-topology")
+    assert r.returncode == 0, r.log
+    assert "SwitchName=l Nodes=q-st-a-1" in node.read(
+        "opt/slurm/etc/topology.conf"
+    )  # the powered-down node is not
+    assert "reconfigure" in " ".join(node.calls("scontrol"))
+    assert node.read("etc/systemd/system/efa-cdk-slurm-topology.timer").count("OnUnitActiveSec=10min") == 1
+    r = node.run("slurm-topology")  # nothing changed: no reconfigure
+    assert "unchanged" in r.log
+
+
+def test_without_running_compute_nodes_the_topology_is_left_alone(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    (node.stub_dir / "scontrol-nodes").write_text("NodeName=q-dy-a-1 NodeAddr=q-dy-a-1 State=IDLE+CLOUD\n")
+    r = node.run("slurm-topology")
+    assert r.returncode == 0 and "no compute node running" in r.log
+    assert not (node.root / "opt/slurm/etc/topology.conf").exists()

@@ -296,7 +296,8 @@ def test_config_output_refers_to_the_stack(stack: dict[str, Any]) -> None:
         assert any(k in r for r in refs for k, v in resources.items() if v["Type"] == kind), kind
     text = "".join(p if isinstance(p, str) else "X" for p in joined)
     assert "InstanceType: trn1.32xlarge" in text and "efa-env,pcluster-hosts,neuron-sdk,pyxis" in text
-    assert "efa-env,slurm-jobs,pyxis" in text  # the head node: Pyxis in the Slurm plugstack
+    assert "efa-env,slurm-jobs,pyxis,slurm-topology" in text  # the head node: Pyxis, the Slurm topology
+    assert "TopologyPlugin: topology/tree" in text
     assert "KeyPairParameter" in stack["Outputs"] and "SharedFileSystemId" in stack["Outputs"]
 
 
@@ -324,6 +325,8 @@ def test_resolved_config_passes_the_schema(stack: dict[str, Any]) -> None:
             return "efa-key"
         if "CidrBlock" in text:
             return "10.0.0.0/16"
+        if "HeadNodeTopology" in text:
+            return "arn:aws:iam::123456789012:policy/efa-cdk-head-node-topology"
         return f"fs-{next(ids):017x}"
 
     text = "".join(resolve(p) for p in stack["Outputs"]["ParallelClusterConfig"]["Value"]["Fn::Join"][1])

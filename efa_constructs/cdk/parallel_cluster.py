@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import jsii
 from aws_cdk import Aws, CfnStack, CustomResource, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
@@ -30,6 +31,7 @@ from ..core.pcluster import (
     SlurmQueue,
 )
 from ..core.software import NEURON_SDK_PACKAGES, EfaUserData, bootstrap_script
+from .acknowledgements import acknowledge
 from .network import EfaNetwork, known_cidr
 from .security_group import EfaSecurityGroup
 from .storage import EfaSharedStorage
@@ -160,6 +162,22 @@ class EfaParallelCluster(Construct):
         if create_cluster:
             self.cluster = self._create_cluster()
 
+    def _topology_policy(self) -> iam.ManagedPolicy:
+        """What the head node's slurm-topology.sh reads: the compute nodes' instances and their EC2
+        instance topology (read-only Describe actions; neither takes a resource)."""
+        policy = iam.ManagedPolicy(
+            self,
+            "HeadNodeTopology",
+            description="efa-cdk: Slurm topology from EC2 instance topology (head node)",
+            statements=[
+                iam.PolicyStatement(
+                    actions=["ec2:DescribeInstances", "ec2:DescribeInstanceTopology"], resources=["*"]
+                )
+            ],
+        )
+        acknowledge(policy, "AwsSolutions-IAM5[Resource::*]")
+        return policy
+
     def _render_config(
         self,
         *,
@@ -223,8 +241,10 @@ class EfaParallelCluster(Construct):
             shared_storage=tuple(storage),
             head_node_security_group_ids=(self.security_group.security_group_id,),
             head_node_on_node_configured=self._entry_url,
-            head_node_on_node_configured_args=self._bootstrap_args("efa-env,slurm-jobs,pyxis"),
+            head_node_on_node_configured_args=self._bootstrap_args("efa-env,slurm-jobs,pyxis,slurm-topology"),
             head_node_s3_read=self._read,
+            head_node_policies=(self._topology_policy().managed_policy_arn,),
+            topology_tree=True,
         )
 
     def _vpc_cidr(self) -> str:

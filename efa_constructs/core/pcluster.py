@@ -250,6 +250,9 @@ class ParallelClusterConfig:
         head_node_s3_read: ``(bucket, key)`` pairs the head node may read.
         ssh_cidr: where SSH to the head node may come from (always written: ParallelCluster opens
             SSH to 0.0.0.0/0 when AllowedIps is missing; use the VPC's CIDR for "nowhere outside").
+        head_node_policies: ARNs of IAM policies added to the head node's role.
+        topology_tree: Slurm's ``topology/tree`` plugin (the head node writes topology.conf from EC2
+            instance topology): ``CustomSlurmSettings: [{TopologyPlugin: topology/tree}]``.
     """
 
     region: str
@@ -264,6 +267,8 @@ class ParallelClusterConfig:
     head_node_on_node_configured: str | None = None
     head_node_on_node_configured_args: tuple[str, ...] = ()
     head_node_s3_read: tuple[tuple[str, str], ...] = field(default=())
+    head_node_policies: tuple[str, ...] = ()
+    topology_tree: bool = False
 
     def __post_init__(self) -> None:
         if self.image_os in RETIRED_OS:
@@ -308,11 +313,18 @@ class ParallelClusterConfig:
             head["CustomActions"] = {"OnNodeConfigured": action}
         if self.head_node_s3_read:
             head["Iam"] = {"S3Access": [{"BucketName": b, "KeyName": k} for b, k in self.head_node_s3_read]}
+        if self.head_node_policies:
+            head.setdefault("Iam", {})["AdditionalIamPolicies"] = [
+                {"Policy": a} for a in self.head_node_policies
+            ]
+        scheduling: dict[str, Any] = {"Scheduler": "slurm", "SlurmQueues": [q.to_dict() for q in self.queues]}
+        if self.topology_tree:
+            scheduling["SlurmSettings"] = {"CustomSlurmSettings": [{"TopologyPlugin": "topology/tree"}]}
         out: dict[str, Any] = {
             "Region": self.region,
             "Image": {"Os": self.image_os},
             "HeadNode": head,
-            "Scheduling": {"Scheduler": "slurm", "SlurmQueues": [q.to_dict() for q in self.queues]},
+            "Scheduling": scheduling,
         }
         if self.shared_storage:
             out["SharedStorage"] = [s.to_dict() for s in self.shared_storage]

@@ -37,9 +37,37 @@ def order(nodes: Sequence[tuple[str, ...]], answers: Sequence[dict[str, Any]]) -
     return [(n[0], n[1]) for n in ring + missing]
 
 
+def slurm_tree(nodes: Sequence[tuple[str, ...]], answers: Sequence[dict[str, Any]]) -> str:
+    """Slurm's topology.conf (topology/tree) for the nodes ("<slurm name> <ip> <instance id>"): a
+    switch per network node, the bottom ones listing their nodes, every switch under one root so a
+    job may span the tree; nodes without an answer under their own switch (``efa-cdk-unplaced``)."""
+    paths: dict[str, tuple[str, ...]] = {}
+    for answer in answers:
+        for inst in answer.get("Instances", []):
+            paths[inst["InstanceId"]] = tuple(inst.get("NetworkNodes") or ())
+    leaves: dict[str, list[str]] = {}
+    children: dict[str, set[str]] = {"efa-cdk-root": set()}
+    for name, _ip, iid in (n[:3] for n in nodes):
+        path = paths.get(iid) or ("efa-cdk-unplaced",)
+        leaves.setdefault(path[-1], []).append(name)
+        children["efa-cdk-root"].add(path[0])
+        for i in range(len(path) - 1):  # (no itertools.pairwise: nodes may run Python 3.9)
+            children.setdefault(path[i], set()).add(path[i + 1])
+    lines = ["# Written by efa-cdk from EC2 DescribeInstanceTopology (slurm-topology.sh)"]
+    lines += [f"SwitchName={leaf} Nodes={','.join(sorted(names))}" for leaf, names in sorted(leaves.items())]
+    lines += [
+        f"SwitchName={sw} Switches={','.join(sorted(kids))}" for sw, kids in sorted(children.items()) if kids
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str]) -> int:
-    """Command line: answers as arguments, nodes on stdin, the ordered "<index> <ip>" on stdout."""
+    """Command line: ``[slurm] ANSWER.json...``, nodes on stdin; the ordered "<index> <ip>" lines, or
+    with ``slurm`` the topology.conf, on stdout."""
     nodes = [tuple(line.split()[:3]) for line in sys.stdin if line.strip()]
+    if argv[:1] == ["slurm"]:
+        print(slurm_tree(nodes, [json.loads(Path(p).read_text()) for p in argv[1:]]), end="")
+        return 0
     answers = [json.loads(Path(p).read_text()) for p in argv]
     for index, ip in order(nodes, answers):
         print(index, ip)
