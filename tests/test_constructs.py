@@ -131,6 +131,7 @@ def test_launch_template_is_secure_by_default(make_stack: Any) -> None:
             "LaunchTemplateData": Match.object_like(
                 {
                     "MetadataOptions": Match.object_like({"HttpTokens": "required"}),
+                    "MaintenanceOptions": {"AutoRecovery": "default"},  # EC2 recovers supported types
                     "BlockDeviceMappings": [
                         {
                             "DeviceName": "/dev/sda1",

@@ -237,6 +237,10 @@ class EfaLaunchTemplate(Construct):
         cfn = self.launch_template.node.default_child
         assert isinstance(cfn, ec2.CfnLaunchTemplate)
         cfn.add_property_override("LaunchTemplateData.NetworkInterfaces", interfaces)
+        # EC2's simplified automatic recovery, stated (it is EC2's default where the type supports it:
+        # EC2 API reference, ModifyInstanceMaintenanceOptions): a node whose hardware fails its system
+        # status check comes back on other hardware. Instance-store types are not recovered by EC2.
+        cfn.add_property_override("LaunchTemplateData.MaintenanceOptions.AutoRecovery", "default")
         for key, value in capacity.launch_template_data().items():
             cfn.add_property_override(f"LaunchTemplateData.{key}", value)
 
