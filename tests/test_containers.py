@@ -116,3 +116,25 @@ def test_the_benchmarks_run_inside_the_image_and_say_so(tmp_path: Path) -> None:
     assert "--allow-run-as-root" in mpirun and "--hostfile /efa-cdk/etc/hostfile" in mpirun
     assert mpirun.endswith("/opt/nccl-tests/build/all_reduce_perf -b 8 -e 1G -f 2 -g 1 -c 1 -n 100")
     assert not node.calls("mpirun")  # nothing on the host
+
+
+def test_gaudi_registers_the_habana_runtime_or_says_what_the_image_lacks(tmp_path: Path) -> None:
+    node = Node(tmp_path, "dl1.24xlarge")
+    for key, value in (
+        ContainerRun("registry.example/gaudi:1").settings(instance_type("dl1.24xlarge")).items()
+    ):
+        node.setting(key, value)
+    r = node.run("container")
+    assert r.returncode == 1 and "no habana-container-runtime on this image" in r.log
+    runtime = node.root / "usr/bin/habana-container-runtime"
+    runtime.parent.mkdir(parents=True)
+    runtime.write_text("")
+    runtime.chmod(0o755)
+    (node.root / "etc/docker").mkdir(parents=True)
+    (node.root / "etc/docker/daemon.json").write_text('{"log-driver": "json-file"}')
+    r = node.run("container")
+    assert r.returncode == 0, r.log
+    daemon = json.loads(node.read("etc/docker/daemon.json"))
+    assert daemon["log-driver"] == "json-file"  # the image's own settings are kept
+    assert daemon["runtimes"]["habana"]["path"] == "/usr/bin/habana-container-runtime"
+    assert "restart docker" in " ".join(node.calls("systemctl"))

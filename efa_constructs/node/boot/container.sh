@@ -17,6 +17,24 @@ if ! command -v docker >/dev/null && [ "$(os_id)" = amzn ]; then # Amazon Linux 
 fi
 command -v docker >/dev/null \
   || die "no docker on this image: the DLAMIs have it (with the NVIDIA/Neuron toolkits); otherwise add a step that installs it"
+case " ${EFA_CDK_CONTAINER_ARGS:?} " in
+  *" --runtime=habana "*) # Gaudi: register the habana runtime with Docker (docs.habana.ai, "Docker Installation")
+    [ -x "$R/usr/bin/habana-container-runtime" ] \
+      || die "no habana-container-runtime on this image: DL1 needs an image with the Intel Gaudi software for first-gen Gaudi (the Support Matrix lists it up to 1.21.0), passed as ami_id"
+    if ! grep -q '"habana"' "$R/etc/docker/daemon.json" 2>/dev/null; then
+      mkdir -p "$R/etc/docker"
+      python3 - "$R/etc/docker/daemon.json" <<'PY'
+import json, os, sys
+path = sys.argv[1]
+config = json.load(open(path)) if os.path.exists(path) else {}
+config.setdefault("runtimes", {})["habana"] = {"path": "/usr/bin/habana-container-runtime", "runtimeArgs": []}
+json.dump(config, open(path, "w"), indent=2)
+PY
+      systemctl restart docker || die "could not restart docker with the habana runtime"
+      log "registered the habana container runtime with Docker"
+    fi
+    ;;
+esac
 docker image inspect "$image" >/dev/null 2>&1 || retry 3 20 docker pull -q "$image" >/dev/null \
   || die "could not pull $image (registry login? ECR: the nodes' role needs ecr:GetAuthorizationToken and pull rights)"
 docker rm -f efa-cdk >/dev/null 2>&1 || true
