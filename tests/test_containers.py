@@ -86,7 +86,7 @@ def test_the_container_starts_with_ssh_inside_and_efa_checked_inside(tmp_path: P
 def test_an_image_without_efa_stops_the_node_with_the_fix(tmp_path: Path) -> None:
     node = _node(tmp_path)
     r = node.run("container", STUB_CONTAINER_EFA="missing")
-    assert r.returncode == 1 and "install the EFA installer with --skip-kmod in the image" in r.log
+    assert r.returncode == 1 and "efa_installer.sh -y --skip-kmod --skip-limit-conf --no-verify" in r.log
 
 
 def test_an_unreachable_container_is_named(tmp_path: Path) -> None:

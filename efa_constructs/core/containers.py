@@ -12,9 +12,10 @@ Pure Python: :class:`ContainerRun` decides the ``docker run`` arguments from the
   --device option ... runc does not yet support the ALL option" (Neuron documentation, Containers
   FAQ). Gaudi: ``--runtime=habana -e HABANA_VISIBLE_DEVICES=all`` (docs.habana.ai, "Docker
   Installation" and "Multiple Dockers Each with a Single Workload"), ``--cap-add=sys_nice``.
-* The EFA libraries come from the image (AWS documents the EFA installer with ``--skip-kmod`` for
-  images); the host's EFA environment (``/etc/efa-cdk/efa.env``: FI_PROVIDER, RDMA read, fork
-  safety) is passed with ``--env-file``.
+* The EFA libraries come from the image: EC2 user guide, "Install the EFA software in a container"
+  (``efa_installer.sh -y --skip-kmod --skip-limit-conf --no-verify``, or ``--enable-ngc`` for NGC
+  images from installer 1.49.0); the host's EFA environment (``/etc/efa-cdk/efa.env``: FI_PROVIDER,
+  RDMA read, fork safety) is passed with ``--env-file``.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ docker run ${EFA_CDK_CONTAINER_ARGS:?} -v "$(user_home)/.ssh:/efa-cdk/ssh:ro" -v
   "$image" bash -c "$inner" >/dev/null || die "could not start $image"
 
 out=$(docker exec efa-cdk sh -c "PATH=/opt/amazon/efa/bin:\$PATH fi_info -p $FABRIC -t FI_EP_RDM" 2>&1) \
-  || die "inside $image, fi_info -p $FABRIC finds no EFA: $(tail -n1 <<<"$out") (install the EFA installer with --skip-kmod in the image)"
+  || die "inside $image, fi_info -p $FABRIC finds no EFA: $(tail -n1 <<<"$out") (install the EFA software in the image: efa_installer.sh -y --skip-kmod --skip-limit-conf --no-verify, or --enable-ngc for NGC images)"
 grep -q "provider: $FABRIC" <<<"$out" || die "inside $image, libfabric lists no $FABRIC provider"
 log "container $image: EFA provider $FABRIC inside; SSH on port $port"
 
