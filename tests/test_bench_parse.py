@@ -152,3 +152,16 @@ def test_command_line_as_the_node_runs_it(tmp_path: Path) -> None:
         text=True,
     )
     assert failed.returncode == 1 and json.loads(failed.stdout)["ok"] is False
+
+
+def test_hccl_demo_reads_the_nw_bandwidth_line() -> None:
+    from efa_constructs.node.bench_parse import parse_hccl_demo
+
+    text = (Path(__file__).parent / "fixtures" / "benchmarks" / "hccl_demo-2x-dl1.txt").read_text()
+    result = parse_hccl_demo(text, line_rate_gbps=400)
+    assert (
+        result["ok"]
+        and result["peak_gbytes_s"] == 21.73
+        and result["line_rate_fraction"] == round(21.73 * 8 / 400, 3)
+    )
+    assert parse_hccl_demo("hcclAllReduce failed")["ok"] is False

@@ -138,3 +138,27 @@ def test_gaudi_registers_the_habana_runtime_or_says_what_the_image_lacks(tmp_pat
     assert daemon["log-driver"] == "json-file"  # the image's own settings are kept
     assert daemon["runtimes"]["habana"]["path"] == "/usr/bin/habana-container-runtime"
     assert "restart docker" in " ".join(node.calls("systemctl"))
+
+
+def test_gaudi_runs_hccl_demo_in_the_image(tmp_path: Path) -> None:
+    """hccl_demo (opt-in: it must be built in the image) over the hostfile, parsed like the others."""
+    node = Node(tmp_path, "dl1.24xlarge", EFA_CDK_BENCHMARKS="hccl_demo")
+    for key, value in (
+        ContainerRun("registry.example/gaudi:1").settings(instance_type("dl1.24xlarge")).items()
+    ):
+        node.setting(key, value)
+    runtime = node.root / "usr/bin/habana-container-runtime"
+    runtime.parent.mkdir(parents=True)
+    runtime.write_text("")
+    runtime.chmod(0o755)
+    shutil.copy(FIXTURES / "hccl_demo-2x-dl1.txt", node.stub_dir / "bench-output")
+    r = node.run("hostfile", "container", "benchmarks")
+    assert r.returncode == 0, r.log
+    (result,) = json.loads(json.loads((node.stub_dir / "posted.json").read_text())["Data"])
+    assert (result["benchmark"], result["peak_gbytes_s"], result["algo_gbytes_s"]) == (
+        "hccl_demo",
+        21.73,
+        11.59,
+    )
+    (demo,) = [c for c in node.calls("docker") if "run_hccl_demo.py --test" in c]
+    assert "-mpi --hostfile /efa-cdk/etc/hostfile" in demo

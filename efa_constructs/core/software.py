@@ -75,6 +75,7 @@ class Benchmark(enum.Enum):
     NCCL_TESTS = "nccl-tests"  # all_reduce_perf over aws-ofi-nccl: NVIDIA GPUs
     NCCOM_TEST = "nccom-test"  # Neuron collectives: Trainium
     FI_PINGPONG = "fi_pingpong"  # libfabric ping-pong over one EFA: any type
+    HCCL_DEMO = "hccl_demo"  # Intel Gaudi collectives (HabanaAI/hccl_demo, in the image): Gaudi, opt-in
 
     @staticmethod
     def parse_list(raw: str) -> tuple[Benchmark, ...] | None:
@@ -109,6 +110,7 @@ def check_benchmarks(it: InstanceType, benchmarks: Sequence[Benchmark]) -> None:
     for bench, kind, what in (
         (Benchmark.NCCL_TESTS, AcceleratorKind.NVIDIA_GPU, "NVIDIA GPUs"),
         (Benchmark.NCCOM_TEST, AcceleratorKind.NEURON, "Trainium devices"),
+        (Benchmark.HCCL_DEMO, AcceleratorKind.GAUDI, "Gaudi accelerators"),
     ):
         if bench in benchmarks and it.accelerator.kind is not kind:
             raise EfaConfigError(

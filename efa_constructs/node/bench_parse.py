@@ -143,7 +143,22 @@ def parse_fi_pingpong(text: str, line_rate_gbps: float = 0, provider: str = "efa
     )
 
 
-PARSERS = {"nccl-tests": parse_nccl_tests, "nccom-test": parse_nccom_test, "fi_pingpong": parse_fi_pingpong}
+def parse_hccl_demo(text: str, line_rate_gbps: float = 0) -> dict[str, Any]:
+    """run_hccl_demo.py output (HabanaAI/hccl_demo README, "Results"): the "[BENCHMARK] NW Bandwidth :
+    X GB/s" and "Algo Bandwidth" lines of the all_reduce run; NW bandwidth is the bus figure."""
+    nw = [float(m.group(1)) for m in re.finditer(r"NW Bandwidth\s*:\s*([0-9.]+)\s*GB/s", text)]
+    algo = [float(m.group(1)) for m in re.finditer(r"Algo Bandwidth\s*:\s*([0-9.]+)\s*GB/s", text)]
+    if not nw:
+        return failed("hccl_demo", "no [BENCHMARK] NW Bandwidth line in the hccl_demo output")
+    return _summary("hccl_demo", max(nw), None, line_rate_gbps, algo_gbytes_s=max(algo) if algo else None)
+
+
+PARSERS = {
+    "nccl-tests": parse_nccl_tests,
+    "nccom-test": parse_nccom_test,
+    "fi_pingpong": parse_fi_pingpong,
+    "hccl_demo": parse_hccl_demo,
+}
 
 
 def signal_body(results: list[dict[str, Any]], *, strict: bool = True) -> dict[str, str]:

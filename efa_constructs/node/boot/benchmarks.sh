@@ -111,6 +111,14 @@ run_fi_pingpong() { # server on the second node, client here (in the image when 
   "${local_run[@]}" env "PATH=/opt/amazon/efa/bin:$PATH" timeout 240 fi_pingpong -p "$FABRIC" -e rdm -I 1000 -S all "${hosts[1]}"
 }
 
+run_hccl_demo() { # HabanaAI/hccl_demo's MPI mode over the hostfile (README "Examples - MPI mode")
+  local demo=${EFA_CDK_HCCL_DEMO:-/hccl_demo} run=(as_user) hostfile="$ETC/hostfile"
+  [ -z "${EFA_CDK_CONTAINER_IMAGE:-}" ] || { run=(docker exec efa-cdk); hostfile=/efa-cdk/etc/hostfile; }
+  "${run[@]}" sh -c "cd '$demo' 2>/dev/null && test -f run_hccl_demo.py" \
+    || { echo "hccl_demo not found in $demo (build HabanaAI/hccl_demo there, or set EFA_CDK_HCCL_DEMO)"; return 1; }
+  "${run[@]}" sh -c "cd '$demo' && python3 run_hccl_demo.py --test all_reduce --loop 1000 --size 32m -mpi --hostfile $hostfile"
+}
+
 results=()
 for bench in $EFA_CDK_BENCHMARKS; do
   log "running $bench"
