@@ -119,7 +119,7 @@ FIELDS: tuple[Field, ...] = (
     Field("root_volume_gib", "encrypted gp3 root volume size in GiB", whole, "200", frozenset({CLUSTER})),
     Field("public_ip", "none | leader | all: Elastic IP on card 0 / device 0 of those nodes",
           choice(PublicIp.parse), "none", frozenset({CLUSTER})),
-    Field("benchmarks", "auto | none | comma-separated nccl-tests, nccom-test, fi_pingpong, hccl_demo (Gaudi)",
+    Field("benchmarks", "auto | none | comma-separated nccl-tests, nccom-test, fi_pingpong, hccl_demo",
           choice(lambda raw: Benchmark.parse_list(str(raw))), "auto", frozenset({CLUSTER})),
     Field("strict_benchmarks", "true | false: a benchmark problem fails the stack (EFA faults always do)",
           boolean, "false: reported in BenchmarkResults", frozenset({CLUSTER})),
