@@ -159,6 +159,7 @@ class EfaLaunchTemplate(Construct):
                 fix="pass an EfaSecurityGroup",
             )
         check_root_volume_gib(None if Token.is_unresolved(root_volume_gib) else root_volume_gib)
+        self._synth_fingerprint: str | None = None
         self._props: dict[str, Any] = dict(
             instance_type=instance_type,
             security_groups=security_groups,
@@ -268,6 +269,15 @@ class EfaLaunchTemplate(Construct):
             repr(self._props["capacity"]),
         ]
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+    def synth_fingerprint(self) -> str:
+        """:meth:`fingerprint` computed once, at its first use, and shared by every resource named
+        after it (each Elastic IP interface of the cluster). Its first use is during synthesis, when
+        the template is complete: resolving such a resource's logical id while the app is still being
+        built would fix it early."""
+        if self._synth_fingerprint is None:
+            self._synth_fingerprint = self.fingerprint()
+        return self._synth_fingerprint
 
     def with_primary_interface(
         self, scope: Construct, id_: str, network_interface_id: str

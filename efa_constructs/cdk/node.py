@@ -30,7 +30,7 @@ class _Suffixed:
         self.launch_template = launch_template
 
     def produce(self, context: IResolveContext) -> str:
-        return f"{self.logical_id}{self.launch_template.fingerprint()[:8].upper()}"
+        return f"{self.logical_id}{self.launch_template.synth_fingerprint()[:8].upper()}"
 
 
 class NodePublicAddress(Construct):

@@ -193,6 +193,10 @@ class EfaParallelCluster(Construct):
         ssh_peers: Sequence[ec2.IPeer],
     ) -> ParallelClusterConfig:
         """The ParallelCluster configuration that refers to everything this construct created."""
+        compute_steps = ["efa-env", "pcluster-hosts"]
+        if lookup(instance_type).accelerator.kind is AcceleratorKind.NEURON:
+            compute_steps.append("neuron-sdk")  # ParallelCluster's images carry no Neuron SDK
+        compute_steps.append("pyxis")
         compute = ComputeResource(
             name=instance_type.replace(".", "-")[:25],
             instance_types=(instance_type,),
@@ -223,15 +227,7 @@ class EfaParallelCluster(Construct):
                     use_placement_group=self.placement_group is not None,
                     security_group_ids=(self.security_group.security_group_id,),
                     on_node_configured=self._entry_url,
-                    on_node_configured_args=self._bootstrap_args(
-                        "efa-env,pcluster-hosts"
-                        + (
-                            ",neuron-sdk"
-                            if lookup(instance_type).accelerator.kind is AcceleratorKind.NEURON
-                            else ""
-                        )
-                        + ",pyxis"
-                    ),
+                    on_node_configured_args=self._bootstrap_args(",".join(compute_steps)),
                     s3_read=self._read,
                     capacity_type="CAPACITY_BLOCK"
                     if capacity.kind is CapacityKind.CAPACITY_BLOCK

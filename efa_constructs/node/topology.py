@@ -19,12 +19,18 @@ from pathlib import Path
 from typing import Any
 
 
+def _paths(answers: Sequence[dict[str, Any]]) -> dict[str, tuple[str, ...]]:
+    """Instance id -> its network nodes, spine first, from DescribeInstanceTopology answers."""
+    return {
+        inst["InstanceId"]: tuple(inst.get("NetworkNodes") or ())
+        for answer in answers
+        for inst in answer.get("Instances", [])
+    }
+
+
 def order(nodes: Sequence[tuple[str, ...]], answers: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
     """The nodes (index, ip, instance id), ordered by topology with the first node kept first."""
-    paths: dict[str, tuple[str, ...]] = {}
-    for answer in answers:
-        for inst in answer.get("Instances", []):
-            paths[inst["InstanceId"]] = tuple(inst.get("NetworkNodes") or ())
+    paths = _paths(answers)
     covered = [n for n in nodes if paths.get(n[2])]
     missing = [n for n in nodes if not paths.get(n[2])]
     if missing:
@@ -41,10 +47,7 @@ def slurm_tree(nodes: Sequence[tuple[str, ...]], answers: Sequence[dict[str, Any
     """Slurm's topology.conf (topology/tree) for the nodes ("<slurm name> <ip> <instance id>"): a
     switch per network node, the bottom ones listing their nodes, every switch under one root so a
     job may span the tree; nodes without an answer under their own switch (``efa-cdk-unplaced``)."""
-    paths: dict[str, tuple[str, ...]] = {}
-    for answer in answers:
-        for inst in answer.get("Instances", []):
-            paths[inst["InstanceId"]] = tuple(inst.get("NetworkNodes") or ())
+    paths = _paths(answers)
     leaves: dict[str, list[str]] = {}
     children: dict[str, set[str]] = {"efa-cdk-root": set()}
     for name, _ip, iid in (n[:3] for n in nodes):

@@ -64,6 +64,14 @@ rate=${EFA_CDK_LINE_RATE_GBPS:-0}
 mpi_env=(-x "FI_PROVIDER=$FABRIC" -x PATH -x LD_LIBRARY_PATH)
 [ "${EFA_CDK_RDMA_READ:-0}" = 1 ] && mpi_env+=(-x FI_EFA_USE_DEVICE_RDMA=1)
 
+# Where the tools run: as the login user on the host, or (with a container image) inside the image;
+# `here_run` is the prefix for a command the leader runs itself (root on the host).
+if [ -n "${EFA_CDK_CONTAINER_IMAGE:-}" ]; then
+  in_image=(docker exec efa-cdk) here_run=(docker exec efa-cdk) mpi_hostfile=/efa-cdk/etc/hostfile
+else
+  in_image=(as_user) here_run=() mpi_hostfile="$ETC/hostfile"
+fi
+
 run_nccl_tests() {
   [ -z "${EFA_CDK_CONTAINER_IMAGE:-}" ] || { in_image_nccl_tests; return; }
   # The GPU DLAMI keeps nccl-tests per CUDA (/usr/local/cuda-X.Y/efa/test-cuda-X.Y): take the CUDA
@@ -90,33 +98,28 @@ run_nccl_tests() {
 # it: mpirun and the tools from the image, ranks reached over the containers' SSH port.
 in_image_nccl_tests() {
   local bin
-  bin=$(docker exec efa-cdk sh -c 'command -v all_reduce_perf || ls /opt/nccl-tests/build/all_reduce_perf' 2>/dev/null) \
+  bin=$("${in_image[@]}" sh -c 'command -v all_reduce_perf || ls /opt/nccl-tests/build/all_reduce_perf' 2>/dev/null) \
     || { echo "all_reduce_perf not found in $EFA_CDK_CONTAINER_IMAGE (on PATH or /opt/nccl-tests/build)"; return 1; }
-  docker exec efa-cdk mpirun --allow-run-as-root -n $((nodes * slots)) -N "$slots" --hostfile /efa-cdk/etc/hostfile \
+  "${in_image[@]}" mpirun --allow-run-as-root -n $((nodes * slots)) -N "$slots" --hostfile "$mpi_hostfile" \
     --tag-output -x "FI_PROVIDER=$FABRIC" -x NCCL_DEBUG=INFO --mca pml ^cm --mca btl tcp,self \
     --mca btl_tcp_if_exclude lo,docker0 --bind-to none "$bin" -b 8 -e 1G -f 2 -g 1 -c 1 -n 100
 }
 run_nccom_test() {
-  local run=(as_user)
-  [ -z "${EFA_CDK_CONTAINER_IMAGE:-}" ] || run=(docker exec efa-cdk)
-  "${run[@]}" env "FI_PROVIDER=$FABRIC" NEURON_RT_ROOT_COMM_ID="${hosts[0]}:45654" \
+  "${in_image[@]}" env "FI_PROVIDER=$FABRIC" NEURON_RT_ROOT_COMM_ID="${hosts[0]}:45654" \
     nccom-test -r $((nodes * slots)) -N "$nodes" -b 8 -e 1GB -f 2 -n 20 -w 5 -d fp32 allr --hosts "${hosts[@]}"
 }
 run_fi_pingpong() { # server on the second node, client here (in the image when there is one)
-  local run=(as_user) local_run=()
-  [ -z "${EFA_CDK_CONTAINER_IMAGE:-}" ] || { run=(docker exec efa-cdk); local_run=(docker exec efa-cdk); }
-  "${run[@]}" ssh -o BatchMode=yes "${hosts[1]}" \
+  "${in_image[@]}" ssh -o BatchMode=yes "${hosts[1]}" \
     "PATH=/opt/amazon/efa/bin:\$PATH timeout 300 fi_pingpong -p $FABRIC -e rdm -I 1000 -S all" >"$out/fi_pingpong-server.log" 2>&1 &
   sleep 3
-  "${local_run[@]}" env "PATH=/opt/amazon/efa/bin:$PATH" timeout 240 fi_pingpong -p "$FABRIC" -e rdm -I 1000 -S all "${hosts[1]}"
+  "${here_run[@]}" env "PATH=/opt/amazon/efa/bin:$PATH" timeout 240 fi_pingpong -p "$FABRIC" -e rdm -I 1000 -S all "${hosts[1]}"
 }
 
 run_hccl_demo() { # HabanaAI/hccl_demo's MPI mode over the hostfile (README "Examples - MPI mode")
-  local demo=${EFA_CDK_HCCL_DEMO:-/hccl_demo} run=(as_user) hostfile="$ETC/hostfile"
-  [ -z "${EFA_CDK_CONTAINER_IMAGE:-}" ] || { run=(docker exec efa-cdk); hostfile=/efa-cdk/etc/hostfile; }
-  "${run[@]}" sh -c "cd '$demo' 2>/dev/null && test -f run_hccl_demo.py" \
+  local demo=${EFA_CDK_HCCL_DEMO:-/hccl_demo}
+  "${in_image[@]}" sh -c "cd '$demo' 2>/dev/null && test -f run_hccl_demo.py" \
     || { echo "hccl_demo not found in $demo (build HabanaAI/hccl_demo there, or set EFA_CDK_HCCL_DEMO)"; return 1; }
-  "${run[@]}" sh -c "cd '$demo' && python3 run_hccl_demo.py --test all_reduce --loop 1000 --size 32m -mpi --hostfile $hostfile"
+  "${in_image[@]}" sh -c "cd '$demo' && python3 run_hccl_demo.py --test all_reduce --loop 1000 --size 32m -mpi --hostfile $mpi_hostfile"
 }
 
 results=()

@@ -59,9 +59,7 @@ log "container $image: EFA provider $FABRIC inside; SSH on port $port"
 deadline=$(($(date +%s) + ${EFA_CDK_WAIT_SECONDS:-1800}))
 mapfile -t peers < <(awk 'NR > 1 {print $1}' "$ETC/hostfile")
 for host in "${peers[@]}"; do
-  until docker exec efa-cdk ssh -o BatchMode=yes -o ConnectTimeout=10 "$host" true; do
-    [ "$(date +%s)" -lt "$deadline" ] || die "the container on $host is not reachable over SSH on port $port"
-    sleep "${EFA_CDK_POLL_SECONDS:-15}"
-  done
+  until_ok "$deadline" docker exec efa-cdk ssh -o BatchMode=yes -o ConnectTimeout=10 "$host" true \
+    || die "the container on $host is not reachable over SSH on port $port"
 done
 log "every node's container reachable on port $port: mpirun in the leader's container uses /efa-cdk/etc/hostfile"

@@ -59,13 +59,9 @@ done
 # the order stays node index / address, and the log says why.
 if [ "$(imds meta-data/local-ipv4 || true)" = "$(awk 'NR == 1 {print $2}' <<<"$nodes")" ]; then
   topo="$STATE/topology"
-  rm -rf "$topo" && mkdir -p "$topo"
   mapfile -t ids < <(awk '{print $3}' <<<"$nodes")
   ordered=1
-  for ((i = 0; i < ${#ids[@]}; i += 100)); do # at most 100 instance ids per call (EC2 API reference)
-    aws --region "$EFA_CDK_REGION" --output json ec2 describe-instance-topology \
-      --instance-ids "${ids[@]:i:100}" >"$topo/$i.json" 2>"$topo/error" || { ordered=0; break; }
-  done
+  topology_answers "$topo" "${ids[@]}" || ordered=0
   if [ "$ordered" = 1 ]; then
     nodes=$(python3 "$(dirname "$0")/topology.py" "$topo"/*.json <<<"$nodes" | awk '{print $1, $2}')
     log "nodes ordered by instance topology"
@@ -82,10 +78,8 @@ mapfile -t hosts < <(awk '{print $2}' <<<"$nodes")
 [ "$(imds meta-data/local-ipv4 || true)" = "${hosts[0]}" ] || exit 0 # Auto Scaling follower: done
 
 reach() { # reach HOST: wait until HOST answers over the cluster key with EFA verified; give it the hostfile
-  until as_user ssh -o BatchMode=yes -o ConnectTimeout=10 "$1" test -e /var/lib/efa-cdk/verified; do
-    [ "$(date +%s)" -lt "$deadline" ] || return 1
-    sleep "${EFA_CDK_POLL_SECONDS:-15}"
-  done
+  until_ok "$deadline" as_user ssh -o BatchMode=yes -o ConnectTimeout=10 "$1" test -e /var/lib/efa-cdk/verified \
+    || return 1
   as_user ssh -o BatchMode=yes "$1" "cat > hostfile" <"$(user_home)/hostfile"
 }
 unreachable="$STATE/unreachable"

@@ -103,3 +103,46 @@ efa_devices() {
   [ -z "$others" ] || log "not EFA, not counted:$others"
   echo "$have"
 }
+
+# until_ok DEADLINE CMD...: run CMD every EFA_CDK_POLL_SECONDS until it succeeds (0) or the clock
+# passes DEADLINE (epoch seconds; 1).
+until_ok() {
+  local deadline=$1
+  shift
+  until "$@"; do
+    [ "$(date +%s)" -lt "$deadline" ] || return 1
+    sleep "${EFA_CDK_POLL_SECONDS:-15}"
+  done
+}
+
+# topology_answers DIR ID...: DescribeInstanceTopology for the instances, one JSON file per call
+# (at most 100 instance ids per call: EC2 API reference) in DIR; on a failure, the reason is the last
+# line of DIR/error and the result 1.
+topology_answers() {
+  local dir=$1 i
+  shift
+  local ids=("$@")
+  rm -rf "$dir" && mkdir -p "$dir"
+  for ((i = 0; i < ${#ids[@]}; i += 100)); do
+    aws --region "${EFA_CDK_REGION:?}" --output json ec2 describe-instance-topology \
+      --instance-ids "${ids[@]:i:100}" >"$dir/$i.json" 2>"$dir/error" || return 1
+  done
+}
+
+# install_timer UNIT SCRIPT BOOT_MIN EVERY_MIN JITTER_S DESCRIPTION: a systemd service efa-cdk-UNIT
+# running /opt/efa-cdk/bin/SCRIPT, and a timer starting it BOOT_MIN minutes after boot and every
+# EVERY_MIN minutes after that (JITTER_S seconds of random delay, 0 for none), enabled and started.
+install_timer() {
+  local unit=$1 script=$2 boot=$3 every=$4 jitter=$5 description=$6 units="$R/etc/systemd/system"
+  mkdir -p "$units"
+  printf '[Unit]\nDescription=efa-cdk: %s\n[Service]\nType=oneshot\nExecStart=/opt/efa-cdk/bin/%s\n' \
+    "$description" "$script" >"$units/efa-cdk-$unit.service"
+  {
+    printf '[Unit]\nDescription=efa-cdk: %s, every %s minutes\n[Timer]\n' "$description" "$every"
+    printf 'OnBootSec=%smin\nOnUnitActiveSec=%smin\n' "$boot" "$every"
+    [ "$jitter" = 0 ] || printf 'RandomizedDelaySec=%s\n' "$jitter"
+    printf '[Install]\nWantedBy=timers.target\n'
+  } >"$units/efa-cdk-$unit.timer"
+  systemctl daemon-reload
+  systemctl enable --now "efa-cdk-$unit.timer" >/dev/null || die "could not start the efa-cdk-$unit timer"
+}

@@ -34,25 +34,6 @@ printf '%s\n' "${EFA_CDK_AGENT_CONFIG:?}" >"$agent/etc/efa-cdk.json"
 "$ctl" -a fetch-config -m ec2 -s -c "file:$agent/etc/efa-cdk.json" >/dev/null \
   || die "the CloudWatch agent refused its configuration ($agent/etc/efa-cdk.json)"
 
-units="$R/etc/systemd/system"
-mkdir -p "$units"
-cat >"$units/efa-cdk-health.service" <<UNIT
-[Unit]
-Description=efa-cdk: EFA health check (device count, libfabric), published to CloudWatch
-[Service]
-Type=oneshot
-ExecStart=/opt/efa-cdk/bin/health-check.sh
-UNIT
-cat >"$units/efa-cdk-health.timer" <<UNIT
-[Unit]
-Description=efa-cdk: EFA health check every ${EFA_CDK_HEALTH_MINUTES:-5} minutes
-[Timer]
-OnBootSec=${EFA_CDK_HEALTH_MINUTES:-5}min
-OnUnitActiveSec=${EFA_CDK_HEALTH_MINUTES:-5}min
-RandomizedDelaySec=30
-[Install]
-WantedBy=timers.target
-UNIT
-systemctl daemon-reload
-systemctl enable --now efa-cdk-health.timer >/dev/null || die "could not start the EFA health timer"
+minutes=${EFA_CDK_HEALTH_MINUTES:-5}
+install_timer health health-check.sh "$minutes" "$minutes" 30 "EFA health check (device count, libfabric), published to CloudWatch"
 log "CloudWatch agent running (namespace ${EFA_CDK_METRICS_NAMESPACE:?}); health check every ${EFA_CDK_HEALTH_MINUTES:-5} min"

@@ -10,17 +10,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 
-install_timer() {
-  local units="$R/etc/systemd/system"
-  mkdir -p "$units"
-  printf '[Unit]\nDescription=efa-cdk: Slurm topology from EC2 instance topology\n[Service]\nType=oneshot\nExecStart=%s\n' \
-    "/opt/efa-cdk/bin/slurm-topology.sh" >"$units/efa-cdk-slurm-topology.service"
-  printf '[Unit]\nDescription=efa-cdk: refresh the Slurm topology\n[Timer]\nOnBootSec=5min\nOnUnitActiveSec=10min\n[Install]\nWantedBy=timers.target\n' \
-    >"$units/efa-cdk-slurm-topology.timer"
-  systemctl daemon-reload
-  systemctl enable --now efa-cdk-slurm-topology.timer >/dev/null || die "could not start the Slurm topology timer"
-}
-[ -e "$R/etc/systemd/system/efa-cdk-slurm-topology.timer" ] || install_timer
+[ -e "$R/etc/systemd/system/efa-cdk-slurm-topology.timer" ] \
+  || install_timer slurm-topology slurm-topology.sh 5 10 0 "Slurm topology from EC2 instance topology"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -41,16 +32,13 @@ for ((i = 0; i < ${#ips[@]}; i += 100)); do
 done
 awk 'NR == FNR {id[$1] = $2; next} ($2 in id) {print $1, $2, id[$2]}' "$work/ids" "$work/nodes" >"$work/lines"
 mapfile -t iids < <(awk '{print $3}' "$work/lines")
-for ((i = 0; i < ${#iids[@]}; i += 100)); do
-  aws --region "$EFA_CDK_REGION" --output json ec2 describe-instance-topology --instance-ids "${iids[@]:i:100}" \
-    >"$work/topology-$i.json" 2>"$work/error" || {
-    log "no instance topology ($(tail -n1 "$work/error")): the Slurm topology stays as it is"
-    exit 0
-  }
-done
+topology_answers "$work/topology" "${iids[@]}" || {
+  log "no instance topology ($(tail -n1 "$work/topology/error")): the Slurm topology stays as it is"
+  exit 0
+}
 conf="$R/opt/slurm/etc/topology.conf"
 mkdir -p "$(dirname "$conf")"
-python3 "$here/topology.py" slurm "$work"/topology-*.json <"$work/lines" >"$work/topology.conf"
+python3 "$here/topology.py" slurm "$work"/topology/*.json <"$work/lines" >"$work/topology.conf"
 if cmp -s "$work/topology.conf" "$conf"; then
   log "Slurm topology unchanged (${#iids[@]} nodes)"
   exit 0
