@@ -193,6 +193,14 @@ cat "$STUB_DIR/bench-output"
 }
 
 
+def executable(path: Path, body: str = "") -> Path:
+    """An executable file (parents made): a stub program, or a tool an image has."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(body)
+    path.chmod(0o755)
+    return path
+
+
 @dataclass
 class Run:
     returncode: int
@@ -230,9 +238,10 @@ class Node:
         for d in ("bin", "tags", "downloads"):
             (self.stub_dir / d).mkdir(parents=True, exist_ok=True)
         for name, body in STUBS.items():
-            path = self.stub_dir / "bin" / name
-            path.write_text(f'#!{BASH}\necho "{name} $*" >>"$STUB_DIR/calls.log"\n{body.strip()}\n')
-            path.chmod(0o755)
+            executable(
+                self.stub_dir / "bin" / name,
+                f'#!{BASH}\necho "{name} $*" >>"$STUB_DIR/calls.log"\n{body.strip()}\n',
+            )
         self.tags(**{"efa-cdk:node-index": str(index), "efa-cdk:logical-id": f"ClusterNode{index}ABCD1234"})
         self.cluster(["10.0.1.10", "10.0.1.11"], count=2)
         (self.stub_dir / "local-ipv4").write_text(f"10.0.1.1{index}\n")
@@ -264,13 +273,11 @@ class Node:
     def efa_installed(self, yes: bool) -> None:
         fi_info = self.root / "opt/amazon/efa/bin/fi_info"
         if yes:
-            fi_info.parent.mkdir(parents=True, exist_ok=True)
-            fi_info.write_text(f'#!{BASH}\nexec "$STUB_DIR/bin/fi_info" "$@"\n')  # "installed" = our stub
-            fi_info.chmod(0o755)
-            mpirun = self.root / "opt/amazon/openmpi/bin/mpirun"  # the installer's Open MPI
-            mpirun.parent.mkdir(parents=True, exist_ok=True)
-            mpirun.write_text(f'#!{BASH}\nexec "$STUB_DIR/bin/mpirun" "$@"\n')
-            mpirun.chmod(0o755)
+            executable(fi_info, f'#!{BASH}\nexec "$STUB_DIR/bin/fi_info" "$@"\n')  # "installed" = our stub
+            # the installer's Open MPI
+            executable(
+                self.root / "opt/amazon/openmpi/bin/mpirun", f'#!{BASH}\nexec "$STUB_DIR/bin/mpirun" "$@"\n'
+            )
         else:
             fi_info.unlink(missing_ok=True)
 

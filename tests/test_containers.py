@@ -12,7 +12,7 @@ from aws_cdk import assertions
 from efa_constructs.core import ContainerRun, instance_type
 from stacks.cluster_stack import READY_CLUSTERS, EfaClusterStack
 from stacks.params import ClusterParams
-from tests.helpers import Node, by_type, new_app
+from tests.helpers import Node, by_type, executable, new_app
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
 
@@ -56,14 +56,19 @@ def test_the_ready_stacks_run_the_images_users_train_in() -> None:
         assert "hostfile container" in user_data  # after the hostfile, before the benchmarks
 
 
-def _node(tmp_path: Path, **settings: str) -> Node:
-    node = Node(tmp_path)
-    it = instance_type("trn1.32xlarge")
-    for key, value in ContainerRun("registry.example/train:1").settings(it).items():
-        node.setting(key, value)
-    for key, value in settings.items():
+def _node(
+    tmp_path: Path, itype: str = "trn1.32xlarge", image: str = "registry.example/train:1", **settings: str
+) -> Node:
+    """A node of this type whose settings run `image` (and `settings` on top)."""
+    node = Node(tmp_path, itype)
+    for key, value in {**ContainerRun(image).settings(instance_type(itype)), **settings}.items():
         node.setting(key, value)
     return node
+
+
+def _habana_runtime(node: Node) -> None:
+    """The node image has the Gaudi container runtime."""
+    executable(node.root / "usr/bin/habana-container-runtime")
 
 
 def test_the_container_starts_with_ssh_inside_and_efa_checked_inside(tmp_path: Path) -> None:
@@ -98,10 +103,7 @@ def test_an_unreachable_container_is_named(tmp_path: Path) -> None:
 
 
 def test_the_benchmarks_run_inside_the_image_and_say_so(tmp_path: Path) -> None:
-    node = Node(tmp_path, "p4d.24xlarge")
-    it = instance_type("p4d.24xlarge")
-    for key, value in ContainerRun("registry.example/train:1").settings(it).items():
-        node.setting(key, value)
+    node = _node(tmp_path, "p4d.24xlarge")
     shutil.copy(FIXTURES / "nccl-tests-2x-p4d.txt", node.stub_dir / "bench-output")
     shutil.copy(FIXTURES / "fi_pingpong-efa.txt", node.stub_dir / "pingpong-output")
     r = node.run("hostfile", "container", "benchmarks")
@@ -119,17 +121,10 @@ def test_the_benchmarks_run_inside_the_image_and_say_so(tmp_path: Path) -> None:
 
 
 def test_gaudi_registers_the_habana_runtime_or_says_what_the_image_lacks(tmp_path: Path) -> None:
-    node = Node(tmp_path, "dl1.24xlarge")
-    for key, value in (
-        ContainerRun("registry.example/gaudi:1").settings(instance_type("dl1.24xlarge")).items()
-    ):
-        node.setting(key, value)
+    node = _node(tmp_path, "dl1.24xlarge", "registry.example/gaudi:1")
     r = node.run("container")
     assert r.returncode == 1 and "no habana-container-runtime on this image" in r.log
-    runtime = node.root / "usr/bin/habana-container-runtime"
-    runtime.parent.mkdir(parents=True)
-    runtime.write_text("")
-    runtime.chmod(0o755)
+    _habana_runtime(node)
     (node.root / "etc/docker").mkdir(parents=True)
     (node.root / "etc/docker/daemon.json").write_text('{"log-driver": "json-file"}')
     r = node.run("container")
@@ -142,15 +137,8 @@ def test_gaudi_registers_the_habana_runtime_or_says_what_the_image_lacks(tmp_pat
 
 def test_gaudi_runs_hccl_demo_in_the_image(tmp_path: Path) -> None:
     """hccl_demo (opt-in: it must be built in the image) over the hostfile, parsed like the others."""
-    node = Node(tmp_path, "dl1.24xlarge", EFA_CDK_BENCHMARKS="hccl_demo")
-    for key, value in (
-        ContainerRun("registry.example/gaudi:1").settings(instance_type("dl1.24xlarge")).items()
-    ):
-        node.setting(key, value)
-    runtime = node.root / "usr/bin/habana-container-runtime"
-    runtime.parent.mkdir(parents=True)
-    runtime.write_text("")
-    runtime.chmod(0o755)
+    node = _node(tmp_path, "dl1.24xlarge", "registry.example/gaudi:1", EFA_CDK_BENCHMARKS="hccl_demo")
+    _habana_runtime(node)
     shutil.copy(FIXTURES / "hccl_demo-2x-dl1.txt", node.stub_dir / "bench-output")
     r = node.run("hostfile", "container", "benchmarks")
     assert r.returncode == 0, r.log

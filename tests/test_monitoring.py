@@ -29,7 +29,7 @@ from efa_constructs.core.monitoring import (
 from efa_constructs.node.topology import order, slurm_tree
 from stacks.cluster_stack import EfaClusterStack
 from stacks.params import ClusterParams
-from tests.helpers import ROOT, THIS_INSTANCE, Node, by_type, new_app
+from tests.helpers import ROOT, THIS_INSTANCE, Node, by_type, executable, new_app
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -149,10 +149,10 @@ def _monitored(node: Node, **extra: str) -> None:
 def test_monitoring_step_configures_the_agent_and_starts_the_health_timer(tmp_path: Path) -> None:
     node = Node(tmp_path)
     _monitored(node)
-    ctl = node.root / "opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl"
-    ctl.parent.mkdir(parents=True)
-    ctl.write_text('#!/bin/bash\necho "ctl $*" >>"$STUB_DIR/calls.log"\n')  # the image has the agent
-    ctl.chmod(0o755)
+    executable(  # the image has the agent
+        node.root / "opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl",
+        '#!/bin/bash\necho "ctl $*" >>"$STUB_DIR/calls.log"\n',
+    )
     r = node.run("monitoring")
     assert r.returncode == 0, r.log
     config = json.loads(node.read("opt/aws/amazon-cloudwatch-agent/etc/efa-cdk.json"))

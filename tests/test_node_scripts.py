@@ -20,7 +20,7 @@ import pytest
 
 from efa_constructs import EfaUserData
 from efa_constructs.core.software import EFA_INSTALLER_FINGERPRINT, EFA_INSTALLER_VERSION, Benchmark
-from tests.helpers import FIXTURES, THIS_INSTANCE, Node
+from tests.helpers import FIXTURES, THIS_INSTANCE, Node, executable
 
 BOOT = ("install-efa", "efa-env", "ssh-keys", "verify-efa", "signal", "hostfile")
 
@@ -269,10 +269,7 @@ def _cuda(node: Node, *versions: str, default: str) -> Path:
     """The GPU DLAMI's layout: /usr/local/cuda-X.Y/efa/test-cuda-X.Y/all_reduce_perf per CUDA, and
     /usr/local/cuda a link to the default one. Returns the default's test directory."""
     for v in versions:
-        tests = node.root / f"usr/local/cuda-{v}/efa/test-cuda-{v}"
-        tests.mkdir(parents=True)
-        (tests / "all_reduce_perf").write_text("")
-        (tests / "all_reduce_perf").chmod(0o755)
+        executable(node.root / f"usr/local/cuda-{v}/efa/test-cuda-{v}/all_reduce_perf")
     (node.root / "usr/local/cuda").symlink_to(f"cuda-{default}")
     return node.root / f"usr/local/cuda-{default}/efa/test-cuda-{default}"
 
@@ -286,9 +283,7 @@ def test_benchmark_that_falls_back_to_sockets_is_reported(tmp_path: Path, strict
         (FIXTURES / "nccl-tests-2x-p4d.txt").read_text().replace("Selected Provider is efa", "Using Socket")
     )
     (node.stub_dir / "bench-output").write_text(text)
-    (node.stub_dir / "nt").mkdir()
-    (node.stub_dir / "nt" / "all_reduce_perf").write_text("")
-    (node.stub_dir / "nt" / "all_reduce_perf").chmod(0o755)
+    executable(node.stub_dir / "nt" / "all_reduce_perf")
     r = node.run("hostfile", "benchmarks", EFA_CDK_NCCL_TESTS=str(node.stub_dir / "nt"))
     body = json.loads((node.stub_dir / "posted.json").read_text())
     assert "not efa" in body["Reason"] and json.loads(body["Data"])[0]["ok"] is False

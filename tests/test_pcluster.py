@@ -33,7 +33,7 @@ from efa_constructs.core.pcluster import (
 from efa_constructs.core.software import NEURON_SDK_PACKAGES, bootstrap_script
 from stacks.parallel_cluster_stack import EfaParallelClusterStack
 from stacks.params import PclusterParams
-from tests.helpers import BASH, ROOT, Node, by_type, lint, new_app
+from tests.helpers import BASH, ROOT, Node, by_type, executable, lint, new_app
 
 SUBNETS = ("subnet-0123456789abcdef0", "subnet-0123456789abcdef1")
 
@@ -452,10 +452,7 @@ def test_neuron_sdk_step_skips_an_image_that_has_it_and_refuses_other_oses(tmp_p
     (node.root / "etc/os-release").write_text('ID="amzn"\nVERSION_ID="2023"\n')
     r = node.run("neuron-sdk")
     assert r.returncode == 1 and "installs on Ubuntu only" in r.log
-    tools = node.root / "opt/aws/neuron/bin/nccom-test"
-    tools.parent.mkdir(parents=True)
-    tools.write_text("")
-    tools.chmod(0o755)
+    executable(node.root / "opt/aws/neuron/bin/nccom-test")
     r = node.run("neuron-sdk")
     assert r.returncode == 0 and "already installed" in r.log and not node.calls("apt-get")
 

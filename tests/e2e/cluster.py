@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import executable
 from tests.moto_compat import moto_compatible
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,21 +108,23 @@ class Node:
         path = self.root / "run" / f"{what}.pid"
         return int(path.read_text().split()[0]) if path.exists() else None
 
-    def run_as_user(self, user: str, *cmd: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        """A command as the login user in this node's network and mount namespaces (via its sshd)."""
+    def _enter(self) -> list[str]:
+        """The prefix that runs a command in this node's network and mount namespaces (its sshd's)."""
         pid = self.pid("sshd")
         assert pid, f"{self.name} has no sshd"
-        enter = ["nsenter", "--target", str(pid), "--net", "--mount"]
-        return sh(*enter, "runuser", "-u", user, "--", *cmd, check=False, timeout=timeout)
+        return ["nsenter", "--target", str(pid), "--net", "--mount"]
+
+    def run_as_user(self, user: str, *cmd: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """A command as the login user in this node's namespaces."""
+        return sh(*self._enter(), "runuser", "-u", user, "--", *cmd, check=False, timeout=timeout)
 
     def run_as_root(self, *cmd: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         """A command as root in this node's namespaces, with the node's AWS settings and root."""
-        pid = self.pid("sshd")
-        assert pid, f"{self.name} has no sshd"
         env = dict(line.split("=", 1) for line in (self.root / "aws.env").read_text().splitlines())
         env |= {"EFA_CDK_ROOT": str(self.root), "PATH": f"{ROOT}/.venv-e2e/bin:{os.environ['PATH']}"}
-        enter = ["nsenter", "--target", str(pid), "--net", "--mount"]
-        return sh(*enter, "env", *(f"{k}={v}" for k, v in env.items()), *cmd, check=False, timeout=timeout)
+        return sh(
+            *self._enter(), "env", *(f"{k}={v}" for k, v in env.items()), *cmd, check=False, timeout=timeout
+        )
 
     def log(self) -> str:
         path = self.root / "var/log/efa-cdk.log"
@@ -392,19 +395,12 @@ def _node_files(node: Node, user: str, user_data: str, tags: dict[str, str], efa
         dev = r / f"sys/class/infiniband/rdmap{i}s0/device"
         dev.mkdir(parents=True)
         (dev / "driver").symlink_to(drivers)
-    ctl = r / "opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl"
-    harness_bin = r / "harness-bin"
-    for path, body in (
-        (
-            ctl,
-            f'echo "$*" >>{r}/ctl.log\n'
-            'exec python3 -c "import json,sys; json.load(open(sys.argv[1][5:]))" "${@: -1}"',
-        ),
-        (harness_bin / "systemctl", f'echo "$*" >>{r}/systemctl.log'),
-    ):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"#!/bin/bash\n{body}\n")
-        path.chmod(0o755)
+    executable(
+        r / "opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl",
+        f'#!/bin/bash\necho "$*" >>{r}/ctl.log\n'
+        'exec python3 -c "import json,sys; json.load(open(sys.argv[1][5:]))" "${@: -1}"\n',
+    )
+    executable(r / "harness-bin/systemctl", f'#!/bin/bash\necho "$*" >>{r}/systemctl.log\n')
     sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(r / "etc/ssh/host_key"))
     (r / "etc/ssh/sshd_config").write_text(
         f"ListenAddress {node.ip}\nHostKey {r}/etc/ssh/host_key\nPidFile {r}/run/sshd.pid\n"
