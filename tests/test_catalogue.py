@@ -141,6 +141,8 @@ def test_live_interface_types_win_over_supplements() -> None:
         ("p6e-gb300.72xlarge", "p6e-gb300"),
         ("u7inh-32tb.480xlarge", "u7inh"),
         ("trn3.48xlarge", "trn3"),
+        ("trn2-ac.24xlarge", "trn2-ac"),
+        ("trn2u-ac.24xlarge", "trn2u-ac"),
     ],
 )
 def test_efa_families_without_sourced_card_facts_are_refused_naming_what_is_missing(
@@ -151,6 +153,27 @@ def test_efa_families_without_sourced_card_facts_are_refused_naming_what_is_miss
     message = str(err.value)
     assert f"{family} supports EFA" in message and "network cards" in message
     assert "catalogue refresh --live" in err.value.fix
+
+
+def test_a_refusal_says_what_is_known_of_the_cards() -> None:
+    with pytest.raises(EfaConfigError) as err:
+        instance_type("u7inh-32tb.480xlarge")
+    assert "known: 2 network cards" in str(err.value) and "missing: interfaces per card" in str(err.value)
+
+
+def test_the_catalogue_agrees_with_the_ec2_user_guide_network_cards_table() -> None:
+    """Every multi-card type of the shipped catalogue is in the EC2 user guide's 'Network cards' table
+    (supplements.json network_card_counts, with its source) with the same number of cards, and every
+    type of that table is either in the catalogue or refused as an unsourced family."""
+    table = json.loads((generate.HERE / "supplements.json").read_text(encoding="utf-8"))["network_card_counts"]["counts"]
+    types = all_instance_types()
+    multi_card = {name for name, t in types.items() if len(t.network_cards) > 1}
+    assert multi_card <= set(table), sorted(multi_card - set(table))
+    cards = {name: len(types[name].network_cards) for name in table if name in types}
+    assert cards == {name: n for name, n in table.items() if name in types}
+    for name in set(table) - set(types):
+        with pytest.raises(EfaConfigError, match="supports EFA"):
+            instance_type(name)
 
 
 def test_a_misspelt_type_is_still_a_typo_not_an_unsourced_family() -> None:

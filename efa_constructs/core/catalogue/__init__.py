@@ -174,15 +174,22 @@ def instance_type(name: str) -> InstanceType:
         return types[name]
     close = difflib.get_close_matches(name, list(types), n=4, cutoff=0.6)
     hint = f"close EFA-capable types: {', '.join(close)}" if close else "see `python -m efa_constructs types`"
-    unsourced = _read_json(SUPPLEMENTS_FILE)["unsourced_families"]["families"]
+    supplements = _read_json(SUPPLEMENTS_FILE)
+    unsourced = supplements["unsourced_families"]["families"]
     family = next((f for f in unsourced if name.startswith((f"{f}.", f"{f}-"))), None)
     if family is not None:
+        cards = supplements["network_card_counts"]["counts"].get(name)
+        known = (
+            f"; known: {cards} network cards (EC2 user guide, 'Network cards' table), missing: interfaces per card, "
+            "which cards take efa or efa-only, EFA interfaces in all, bandwidth per card"
+            if cards
+            else "; missing: how many network cards, interfaces per card, which take efa or efa-only, bandwidth per card"
+        )
         raise EfaConfigError(
             "instance_type",
             value=name,
-            why=f"{family} supports EFA ({unsourced[family]}), but its network cards (how many, interfaces "
-            "per card, which take efa or efa-only, bandwidth per card) are in no source this offline "
-            "catalogue can cite, and a layout is never guessed",
+            why=f"{family} supports EFA ({unsourced[family]}), but its network card facts are in no source this "
+            f"offline catalogue can cite, and a layout is never guessed{known}",
             fix="with AWS credentials, in a region that offers the type: `python -m efa_constructs catalogue "
             "refresh --live --region <region>` (DescribeInstanceTypes answers the card facts), then retry",
         )
