@@ -478,14 +478,71 @@ def _pcluster_examples(node: Node, node_type: str) -> None:
 def test_pyxis_is_switched_on_with_the_images_own_samples(tmp_path: Path, node_type: str) -> None:
     node = Node(tmp_path)
     _pcluster_examples(node, node_type)
+    assert node.run("efa-env").returncode == 0
     r = node.run("pyxis")
     assert r.returncode == 0, r.log
     assert node.read("etc/enroot/enroot.conf") == "# sample enroot/enroot.conf\n"
+    # every container gets the node's EFA environment; the hook checks images on EFA nodes
+    assert node.read("etc/enroot/environ.d/50-efa-cdk.env").splitlines()[0] == "FI_PROVIDER=efa"
+    assert os.access(node.root / "etc/enroot/hooks.d/90-efa-cdk.sh", os.X_OK)
     for d in ("var/enroot", "run/enroot", "run/pyxis"):
         assert oct((node.root / d).stat().st_mode & 0o7777) == "0o1777"
     head = node_type == "HeadNode"
     assert (node.root / "opt/slurm/etc/plugstack.conf.d/pyxis.conf").exists() is head
     assert bool(node.calls("scontrol")) is head
+
+
+def test_pyxis_refuses_an_enroot_that_hides_the_efa_devices(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    _pcluster_examples(node, "ComputeFleet")
+    (node.root / "opt/parallelcluster/examples/enroot/enroot.conf").write_text("ENROOT_RESTRICT_DEV  yes\n")
+    assert node.run("efa-env").returncode == 0
+    r = node.run("pyxis")
+    assert r.returncode == 1 and "ENROOT_RESTRICT_DEV" in r.log
+
+
+def _enroot_hook(tmp_path: Path, rootfs_libs: tuple[str, ...], **env: str) -> subprocess.CompletedProcess[str]:
+    """Run the EFA hook as Enroot would (ENROOT_ROOTFS: the image's root) on a node with EFA devices."""
+    host = tmp_path / "host"
+    (host / "dev/infiniband").mkdir(parents=True)
+    (host / "dev/infiniband/uverbs0").touch()
+    rootfs = tmp_path / "rootfs"
+    for lib in rootfs_libs:
+        (rootfs / lib).parent.mkdir(parents=True, exist_ok=True)
+        (rootfs / lib).touch()
+    rootfs.mkdir(exist_ok=True)
+    return subprocess.run(
+        [BASH, str(ROOT / "efa_constructs/node/pcluster/enroot-efa-hook.sh")],
+        env={"PATH": "/usr/bin:/bin", "EFA_CDK_ROOT": str(host), "ENROOT_ROOTFS": str(rootfs), **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+@pytest.mark.parametrize(
+    "lib", ["opt/amazon/efa/lib/libfabric.so.1", "usr/lib/x86_64-linux-gnu/libfabric.so.1.27.0"]
+)
+def test_enroot_hook_starts_an_image_with_libfabric(tmp_path: Path, lib: str) -> None:
+    run = _enroot_hook(tmp_path, (lib,))
+    assert run.returncode == 0, run.stderr
+
+
+def test_enroot_hook_stops_an_image_without_libfabric_on_an_efa_node(tmp_path: Path) -> None:
+    run = _enroot_hook(tmp_path, ("usr/lib/x86_64-linux-gnu/libc.so.6",))
+    assert run.returncode == 1 and "no libfabric" in run.stderr and "--skip-kmod" in run.stderr
+    assert _enroot_hook(tmp_path / "optout", (), EFA_CDK_CONTAINER_EFA="0").returncode == 0
+
+
+def test_enroot_hook_leaves_nodes_without_efa_alone(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [BASH, str(ROOT / "efa_constructs/node/pcluster/enroot-efa-hook.sh")],
+        env={"PATH": "/usr/bin:/bin", "EFA_CDK_ROOT": str(tmp_path), "ENROOT_ROOTFS": str(tmp_path / "none")},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert run.returncode == 0, run.stderr
 
 
 def test_pyxis_refuses_an_image_without_it(tmp_path: Path) -> None:
@@ -499,6 +556,21 @@ def test_head_node_gets_the_job_templates(tmp_path: Path) -> None:
     assert r.returncode == 0, r.log
     jobs = sorted(p.name for p in (node.root / "shared/jobs").iterdir())
     assert jobs == ["nccl-tests.sbatch", "nccom-test.sbatch", "train-trn1.sbatch"]
+
+
+def test_nccom_test_job_refuses_a_container_image_instead_of_benchmarking_the_host() -> None:
+    """nccom-test launches its own workers on the other nodes, out of Pyxis' reach: with CONTAINER_IMAGE
+    the template stops (exit 2) saying so, before touching the host's Neuron SDK."""
+    job = ROOT / "efa_constructs/node/slurm/nccom-test.sbatch"
+    run = subprocess.run(
+        [BASH, str(job)],
+        env={"PATH": "/usr/bin:/bin", "CONTAINER_IMAGE": "public.ecr.aws/neuron/pytorch-training-neuronx:x"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert run.returncode == 2 and "CONTAINER_IMAGE='public.ecr.aws/neuron/pytorch-training-neuronx:x'" in run.stderr
+    assert "train-trn1.sbatch" in run.stderr and "container_image" in run.stderr
 
 
 def test_bootstrap_fetches_scripts_and_runs_the_steps(tmp_path: Path) -> None:

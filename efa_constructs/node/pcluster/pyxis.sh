@@ -4,7 +4,9 @@
 # user guide's "Enroot and Pyxis" steps with the samples the images ship in
 # /opt/parallelcluster/examples (aws-parallelcluster-cookbook #2820): on every node the Enroot
 # directories and configuration and the Pyxis runtime directory; on the head node the Slurm plugstack
-# entries, then `scontrol reconfigure`.
+# entries, then `scontrol reconfigure`. For EFA, on every node: the node's EFA environment in every
+# container (Enroot environ.d) and a pre-start hook that stops an image without libfabric on an EFA
+# node, with the fix (enroot-efa-hook.sh).
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -19,6 +21,12 @@ done
 mkdir -p "$R/etc/enroot"
 cp "$examples/enroot/enroot.conf" "$R/etc/enroot/enroot.conf"
 chmod 0644 "$R/etc/enroot/enroot.conf"
+grep -Eqi '^[[:space:]]*ENROOT_RESTRICT_DEV[[:space:]]+(y|yes|1|true)' "$R/etc/enroot/enroot.conf" \
+  && die "the sample enroot.conf sets ENROOT_RESTRICT_DEV: containers would not see /dev/infiniband (EFA)"
+mkdir -p "$R/etc/enroot/environ.d" "$R/etc/enroot/hooks.d"
+[ -r "$ETC/efa.env" ] || die "$ETC/efa.env missing: the efa-env step runs before pyxis"
+grep -v '^EFA_LIBDIR=' "$ETC/efa.env" >"$R/etc/enroot/environ.d/50-efa-cdk.env"  # FI_PROVIDER, FI_EFA_*
+install -m 0755 "$(dirname "$0")/enroot-efa-hook.sh" "$R/etc/enroot/hooks.d/90-efa-cdk.sh"
 # shellcheck source=/dev/null
 node_type=$(. "$R/etc/parallelcluster/cfnconfig" && printf '%s' "${cfn_node_type:-}")
 if [ "$node_type" = HeadNode ]; then
