@@ -56,6 +56,23 @@ def test_the_ready_stacks_run_the_images_users_train_in() -> None:
         assert "hostfile container" in user_data  # after the hostfile, before the benchmarks
 
 
+def test_a_gaudi_container_on_the_default_image_is_warned_at_synth_and_a_chosen_image_is_not() -> None:
+    """The default dl1 image has no Gaudi driver or habana runtime, so the container step would stop
+    the deploy: synthesis says so first, naming the fix; with an image the user chose it is silent."""
+    image = "vault.habana.ai/gaudi-docker/example/pytorch-installer:example"
+    for context, warned in (({}, True), ({"ami_id": "ami-0123456789abcdef0", "ami_os": "ubuntu"}, False)):
+        params = ClusterParams.from_context(
+            {"availability_zone": "us-east-1a", "container_image": image, **context},
+            default_instance_type=READY_CLUSTERS["Dl1EfaCluster"],
+        )
+        stack = EfaClusterStack(new_app(), "Dl1EfaCluster", params=params)
+        found = assertions.Annotations.from_stack(stack)
+        warnings = found.find_warning("*", assertions.Match.string_like_regexp("Gaudi"))
+        assert bool(warnings) is warned
+        if warned:
+            assert "ami_id" in str(warnings[0].entry.data) and "1.21.0" in str(warnings[0].entry.data)
+
+
 def _node(
     tmp_path: Path, itype: str = "trn1.32xlarge", image: str = "registry.example/train:1", **settings: str
 ) -> Node:

@@ -24,7 +24,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from ..core.capacity import Capacity
-from ..core.catalogue import InstanceType
+from ..core.catalogue import AcceleratorKind, InstanceType
 from ..core.catalogue import instance_type as lookup
 from ..core.checks import ClusterRequest, check_cluster
 from ..core.containers import ContainerRun
@@ -175,6 +175,8 @@ class EfaCluster(Construct):
         if software is not None:
             self._warn_if_isolated(vpc)
         self.machine_image = machine_image or EfaMachineImage.default_for(self.instance_type)
+        if container is not None:
+            self._warn_if_gaudi_without_runtime()
         self.security_group = EfaSecurityGroup(
             self, "SecurityGroup", vpc=vpc, ssh_peers=ssh_peers, internet_egress=egress
         )
@@ -241,6 +243,20 @@ class EfaCluster(Construct):
                 "efa-cdk:isolated-subnet",
                 "The nodes' subnet has no route out: the node software needs VPC endpoints for S3, SSM, "
                 "EC2 and CloudFormation, and an image with EFA preinstalled (the installer is downloaded).",
+            )
+
+    def _warn_if_gaudi_without_runtime(self) -> None:
+        it = self.instance_type
+        if it.accelerator.kind is AcceleratorKind.GAUDI and (
+            self.machine_image.description == EfaMachineImage.default_for(it).description
+        ):
+            Annotations.of(self).add_warning_v2(
+                "efa-cdk:gaudi-image",
+                f"A container on {it.name} with the default image (Amazon Linux 2023, no Intel "
+                "Gaudi driver or habana container runtime): the container step will stop the deploy with that "
+                "reason. AWS publishes no current image for first-gen Gaudi (the Intel Gaudi Support Matrix lists "
+                "it up to 1.21.0): pass an image with the Intel Gaudi software installed, "
+                "machine_image=EfaMachineImage.from_ami_id(...) or -c <Stack>:ami_id=ami-... -c <Stack>:ami_os=ubuntu.",
             )
 
     def _tag(self) -> None:
