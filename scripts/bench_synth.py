@@ -99,7 +99,8 @@ def main() -> None:
     def cluster(n: int, mode: str) -> Any:
         def build(app: Any) -> str:
             params = ClusterParams.from_context(
-                {"node_count": str(n), "node_group": mode}, default_instance_type="trn1.32xlarge"
+                {"node_count": str(n), "node_group": mode, "availability_zone": "us-east-1a"},
+                default_instance_type="trn1.32xlarge",
             )
             return str(EfaClusterStack(app, "Trn1EfaCluster", params=params).stack_name)
 
