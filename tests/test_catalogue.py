@@ -165,7 +165,9 @@ def test_the_catalogue_agrees_with_the_ec2_user_guide_network_cards_table() -> N
     """Every multi-card type of the shipped catalogue is in the EC2 user guide's 'Network cards' table
     (supplements.json network_card_counts, with its source) with the same number of cards, and every
     type of that table is either in the catalogue or refused as an unsourced family."""
-    table = json.loads((generate.HERE / "supplements.json").read_text(encoding="utf-8"))["network_card_counts"]["counts"]
+    table = json.loads((generate.HERE / "supplements.json").read_text(encoding="utf-8"))[
+        "network_card_counts"
+    ]["counts"]
     types = all_instance_types()
     multi_card = {name for name, t in types.items() if len(t.network_cards) > 1}
     assert multi_card <= set(table), sorted(multi_card - set(table))

@@ -501,7 +501,9 @@ def test_pyxis_refuses_an_enroot_that_hides_the_efa_devices(tmp_path: Path) -> N
     assert r.returncode == 1 and "ENROOT_RESTRICT_DEV" in r.log
 
 
-def _enroot_hook(tmp_path: Path, rootfs_libs: tuple[str, ...], **env: str) -> subprocess.CompletedProcess[str]:
+def _enroot_hook(
+    tmp_path: Path, rootfs_libs: tuple[str, ...], **env: str
+) -> subprocess.CompletedProcess[str]:
     """Run the EFA hook as Enroot would (ENROOT_ROOTFS: the image's root) on a node with EFA devices."""
     host = tmp_path / "host"
     (host / "dev/infiniband").mkdir(parents=True)
@@ -569,7 +571,10 @@ def test_nccom_test_job_refuses_a_container_image_instead_of_benchmarking_the_ho
         text=True,
         timeout=30,
     )
-    assert run.returncode == 2 and "CONTAINER_IMAGE='public.ecr.aws/neuron/pytorch-training-neuronx:x'" in run.stderr
+    assert (
+        run.returncode == 2
+        and "CONTAINER_IMAGE='public.ecr.aws/neuron/pytorch-training-neuronx:x'" in run.stderr
+    )
     assert "train-trn1.sbatch" in run.stderr and "container_image" in run.stderr
 
 

@@ -252,11 +252,12 @@ class EfaCluster(Construct):
         ):
             Annotations.of(self).add_warning_v2(
                 "efa-cdk:gaudi-image",
-                f"A container on {it.name} with the default image (Amazon Linux 2023, no Intel "
-                "Gaudi driver or habana container runtime): the container step will stop the deploy with that "
-                "reason. AWS publishes no current image for first-gen Gaudi (the Intel Gaudi Support Matrix lists "
-                "it up to 1.21.0): pass an image with the Intel Gaudi software installed, "
-                "machine_image=EfaMachineImage.from_ami_id(...) or -c <Stack>:ami_id=ami-... -c <Stack>:ami_os=ubuntu.",
+                f"A container on {it.name} with the default image (Amazon Linux 2023, no Intel Gaudi "
+                "driver or habana container runtime): the container step will stop the deploy with that "
+                "reason. AWS publishes no current image for first-gen Gaudi (the Intel Gaudi Support "
+                "Matrix lists it up to 1.21.0): pass an image with the Intel Gaudi software installed, "
+                "machine_image=EfaMachineImage.from_ami_id(...) or -c <Stack>:ami_id=ami-... "
+                "-c <Stack>:ami_os=ubuntu.",
             )
 
     def _tag(self) -> None:

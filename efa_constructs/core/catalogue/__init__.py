@@ -179,17 +179,18 @@ def instance_type(name: str) -> InstanceType:
     family = next((f for f in unsourced if name.startswith((f"{f}.", f"{f}-"))), None)
     if family is not None:
         cards = supplements["network_card_counts"]["counts"].get(name)
+        per_card = "interfaces per card, which cards take efa or efa-only, bandwidth per card"
         known = (
-            f"; known: {cards} network cards (EC2 user guide, 'Network cards' table), missing: interfaces per card, "
-            "which cards take efa or efa-only, EFA interfaces in all, bandwidth per card"
+            f"known: {cards} network cards (EC2 user guide, 'Network cards' table); missing: {per_card}, "
+            "EFA interfaces in all"
             if cards
-            else "; missing: how many network cards, interfaces per card, which take efa or efa-only, bandwidth per card"
+            else f"missing: how many network cards, {per_card}"
         )
         raise EfaConfigError(
             "instance_type",
             value=name,
-            why=f"{family} supports EFA ({unsourced[family]}), but its network card facts are in no source this "
-            f"offline catalogue can cite, and a layout is never guessed{known}",
+            why=f"{family} supports EFA ({unsourced[family]}), but its network card facts are in no "
+            f"source this offline catalogue can cite, and a layout is never guessed; {known}",
             fix="with AWS credentials, in a region that offers the type: `python -m efa_constructs catalogue "
             "refresh --live --region <region>` (DescribeInstanceTypes answers the card facts), then retry",
         )
