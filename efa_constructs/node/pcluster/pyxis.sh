@@ -23,13 +23,15 @@ cp "$examples/enroot/enroot.conf" "$R/etc/enroot/enroot.conf"
 chmod 0644 "$R/etc/enroot/enroot.conf"
 grep -Eqi '^[[:space:]]*ENROOT_RESTRICT_DEV[[:space:]]+(y|yes|1|true)' "$R/etc/enroot/enroot.conf" \
   && die "the sample enroot.conf sets ENROOT_RESTRICT_DEV: containers would not see /dev/infiniband (EFA)"
-mkdir -p "$R/etc/enroot/environ.d" "$R/etc/enroot/hooks.d"
-[ -r "$ETC/efa.env" ] || die "$ETC/efa.env missing: the efa-env step runs before pyxis"
-grep -v '^EFA_LIBDIR=' "$ETC/efa.env" >"$R/etc/enroot/environ.d/50-efa-cdk.env"  # FI_PROVIDER, FI_EFA_*
+mkdir -p "$R/etc/enroot/hooks.d"
 install -m 0755 "$(dirname "$0")/enroot-efa-hook.sh" "$R/etc/enroot/hooks.d/90-efa-cdk.sh"
 # shellcheck source=/dev/null
 node_type=$(. "$R/etc/parallelcluster/cfnconfig" && printf '%s' "${cfn_node_type:-}")
-if [ "$node_type" = HeadNode ]; then
+if [ "$node_type" != HeadNode ]; then  # the jobs' nodes: their containers get the EFA environment
+  [ -r "$ETC/efa.env" ] || die "$ETC/efa.env missing: the efa-env step runs before pyxis"
+  mkdir -p "$R/etc/enroot/environ.d"
+  grep -v '^EFA_LIBDIR=' "$ETC/efa.env" >"$R/etc/enroot/environ.d/50-efa-cdk.env"  # FI_PROVIDER, FI_EFA_*
+else  # the head node: Pyxis in Slurm's plugstack; no EFA there, so no FI_PROVIDER=efa in its containers
   slurm_etc="$R/opt/slurm/etc"
   mkdir -p "$slurm_etc/plugstack.conf.d"
   cp "$examples/spank/plugstack.conf" "$slurm_etc/plugstack.conf"
