@@ -60,7 +60,8 @@ def test_a_gaudi_container_on_the_default_image_is_warned_at_synth_and_a_chosen_
     """The default dl1 image has no Gaudi driver or habana runtime, so the container step would stop
     the deploy: synthesis says so first, naming the fix; with an image the user chose it is silent."""
     image = "vault.habana.ai/gaudi-docker/example/pytorch-installer:example"
-    for context, warned in (({}, True), ({"ami_id": "ami-0123456789abcdef0", "ami_os": "ubuntu"}, False)):
+    chosen = {"ami_id": "ami-0123456789abcdef0", "ami_os": "ubuntu"}
+    for context, warned in (({}, True), ({"ami_refresh": "2026-12-01"}, True), (chosen, False)):
         params = ClusterParams.from_context(
             {"availability_zone": "us-east-1a", "container_image": image, **context},
             default_instance_type=READY_CLUSTERS["Dl1EfaCluster"],

@@ -246,10 +246,10 @@ class EfaCluster(Construct):
             )
 
     def _warn_if_gaudi_without_runtime(self) -> None:
-        it = self.instance_type
-        if it.accelerator.kind is AcceleratorKind.GAUDI and (
-            self.machine_image.description == EfaMachineImage.default_for(it).description
-        ):
+        it = self.instance_type  # (default_for refuses types without a default image: Gaudi has one)
+        if it.accelerator.kind is not AcceleratorKind.GAUDI:
+            return
+        if self.machine_image.parameter_name == EfaMachineImage.default_for(it).parameter_name:
             Annotations.of(self).add_warning_v2(
                 "efa-cdk:gaudi-image",
                 f"A container on {it.name} with the default image (Amazon Linux 2023, no Intel Gaudi "

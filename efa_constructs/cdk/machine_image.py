@@ -173,6 +173,11 @@ class EfaMachineImage:
     min_root_volume_gib: int = 8
 
     @property
+    def parameter_name(self) -> str | None:
+        """The SSM parameter the image is read from (whatever its refresh label); None for one AMI."""
+        return self.machine_image.parameter_name if isinstance(self.machine_image, ImageReadOnce) else None
+
+    @property
     def login_user(self) -> str:
         """The image's default login user (gets the cluster SSH key and the MPI hostfile)."""
         return "ubuntu" if self.os_family is OsFamily.UBUNTU else "ec2-user"
