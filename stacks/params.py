@@ -25,6 +25,7 @@ from efa_constructs.core import (
     PublicIp,
     parse_ssh_source,
 )
+from efa_constructs.core.checks import AMI_ID_PATTERN, REFRESH_LABEL_PATTERN
 
 #: The two kinds of ready stack; a field says which of them read it.
 CLUSTER, PCLUSTER = "cluster", "pcluster"
@@ -139,12 +140,12 @@ FIELDS: tuple[Field, ...] = (
           text(r"^[\x21-\x7e]{1,255}$", "a placement group name", "my-group"),
           "On-Demand: a new one; reservation: none"),
     Field("ami_id", "this AMI instead of the default image (needed for p3dn: no current AWS image)",
-          text(r"^ami-[0-9a-f]{8}([0-9a-f]{9})?$", "an AMI id", "ami-0123456789abcdef0"),
+          text(AMI_ID_PATTERN, "an AMI id", "ami-0123456789abcdef0"),
           "the accelerator's image, read once at create; p3dn: the ImageId parameter", frozenset({CLUSTER})),
     Field("ami_os", "ubuntu | al2023: the OS of ami_id (login user, root device)", any_text,
           "ubuntu", frozenset({CLUSTER})),
     Field("ami_refresh", "any label (a date); change it to read the default image's parameter again "
-          "(replaces the nodes)", text(r"^[A-Za-z0-9._-]{1,64}$", "a label of letters, digits, . _ -",
+          "(replaces the nodes)", text(REFRESH_LABEL_PATTERN, "a label of letters, digits, . _ -",
           "2026-11-22"), "none: the image read at first create is kept", frozenset({CLUSTER})),
     Field("min_count", "static compute nodes", whole, "0", frozenset({PCLUSTER})),
     Field("max_count", "static + dynamic compute nodes", whole, "2", frozenset({PCLUSTER})),
@@ -235,6 +236,17 @@ def check_existing_vpc(v: Mapping[str, Any], needs: Sequence[str]) -> str | None
             fix="pass -c vpc_id=... " + " ".join(f"-c {k}=..." for k in needs) + ", or none of them",
         )
     return None if vpc_id is None else str(vpc_id)
+
+
+def check_given_with(v: Mapping[str, Any], key: str, other: str, why: str, example: str = "...") -> None:
+    """`key` means something only with `other`: refused alone, instead of silently ignored."""
+    if key in v and other not in v:
+        raise EfaConfigError(
+            key,
+            value=v[key],
+            why=f"{why}, and no {other} is given",
+            fix=f"pass -c {other}={example} with it, or drop {key}",
+        )
 
 
 def capacity_from(v: Mapping[str, Any]) -> Capacity:
@@ -330,20 +342,8 @@ class ClusterParams:
                 "(no lookups at synth)",
                 fix="pass -c public_subnet_id=subnet-... (a subnet routed to an internet gateway, same AZ)",
             )
-        if "container_ssh_port" in v and "container_image" not in v:
-            raise EfaConfigError(
-                "container_ssh_port",
-                value=v["container_ssh_port"],
-                why="it is the port inside the containers, and no container_image is given",
-                fix="pass -c container_image=... with it, or drop container_ssh_port",
-            )
-        if "ami_os" in v and "ami_id" not in v:
-            raise EfaConfigError(
-                "ami_os",
-                value=v["ami_os"],
-                why="it describes ami_id, and none is given",
-                fix="pass -c ami_id=ami-... with it, or drop ami_os",
-            )
+        check_given_with(v, "container_ssh_port", "container_image", "it is the port inside the containers")
+        check_given_with(v, "ami_os", "ami_id", "it describes ami_id", example="ami-...")
         if "ami_refresh" in v and "ami_id" in v:
             raise EfaConfigError(
                 "ami_refresh",

@@ -43,13 +43,13 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from ..core.catalogue import AcceleratorKind, InstanceType
+from ..core.checks import AMI_ID_PATTERN, REFRESH_LABEL_PATTERN
 from ..core.errors import EfaConfigError
 from .acknowledgements import acknowledge, explain_cdk_lambda_lint
 
 #: NVIDIA GPUs older than Turing among EFA types (NVIDIA open-gpu-kernel-modules README: the open
 #: modules support Turing and later). EC2 names them in DescribeInstanceTypes' GpuInfo.
 PRE_TURING_GPUS = frozenset({"K80", "M60", "V100", "K520"})
-_AMI_ID = re.compile(r"^ami-[0-9a-f]{8}([0-9a-f]{9})?$")
 
 
 class OsFamily(enum.Enum):
@@ -91,7 +91,7 @@ class ImageReadOnce:
 
     def __init__(self, parameter_name: str, refresh: str = "") -> None:
         """Create the image; the arguments are described in the class docstring."""
-        if not re.fullmatch(r"[A-Za-z0-9._-]{0,64}", refresh):
+        if not re.fullmatch(REFRESH_LABEL_PATTERN, refresh):
             raise EfaConfigError(
                 "ami_refresh",
                 value=refresh,
@@ -207,7 +207,7 @@ class EfaMachineImage:
     ) -> EfaMachineImage:
         """One AMI (``ami-...``, or a token such as a CfnParameter's value); the node software
         installs EFA on it unless it is there already."""
-        if not Token.is_unresolved(ami_id) and not _AMI_ID.match(ami_id):
+        if not Token.is_unresolved(ami_id) and not re.match(AMI_ID_PATTERN, ami_id):
             raise EfaConfigError(
                 "ami_id",
                 value=ami_id,

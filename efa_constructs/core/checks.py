@@ -20,6 +20,11 @@ from .options import InternetEgress, NodeGroup, PublicIp
 #: Explicit nodes cost one resource each (more with an Elastic IP); CloudFormation allows 500 per
 #: template, and the rest of a cluster stack needs room too. Larger clusters use node_group=asg.
 MAX_EXPLICIT_NODES = 400
+
+#: An AMI id: "ami-" and 8 or 17 hex digits (EC2's short and long resource ids).
+AMI_ID_PATTERN = r"^ami-[0-9a-f]{8}([0-9a-f]{9})?$"
+#: An image refresh label: it becomes part of a CloudFormation logical id.
+REFRESH_LABEL_PATTERN = r"^[A-Za-z0-9._-]{0,64}$"
 #: gp3 sizes (EBS user guide, "Amazon EBS volume types"); DLAMIs need more than 8 GiB.
 ROOT_VOLUME_GIB = (8, 16384)
 
