@@ -22,7 +22,8 @@ want=$(retry 5 5 aws_ ssm get-parameter --name "${EFA_CDK_NODE_COUNT_PARAMETER:?
   || die "could not read the node count from SSM parameter $EFA_CDK_NODE_COUNT_PARAMETER"
 me=$(imds meta-data/instance-id) || die "could not read this instance's id from instance metadata"
 deadline=$(($(date +%s) + ${EFA_CDK_WAIT_SECONDS:-1800}))
-delay=${EFA_CDK_POLL_SECONDS:-15}
+poll=${EFA_CDK_POLL_SECONDS:-15}
+delay=$poll
 while :; do
   # One line per instance: "<node index|None> <private ip> <launch time> <Auto Scaling group|None> <id>".
   # The current generation only: while CloudFormation replaces nodes, the old ones still run. Explicit
@@ -52,12 +53,14 @@ while :; do
   pause=$((delay / 2 + RANDOM % (delay / 2 + 1))) # full jitter: nodes booted together spread out
   log "$have of $want nodes running; looking again in ${pause}s"
   sleep "$pause"
-  delay=$((delay * 2 > 16 * ${EFA_CDK_POLL_SECONDS:-15} ? 16 * ${EFA_CDK_POLL_SECONDS:-15} : delay * 2))
+  delay=$((delay * 2 > 16 * poll ? 16 * poll : delay * 2))
 done
 # The leader (node 0, or in a group the lowest address) orders the nodes by EC2 instance topology
 # (topology.py), keeping itself first; without an answer (the type is not covered, or no permission)
 # the order stays node index / address, and the log says why.
-if [ "$(imds meta-data/local-ipv4 || true)" = "$(awk 'NR == 1 {print $2}' <<<"$nodes")" ]; then
+leader=0 # this node heads the list (asked once: the order below keeps the leader first)
+[ "$(imds meta-data/local-ipv4 || true)" = "$(awk 'NR == 1 {print $2}' <<<"$nodes")" ] && leader=1
+if [ "$leader" = 1 ]; then
   topo="$STATE/topology"
   mapfile -t ids < <(awk '{print $3}' <<<"$nodes")
   ordered=1
@@ -75,7 +78,7 @@ chown "$EFA_CDK_USER:$EFA_CDK_USER" "$(user_home)/hostfile"
 log "hostfile: $have nodes, $EFA_CDK_SLOTS slots each ($ETC/hostfile, ~$EFA_CDK_USER/hostfile)"
 
 mapfile -t hosts < <(awk '{print $2}' <<<"$nodes")
-[ "$(imds meta-data/local-ipv4 || true)" = "${hosts[0]}" ] || exit 0 # Auto Scaling follower: done
+[ "$leader" = 1 ] || exit 0 # Auto Scaling follower: done
 
 reach() { # reach HOST: wait until HOST answers over the cluster key with EFA verified; give it the hostfile
   until_ok "$deadline" as_user ssh -o BatchMode=yes -o ConnectTimeout=10 "$1" test -e /var/lib/efa-cdk/verified \
