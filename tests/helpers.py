@@ -207,6 +207,10 @@ class Run:
     log: str
 
 
+#: Stubs of Slurm's commands: reachable only at $EFA_CDK_ROOT/opt/slurm/bin, as on ParallelCluster.
+SLURM_COMMANDS = ("scontrol",)
+
+
 class Node:
     """A scratch node: file tree, settings, stubs; `run(*steps)` runs run-steps.sh."""
 
@@ -235,11 +239,13 @@ class Node:
         (self.root / "etc/os-release").write_text('ID=ubuntu\nVERSION_ID="22.04"\n')
         self.set_devices(layout.efa_count)
         self.efa_installed(True)
-        for d in ("bin", "tags", "downloads"):
+        # Slurm's commands where ParallelCluster installs them (not on PATH: steps must call them there)
+        executable(self.root / "opt/slurm/bin/scontrol", f'#!{BASH}\nexec "$STUB_DIR/slurm/scontrol" "$@"\n')
+        for d in ("bin", "slurm", "tags", "downloads"):
             (self.stub_dir / d).mkdir(parents=True, exist_ok=True)
         for name, body in STUBS.items():
             executable(
-                self.stub_dir / "bin" / name,
+                self.stub_dir / ("slurm" if name in SLURM_COMMANDS else "bin") / name,
                 f'#!{BASH}\necho "{name} $*" >>"$STUB_DIR/calls.log"\n{body.strip()}\n',
             )
         self.tags(**{"efa-cdk:node-index": str(index), "efa-cdk:logical-id": f"ClusterNode{index}ABCD1234"})

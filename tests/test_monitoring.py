@@ -332,18 +332,53 @@ def test_the_head_node_writes_the_topology_of_its_running_compute_nodes(tmp_path
         (node.stub_dir / f"topology-{call}.json").write_text(json.dumps(answer))
     r = node.run("slurm-topology")
     assert r.returncode == 0, r.log
-    assert "SwitchName=l Nodes=q-st-a-1" in node.read(
-        "opt/slurm/etc/topology.conf"
-    )  # the powered-down node is not
+    conf = node.read("opt/slurm/etc/topology.conf").splitlines()
+    assert "SwitchName=l Nodes=q-st-a-1" in conf
+    # the powered-down node has no instance, but every node must sit under a switch (topology.conf(5))
+    assert "SwitchName=efa-cdk-unplaced Nodes=q-dy-a-1" in conf
+    assert "SwitchName=efa-cdk-root Switches=efa-cdk-unplaced,s" in conf
     assert "reconfigure" in " ".join(node.calls("scontrol"))
     assert node.read("etc/systemd/system/efa-cdk-slurm-topology.timer").count("OnUnitActiveSec=10min") == 1
     r = node.run("slurm-topology")  # nothing changed: no reconfigure
     assert "unchanged" in r.log
 
 
-def test_without_running_compute_nodes_the_topology_is_left_alone(tmp_path: Path) -> None:
+def test_without_running_compute_nodes_every_node_sits_under_the_unplaced_switch(tmp_path: Path) -> None:
     node = Node(tmp_path)
+    (node.stub_dir / "scontrol-nodes").write_text(
+        "NodeName=q-dy-a-1 NodeAddr=q-dy-a-1 State=IDLE+CLOUD\n"
+        "NodeName=q-dy-a-2 NodeAddr=q-dy-a-2 State=IDLE+CLOUD\n"
+    )
+    r = node.run("slurm-topology")
+    assert r.returncode == 0, r.log
+    assert node.read("opt/slurm/etc/topology.conf").splitlines()[1:] == [
+        "SwitchName=efa-cdk-unplaced Nodes=q-dy-a-1,q-dy-a-2",
+        "SwitchName=efa-cdk-root Switches=efa-cdk-unplaced",
+    ]
+    assert not node.calls("aws")  # nothing running: no instance to look up
+
+
+def test_slurm_commands_are_called_where_parallelcluster_installs_them(tmp_path: Path) -> None:
+    """ParallelCluster puts /opt/slurm/bin on PATH for login shells only; custom actions and timers
+    must not rely on PATH (the Node helper has no scontrol on PATH)."""
+    node = Node(tmp_path)
+    (node.root / "opt/slurm/bin/scontrol").unlink()
     (node.stub_dir / "scontrol-nodes").write_text("NodeName=q-dy-a-1 NodeAddr=q-dy-a-1 State=IDLE+CLOUD\n")
     r = node.run("slurm-topology")
-    assert r.returncode == 0 and "no compute node running" in r.log
-    assert not (node.root / "opt/slurm/etc/topology.conf").exists()
+    assert r.returncode == 1 and "scontrol could not list the Slurm nodes" in r.log
+
+
+def test_the_first_topology_names_every_node_before_slurmctld_starts(tmp_path: Path) -> None:
+    """OnNodeStart: no slurmctld to ask, so the nodes come from the configuration (hostlist
+    expressions); Slurm is not called. An existing file is kept."""
+    node = Node(tmp_path, EFA_CDK_SLURM_NODES="q-st-a-[1-2] q-dy-a-[1-6] gpu-dy-b-[1-4]")
+    r = node.run("slurm-topology-init")
+    assert r.returncode == 0, r.log
+    assert node.read("opt/slurm/etc/topology.conf").splitlines()[1:] == [
+        "SwitchName=efa-cdk-unplaced Nodes=gpu-dy-b-[1-4],q-dy-a-[1-6],q-st-a-[1-2]",
+        "SwitchName=efa-cdk-root Switches=efa-cdk-unplaced",
+    ]
+    assert not node.calls("scontrol")
+    (node.root / "opt/slurm/etc/topology.conf").write_text("kept\n")
+    assert node.run("slurm-topology-init").returncode == 0
+    assert node.read("opt/slurm/etc/topology.conf") == "kept\n"

@@ -10,6 +10,7 @@ create-cluster`'s AWS-side validators (they need an account) or a running cluste
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -131,6 +132,50 @@ def test_rendered_yaml_is_the_model() -> None:
     assert queue["Networking"]["PlacementGroup"] == {"Enabled": True, "Name": "efa-pg"}
 
 
+def test_slurm_node_names_are_parallelclusters() -> None:
+    """Static and dynamic node names as ParallelCluster's cookbook renders them
+    (``<queue>-st|dy-<compute resource>-[1-n]``), e.g. queue1-dy-t2micro-1 in the user guide."""
+    cr = ComputeResource("trn1-32xlarge", ("trn1.32xlarge",), min_count=2, max_count=6)
+    assert cr.slurm_nodes("q1") == ["q1-st-trn1-32xlarge-[1-2]", "q1-dy-trn1-32xlarge-[1-4]"]
+    assert ComputeResource("a", ("trn1.32xlarge",), min_count=3, max_count=3).slurm_nodes("q") == [
+        "q-st-a-[1-3]"
+    ]
+    assert config("trn1.32xlarge").slurm_nodes == ["compute-dy-trn1-32xlarge-[1-4]"]
+
+
+def test_the_head_node_runs_a_script_before_parallelcluster_configures_it() -> None:
+    c = dataclasses.replace(
+        config("trn1.32xlarge"),
+        head_node_on_node_start="s3://bucket/bootstrap.sh",
+        head_node_on_node_start_args=("EFA_CDK_STEPS=slurm-topology-init",),
+        head_node_on_node_configured="s3://bucket/bootstrap.sh",
+        topology_tree=True,
+    )
+    actions = c.to_dict()["HeadNode"]["CustomActions"]
+    assert actions["OnNodeStart"] == {
+        "Script": "s3://bucket/bootstrap.sh",
+        "Args": ["EFA_CDK_STEPS=slurm-topology-init"],
+    }
+    assert actions["OnNodeConfigured"] == {"Script": "s3://bucket/bootstrap.sh"}
+    assert schema_check([c.to_dict()]) == ["OK"]
+
+
+def test_topology_tree_without_a_first_topology_conf_is_refused() -> None:
+    """slurmctld stops when topology/tree cannot read topology.conf (seen with the real slurmctld
+    in tests/e2e), and ParallelCluster starts it before OnNodeConfigured."""
+    with pytest.raises(EfaConfigError, match=r"^topology_tree=True: .*before OnNodeConfigured"):
+        dataclasses.replace(config("trn1.32xlarge"), topology_tree=True)
+
+
+def test_ultraservers_keep_the_topology_plugin_parallelcluster_sets_up() -> None:
+    with pytest.raises(EfaConfigError, match="own Slurm topology plugin"):
+        dataclasses.replace(
+            config("p6e-gb200.36xlarge"), head_node_on_node_start="s3://b/k", topology_tree=True
+        )
+    text = synth_construct("p6e-gb200.36xlarge").to_yaml()
+    assert "TopologyPlugin" not in text and "slurm-topology" not in text and "OnNodeStart" not in text
+
+
 @pytest.mark.parametrize(
     ("build", "key", "why"),
     [
@@ -171,6 +216,13 @@ def synth(**context: Any) -> dict[str, Any]:
     params = PclusterParams.from_context(context, default_instance_type="trn1.32xlarge")
     stack = EfaParallelClusterStack(new_app(), "Trn1ParallelCluster", params=params)
     return assertions.Template.from_stack(stack).to_json()  # type: ignore[no-any-return]
+
+
+def synth_construct(itype: str) -> ParallelClusterConfig:
+    """The construct's configuration for a compute type."""
+    return EfaParallelCluster(
+        Stack(new_app(), "S"), "P", instance_type=itype, availability_zone="us-east-1a"
+    ).config
 
 
 @pytest.fixture(scope="module")
@@ -298,6 +350,9 @@ def test_config_output_refers_to_the_stack(stack: dict[str, Any]) -> None:
     assert "InstanceType: trn1.32xlarge" in text and "efa-env,pcluster-hosts,neuron-sdk,pyxis" in text
     assert "efa-env,slurm-jobs,pyxis,slurm-topology" in text  # the head node: Pyxis, the Slurm topology
     assert "TopologyPlugin: topology/tree" in text
+    # the first topology.conf, before ParallelCluster starts slurmctld, names the queue's nodes
+    assert "EFA_CDK_STEPS=slurm-topology-init" in text
+    assert "EFA_CDK_SLURM_NODES=compute-dy-trn1-32xlarge-[1-2]" in text
     assert "KeyPairParameter" in stack["Outputs"] and "SharedFileSystemId" in stack["Outputs"]
 
 

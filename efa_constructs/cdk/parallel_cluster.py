@@ -24,6 +24,7 @@ from ..core.catalogue import instance_type as lookup
 from ..core.checks import check_placement_for_capacity
 from ..core.errors import EfaConfigError
 from ..core.pcluster import (
+    PCLUSTER_MANAGED_TOPOLOGY_PREFIXES,
     PCLUSTER_VERSION,
     ComputeResource,
     ParallelClusterConfig,
@@ -209,6 +210,21 @@ class EfaParallelCluster(Construct):
             storage.append(
                 SharedStorage("lustre", LUSTRE_DIR, "FsxLustre", self.storage.lustre.file_system_id)
             )
+        queue = SlurmQueue(
+            name=queue_name,
+            subnet_ids=(compute_subnet.subnet_id,),
+            compute_resources=(compute,),
+            placement_group=self.placement_group.placement_group_name if self.placement_group else None,
+            use_placement_group=self.placement_group is not None,
+            security_group_ids=(self.security_group.security_group_id,),
+            on_node_configured=self._entry_url,
+            on_node_configured_args=self._bootstrap_args(",".join(compute_steps)),
+            s3_read=self._read,
+            capacity_type="CAPACITY_BLOCK" if capacity.kind is CapacityKind.CAPACITY_BLOCK else "ONDEMAND",
+        )
+        # Slurm's topology/tree, unless ParallelCluster sets up its own plugin for the type (UltraServers).
+        # Its first topology.conf is written at OnNodeStart, before ParallelCluster starts slurmctld.
+        tree = not instance_type.startswith(PCLUSTER_MANAGED_TOPOLOGY_PREFIXES)
         return ParallelClusterConfig(
             region=Aws.REGION,
             image_os=image_os,
@@ -216,31 +232,23 @@ class EfaParallelCluster(Construct):
             head_node_subnet_id=head_node_subnet.subnet_id,
             key_name=self.key_pair.key_pair_name,
             ssh_cidr=ssh_peers[0].unique_id if ssh_peers else self._vpc_cidr(),
-            queues=(
-                SlurmQueue(
-                    name=queue_name,
-                    subnet_ids=(compute_subnet.subnet_id,),
-                    compute_resources=(compute,),
-                    placement_group=self.placement_group.placement_group_name
-                    if self.placement_group
-                    else None,
-                    use_placement_group=self.placement_group is not None,
-                    security_group_ids=(self.security_group.security_group_id,),
-                    on_node_configured=self._entry_url,
-                    on_node_configured_args=self._bootstrap_args(",".join(compute_steps)),
-                    s3_read=self._read,
-                    capacity_type="CAPACITY_BLOCK"
-                    if capacity.kind is CapacityKind.CAPACITY_BLOCK
-                    else "ONDEMAND",
-                ),
-            ),
+            queues=(queue,),
             shared_storage=tuple(storage),
             head_node_security_group_ids=(self.security_group.security_group_id,),
+            head_node_on_node_start=self._entry_url if tree else None,
+            head_node_on_node_start_args=(
+                *self._bootstrap_args("slurm-topology-init"),
+                f"EFA_CDK_SLURM_NODES={' '.join(queue.slurm_nodes)}",
+            )
+            if tree
+            else (),
             head_node_on_node_configured=self._entry_url,
-            head_node_on_node_configured_args=self._bootstrap_args("efa-env,slurm-jobs,pyxis,slurm-topology"),
+            head_node_on_node_configured_args=self._bootstrap_args(
+                "efa-env,slurm-jobs,pyxis" + (",slurm-topology" if tree else "")
+            ),
             head_node_s3_read=self._read,
-            head_node_policies=(self._topology_policy().managed_policy_arn,),
-            topology_tree=True,
+            head_node_policies=(self._topology_policy().managed_policy_arn,) if tree else (),
+            topology_tree=tree,
         )
 
     def _vpc_cidr(self) -> str:

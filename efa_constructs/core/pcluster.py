@@ -81,6 +81,14 @@ class ComputeResource:
         """EFA is on unless switched off (every type here supports it: the catalogue checked)."""
         return True if self.efa is None else self.efa
 
+    def slurm_nodes(self, queue: str) -> list[str]:
+        """The Slurm node names ParallelCluster gives this resource's nodes in `queue`, as hostlist
+        expressions: ``<queue>-st-<name>-[1-<MinCount>]`` for static nodes and
+        ``<queue>-dy-<name>-[1-<MaxCount - MinCount>]`` for dynamic ones (ParallelCluster's cookbook,
+        head_node_slurm/slurm/config_renderer.py, ``ComputeResourceRenderer._node_name``)."""
+        counts = (("st", self.min_count), ("dy", self.max_count - self.min_count))
+        return [f"{queue}-{kind}-{self.name}-[1-{n}]" for kind, n in counts if n > 0]
+
     def to_dict(self) -> dict[str, Any]:
         """The ParallelCluster ``ComputeResources`` entry."""
         out: dict[str, Any] = {"Name": self.name}
@@ -157,6 +165,11 @@ class SlurmQueue:
                         why="a Capacity Block compute resource needs its reservation and only static nodes",
                         fix="set capacity_reservation_id and min_count == max_count (the block's size)",
                     )
+
+    @property
+    def slurm_nodes(self) -> list[str]:
+        """The Slurm node names of the queue's compute resources (hostlist expressions)."""
+        return [n for c in self.compute_resources for n in c.slurm_nodes(self.name)]
 
     @property
     def efa(self) -> bool:
@@ -245,6 +258,9 @@ class ParallelClusterConfig:
         queues: the Slurm queues.
         shared_storage: mounted file systems.
         head_node_security_group_ids: extra groups on the head node.
+        head_node_on_node_start: URL of a script the head node runs before ParallelCluster configures
+            it (and starts slurmctld).
+        head_node_on_node_start_args: its arguments.
         head_node_on_node_configured: URL of a script the head node runs at the end of its setup.
         head_node_on_node_configured_args: its arguments.
         head_node_s3_read: ``(bucket, key)`` pairs the head node may read.
@@ -252,7 +268,9 @@ class ParallelClusterConfig:
             SSH to 0.0.0.0/0 when AllowedIps is missing; use the VPC's CIDR for "nowhere outside").
         head_node_policies: ARNs of IAM policies added to the head node's role.
         topology_tree: Slurm's ``topology/tree`` plugin (the head node writes topology.conf from EC2
-            instance topology): ``CustomSlurmSettings: [{TopologyPlugin: topology/tree}]``.
+            instance topology): ``CustomSlurmSettings: [{TopologyPlugin: topology/tree}]``. It needs
+            ``head_node_on_node_start``: slurmctld stops at start when topology.conf cannot be read,
+            and ParallelCluster starts slurmctld before OnNodeConfigured runs.
     """
 
     region: str
@@ -264,6 +282,8 @@ class ParallelClusterConfig:
     ssh_cidr: str
     shared_storage: tuple[SharedStorage, ...] = ()
     head_node_security_group_ids: tuple[str, ...] = ()
+    head_node_on_node_start: str | None = None
+    head_node_on_node_start_args: tuple[str, ...] = ()
     head_node_on_node_configured: str | None = None
     head_node_on_node_configured_args: tuple[str, ...] = ()
     head_node_s3_read: tuple[tuple[str, str], ...] = field(default=())
@@ -288,9 +308,16 @@ class ParallelClusterConfig:
         if not self.queues:
             raise EfaConfigError("queues", value=[], why="Slurm needs at least one queue", fix="add a queue")
         _check_unique("queues", [q.name for q in self.queues], "queue names repeat")
+        if self.topology_tree:
+            _check_topology_tree(self)
         _check_unique(
             "shared_storage", [s.mount_dir for s in self.shared_storage], "two file systems share a mount_dir"
         )
+
+    @property
+    def slurm_nodes(self) -> list[str]:
+        """Every Slurm node name of the cluster (hostlist expressions), queue by queue."""
+        return [n for q in self.queues for n in q.slurm_nodes]
 
     def to_dict(self) -> dict[str, Any]:
         """The configuration as the dictionary ParallelCluster's schema loads."""
@@ -306,11 +333,16 @@ class ParallelClusterConfig:
         }
         if self.head_node_security_group_ids:
             head["Networking"]["AdditionalSecurityGroups"] = list(self.head_node_security_group_ids)
-        if self.head_node_on_node_configured:
-            action: dict[str, Any] = {"Script": self.head_node_on_node_configured}
-            if self.head_node_on_node_configured_args:
-                action["Args"] = list(self.head_node_on_node_configured_args)
-            head["CustomActions"] = {"OnNodeConfigured": action}
+        actions = {
+            "OnNodeStart": (self.head_node_on_node_start, self.head_node_on_node_start_args),
+            "OnNodeConfigured": (self.head_node_on_node_configured, self.head_node_on_node_configured_args),
+        }
+        for event, (script, args) in actions.items():
+            if script:
+                action: dict[str, Any] = {"Script": script}
+                if args:
+                    action["Args"] = list(args)
+                head.setdefault("CustomActions", {})[event] = action
         if self.head_node_s3_read:
             head["Iam"] = {"S3Access": [{"BucketName": b, "KeyName": k} for b, k in self.head_node_s3_read]}
         if self.head_node_policies:
@@ -334,6 +366,40 @@ class ParallelClusterConfig:
         """The cluster YAML for ``pcluster create-cluster --cluster-configuration``."""
         header = f"# ParallelCluster {PCLUSTER_VERSION} configuration, generated by efa-cdk\n"
         return header + yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=False, width=1000)
+
+
+#: Instance types for which ParallelCluster (3.14 and later) sets up a Slurm topology plugin itself
+#: (aws-parallelcluster-cookbook CHANGELOG, 3.14.0: "ParallelCluster sets up Slurm topology plugin to
+#: handle P6e-GB200 UltraServers"); a TopologyPlugin of ours would fight it.
+PCLUSTER_MANAGED_TOPOLOGY_PREFIXES = ("p6e-gb",)
+
+
+def _check_topology_tree(config: ParallelClusterConfig) -> None:
+    """topology/tree needs a topology.conf before slurmctld starts, and must not replace the plugin
+    ParallelCluster sets up for UltraServers."""
+    if not config.head_node_on_node_start:
+        raise EfaConfigError(
+            "topology_tree",
+            value=True,
+            why="Slurm's topology/tree plugin stops slurmctld when topology.conf cannot be read, and "
+            "ParallelCluster starts slurmctld before OnNodeConfigured runs",
+            fix="give head_node_on_node_start a script that writes topology.conf, or leave topology_tree off",
+        )
+    managed = sorted(
+        t
+        for q in config.queues
+        for c in q.compute_resources
+        for t in c.instance_types
+        if t.startswith(PCLUSTER_MANAGED_TOPOLOGY_PREFIXES)
+    )
+    if managed:
+        raise EfaConfigError(
+            "topology_tree",
+            value=managed,
+            why="ParallelCluster 3.14 and later sets up its own Slurm topology plugin for these UltraServer "
+            "types; topology/tree would replace it",
+            fix="leave topology_tree off for a cluster with these types",
+        )
 
 
 def _check_unique(what: str, values: list[str], why: str) -> None:

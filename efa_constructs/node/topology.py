@@ -44,13 +44,16 @@ def order(nodes: Sequence[tuple[str, ...]], answers: Sequence[dict[str, Any]]) -
 
 
 def slurm_tree(nodes: Sequence[tuple[str, ...]], answers: Sequence[dict[str, Any]]) -> str:
-    """Slurm's topology.conf (topology/tree) for the nodes ("<slurm name> <ip> <instance id>"): a
+    """Slurm's topology.conf (topology/tree) for the nodes ("<slurm name> <ip> <instance id>" for a
+    running node, "<slurm name>" for one without an instance; a name may be a hostlist expression): a
     switch per network node, the bottom ones listing their nodes, every switch under one root so a
-    job may span the tree; nodes without an answer under their own switch (``efa-cdk-unplaced``)."""
+    job may span the tree; nodes without an answer under their own switch (``efa-cdk-unplaced``), so
+    every node sits under a switch, as topology.conf(5) requires."""
     paths = _paths(answers)
     leaves: dict[str, list[str]] = {}
     children: dict[str, set[str]] = {"efa-cdk-root": set()}
-    for name, _ip, iid in (n[:3] for n in nodes):
+    for node in nodes:
+        name, iid = node[0], node[2] if len(node) > 2 else ""
         path = paths.get(iid) or ("efa-cdk-unplaced",)
         leaves.setdefault(path[-1], []).append(name)
         children["efa-cdk-root"].add(path[0])

@@ -6,6 +6,10 @@ moto 5.2.5 does not do, each recorded for the harness to check instead of acted 
   appended to ``signals.jsonl``.
 * A wait-condition handle (moto models no wait conditions): ``PUT /wait-condition/<id>`` stores the
   body in ``handles/<id>.json``, as CloudFormation keeps a handle's signal data.
+* EC2 ``DescribeInstanceTopology`` (moto has no such action): an answer in the API's shape for the
+  instances moto runs, with made-up network nodes (three layers, as on most EFA types: one spine,
+  then a block and a leaf by launch order, two instances per leaf). It stands in for EC2's answer;
+  the harness checks that the head node's topology.conf follows whatever it says.
 
 Run inside the harness's AWS namespace: ``python -m tests.e2e.aws_endpoint HOST PORT STATE_DIR``.
 """
@@ -58,6 +62,12 @@ class Endpoint:
             if form.get("Action") == "SignalResource":
                 return self._signal(form, start)
             environ["wsgi.input"] = _Replay(raw)
+        if environ["REQUEST_METHOD"] == "POST" and "/ec2/" in environ.get("HTTP_AUTHORIZATION", ""):
+            raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
+            if form.get("Action") == "DescribeInstanceTopology":
+                return self._topology(form, start)
+            environ["wsgi.input"] = _Replay(raw)
         return self.moto(environ, start)  # type: ignore[no-any-return]
 
     def _signal(self, form: dict[str, str], start: StartResponse) -> list[bytes]:
@@ -76,6 +86,34 @@ class Endpoint:
             b'<SignalResourceResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/">'
             b"<ResponseMetadata><RequestId>e2e</RequestId></ResponseMetadata></SignalResourceResponse>"
         ]
+
+    def _topology(self, form: dict[str, str], start: StartResponse) -> list[bytes]:
+        from moto.ec2.models import ec2_backends
+
+        backend = ec2_backends[ACCOUNT][REGION]
+        launched = sorted(
+            (i for r in backend.reservations.values() for i in r.instances), key=lambda i: i.launch_time
+        )
+        order = {i.id: n for n, i in enumerate(launched)}
+        asked = [v for k, v in sorted(form.items()) if k.startswith("InstanceId.")]
+        items = []
+        for iid in asked:
+            if iid not in order:
+                continue
+            n = order[iid]
+            nodes = "".join(
+                f"<item>{x}</item>" for x in ("nn-spine-1", f"nn-block-{n // 4}", f"nn-leaf-{n // 2}")
+            )
+            items.append(
+                f"<item><instanceId>{iid}</instanceId><instanceType>{launched[n].instance_type}</instanceType>"
+                f"<networkNodeSet>{nodes}</networkNodeSet><availabilityZone>{REGION}a</availabilityZone></item>"
+            )
+        body = (
+            '<DescribeInstanceTopologyResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">'
+            f"<requestId>e2e</requestId><instanceSet>{''.join(items)}</instanceSet></DescribeInstanceTopologyResponse>"
+        )
+        start("200 OK", [("Content-Type", "text/xml")])
+        return [body.encode()]
 
 
 class _Replay:

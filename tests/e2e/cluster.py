@@ -45,7 +45,7 @@ from tests.helpers import executable
 from tests.moto_compat import moto_compatible
 
 ROOT = Path(__file__).resolve().parents[2]
-AWS_NS, AWS_IP, PORT = "efa-e2e-aws", "10.0.255.254", 4566
+AWS_IP, PORT = "10.0.255.254", 4566
 ENDPOINT = f"http://{AWS_IP}:{PORT}"
 ACCOUNT, REGION = "123456789012", "us-east-1"
 LOGIN_UID = 4242
@@ -65,8 +65,9 @@ def missing_capabilities() -> list[str]:
     }
     missing = [k for k, ok in needs.items() if not ok]
     if not missing:
-        probe = subprocess.run(["ip", "netns", "add", "efa-e2e-probe"], capture_output=True, text=True)
-        subprocess.run(["ip", "netns", "del", "efa-e2e-probe"], capture_output=True)
+        name = f"efa-e2e-probe-{os.getpid()}"
+        probe = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
         if probe.returncode != 0:
             missing.append(f"network namespaces ({probe.stderr.strip()})")
     return missing
@@ -133,25 +134,40 @@ class Node:
 
 @dataclass
 class Cluster:
-    """The harness: namespaces, the AWS endpoint, stacks and nodes; `close()` stops everything."""
+    """The harness: namespaces, the AWS endpoint, stacks and nodes; `close()` stops everything.
+
+    Every namespace name carries this run's `run_id` (the process id), so two runs on one machine
+    (a test suite and a second checkout) never touch each other's namespaces; addresses repeat
+    freely, since each run has its own bridge in its own AWS namespace."""
 
     work: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="efa-e2e-")))
     namespaces: list[str] = field(default_factory=list)
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     nodes: list[Node] = field(default_factory=list)
+    run_id: str = field(default_factory=lambda: str(os.getpid()))
+
+    @property
+    def aws_ns(self) -> str:
+        """The namespace of the AWS endpoint and the bridge."""
+        return f"efa-e2e-{self.run_id}-aws"
+
+    def ns(self, name: str) -> str:
+        """This run's name for a node's namespace."""
+        return f"efa-e2e-{self.run_id}-{name}"
 
     # -- network -------------------------------------------------------------------------------
     def start(self) -> None:
-        self._netns(AWS_NS)
-        sh("ip", "-n", AWS_NS, "link", "add", "br0", "type", "bridge")
-        sh("ip", "-n", AWS_NS, "addr", "add", f"{AWS_IP}/16", "dev", "br0")
-        sh("ip", "-n", AWS_NS, "link", "set", "br0", "up")
+        aws_ns = self.aws_ns
+        self._netns(aws_ns)
+        sh("ip", "-n", aws_ns, "link", "add", "br0", "type", "bridge")
+        sh("ip", "-n", aws_ns, "addr", "add", f"{AWS_IP}/16", "dev", "br0")
+        sh("ip", "-n", aws_ns, "link", "set", "br0", "up")
         state = self.work / "aws"
         state.mkdir()
         log = (self.work / "aws.log").open("wb")
         self.processes.append(
             subprocess.Popen(
-                ["ip", "netns", "exec", AWS_NS, str(ROOT / ".venv/bin/python"),
+                ["ip", "netns", "exec", aws_ns, str(ROOT / ".venv/bin/python"),
                  "-m", "tests.e2e.aws_endpoint", AWS_IP, str(PORT), str(state)],
                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
             )
@@ -173,7 +189,7 @@ class Cluster:
         sh(
             "ip",
             "-n",
-            AWS_NS,
+            self.aws_ns,
             "link",
             "add",
             f"v{index}",
@@ -185,7 +201,7 @@ class Cluster:
             "netns",
             ns,
         )
-        sh("ip", "-n", AWS_NS, "link", "set", f"v{index}", "master", "br0", "up")
+        sh("ip", "-n", self.aws_ns, "link", "set", f"v{index}", "master", "br0", "up")
         sh("ip", "-n", ns, "addr", "add", f"{ip}/16", "dev", "eth0")
         sh("ip", "-n", ns, "link", "set", "eth0", "up")
         sh("ip", "-n", ns, "addr", "add", "169.254.169.254/32", "dev", "lo")
@@ -202,27 +218,26 @@ class Cluster:
         }
 
     # -- a stack and its nodes -------------------------------------------------------------------
-    def create_stack(self, name: str, assembly: Path, key_pair_id: str) -> dict[str, Any]:
-        """Create the synthesized stack `name` (from the cloud assembly) in moto: its asset in S3,
-        its key pair in SSM, the template rewritten as tests/moto_compat.py says (plus: the nodes'
-        subnet, which moto reads from no launch template; the handle's URL, served by the endpoint).
-        Returns the instances: logical id -> (instance id, private ip, tags) and the user data."""
+    def deploy(
+        self, name: str, assembly: Path, key_pair_id: str, stand_ins: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        """Create the synthesized stack `name` (from the cloud assembly) in moto: its assets in S3,
+        its key pair in SSM, the template rewritten as tests/moto_compat.py says. Returns the
+        template, the physical ids by logical id, the outputs and one of moto's AMIs."""
         template = json.loads((assembly / f"{name}.template.json").read_text())
         assets = json.loads((assembly / f"{name}.assets.json").read_text())["files"]
-        with inside(AWS_NS):
+        with inside(self.aws_ns):
             aws = self.clients()
             for asset in assets.values():
-                if asset["source"].get("packaging") != "zip":
-                    continue
                 dest = next(iter(asset["destinations"].values()))
                 bucket = (
                     dest["bucketName"].replace("${AWS::AccountId}", ACCOUNT).replace("${AWS::Region}", REGION)
                 )
                 with contextlib.suppress(aws["s3"].exceptions.BucketAlreadyOwnedByYou):
                     aws["s3"].create_bucket(Bucket=bucket)
-                aws["s3"].put_object(
-                    Bucket=bucket, Key=dest["objectKey"], Body=_zip(assembly / asset["source"]["path"])
-                )
+                source = assembly / asset["source"]["path"]
+                body = _zip(source) if asset["source"].get("packaging") == "zip" else source.read_bytes()
+                aws["s3"].put_object(Bucket=bucket, Key=dest["objectKey"], Body=body)
             key = self.work / f"{name}.key"
             sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key))
             aws["ssm"].put_parameter(
@@ -230,18 +245,18 @@ class Cluster:
             )
             ami = aws["ec2"].describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
             res = template["Resources"]
-            stand_ins = {r: key_pair_id for r, v in res.items() if v["Type"] == "AWS::EC2::KeyPair"}
-            stand_ins |= {
-                r: f"{ENDPOINT}/wait-condition/{r}"
-                for r, v in res.items()
-                if v["Type"] == "AWS::CloudFormation::WaitConditionHandle"
-            }
+            stand_ins = {r: key_pair_id for r, v in res.items() if v["Type"] == "AWS::EC2::KeyPair"} | (
+                stand_ins or {}
+            )
             body = moto_compatible(template, ami, aws["ssm"], stand_ins)
-            lts = [v for v in body["Resources"].values() if v["Type"] == "AWS::EC2::LaunchTemplate"]
-            subnet = lts[0]["Properties"]["LaunchTemplateData"]["NetworkInterfaces"][0]["SubnetId"]
-            for r in body["Resources"].values():
+            for r in body["Resources"].values():  # moto reads no subnet from a launch template
                 if r["Type"] == "AWS::EC2::Instance":
-                    r["Properties"]["SubnetId"] = subnet
+                    lt = next(
+                        v for v in body["Resources"].values() if v["Type"] == "AWS::EC2::LaunchTemplate"
+                    )
+                    r["Properties"]["SubnetId"] = lt["Properties"]["LaunchTemplateData"]["NetworkInterfaces"][
+                        0
+                    ]["SubnetId"]
             params = [
                 {"ParameterKey": k, "ParameterValue": "us-east-1a"}
                 for k, p in body.get("Parameters", {}).items()
@@ -260,6 +275,23 @@ class Cluster:
                 r["LogicalResourceId"]: r["PhysicalResourceId"]
                 for r in cfn.list_stack_resources(StackName=name)["StackResourceSummaries"]
             }
+        outputs = {o["OutputKey"]: o["OutputValue"] for o in status.get("Outputs", [])}
+        return {"template": template, "physical": physical, "outputs": outputs, "ami": ami}
+
+    def create_stack(self, name: str, assembly: Path, key_pair_id: str) -> dict[str, Any]:
+        """Create the synthesized EFA cluster stack `name` in moto (:meth:`deploy`; the
+        wait-condition handle's URL is served by the endpoint). Returns the instances: logical id ->
+        (instance id, private ip, tags) and the user data."""
+        template = json.loads((assembly / f"{name}.template.json").read_text())
+        res = template["Resources"]
+        handles = {
+            r: f"{ENDPOINT}/wait-condition/{r}"
+            for r, v in res.items()
+            if v["Type"] == "AWS::CloudFormation::WaitConditionHandle"
+        }
+        physical = self.deploy(name, assembly, key_pair_id, handles)["physical"]
+        with inside(self.aws_ns):
+            aws = self.clients()
             nodes = sorted(r for r, v in res.items() if v["Type"] == "AWS::EC2::Instance")
             found = aws["ec2"].describe_instances(InstanceIds=[physical[n] for n in nodes])["Reservations"]
             by_id = {i["InstanceId"]: i for r in found for i in r["Instances"]}
@@ -275,9 +307,7 @@ class Cluster:
                     {t["Key"]: t["Value"] for t in by_id[physical[n]]["Tags"]})
                 for n in nodes
             },
-            "handle": next(
-                r for r, v in res.items() if v["Type"] == "AWS::CloudFormation::WaitConditionHandle"
-            ),
+            "handle": next(iter(handles)),
         }  # fmt: skip
 
     def boot(
@@ -297,7 +327,7 @@ class Cluster:
         ordered = sorted(stack["instances"].items(), key=lambda kv: int(kv[1][2]["efa-cdk:node-index"]))
         booted = []
         for i, (logical, (iid, ip, tags)) in enumerate(ordered):
-            ns = f"efa-e2e-{prefix}{i}"
+            ns = self.ns(f"{prefix}{i}")
             node = Node(f"{prefix}{i}", ns, ip, iid, logical, self.work / f"{prefix}{i}")
             self._attach(ns, ip, len(self.nodes) + 1)
             self.nodes.append(node)
@@ -314,11 +344,19 @@ class Cluster:
         return booted
 
     def wait(self, nodes: list[Node], timeout: float) -> None:
-        """Until every booted node's user data has finished."""
+        """Until every booted node's user data has finished; past `timeout`, fail naming the node
+        and the step its log was in (a loaded machine is slow; the failure says where)."""
         deadline = time.time() + timeout
         for node in nodes:
-            if node.process is not None:
+            if node.process is None:
+                continue
+            try:
                 node.process.wait(timeout=max(1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                raise AssertionError(
+                    f"{node.name} ({node.ip}) did not finish booting in {timeout:.0f}s; "
+                    + last_step(node.log())
+                ) from None
 
     def signals(self) -> list[dict[str, str]]:
         path = self.state / "signals.jsonl"
@@ -345,6 +383,14 @@ class Cluster:
             proc.wait(timeout=10)
         for ns in reversed(self.namespaces):
             sh("ip", "netns", "del", ns, check=False)
+
+
+def last_step(log: str) -> str:
+    """Where a node's efa-cdk log stopped: its last step line and last line."""
+    lines = log.splitlines()
+    steps = [line for line in lines if "==> step" in line]
+    step = steps[-1] if steps else "(none started)"
+    return f"last step: {step}; last line: {lines[-1] if lines else '(empty)'}"
 
 
 def _zip(folder: Path) -> bytes:

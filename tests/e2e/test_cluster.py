@@ -21,7 +21,7 @@ import pytest
 from efa_constructs.core import instance_type
 from stacks.cluster_stack import EfaClusterStack
 from stacks.params import ClusterParams
-from tests.e2e.cluster import AWS_NS, Cluster, Node, inside, missing_capabilities
+from tests.e2e.cluster import Cluster, Node, inside, missing_capabilities
 from tests.helpers import cdk_json_context
 
 MISSING = missing_capabilities()
@@ -168,7 +168,7 @@ def test_monitoring_configures_the_agent_and_the_health_check_reaches_cloudwatch
     assert "enable --now efa-cdk-health.timer" in (leader.root / "systemctl.log").read_text()
     r = leader.run_as_root("bash", str(leader.root / "opt/efa-cdk/bin/health-check.sh"))
     assert r.returncode == 0, (leader.root / "var/log/efa-cdk-health.log").read_text()
-    with inside(AWS_NS):
+    with inside(cluster.aws_ns):
         metrics = cluster.clients()["cloudwatch"].list_metrics(Namespace="EfaCdk/Trn1EfaCluster/Cluster")
     names = {(m["MetricName"], tuple(d["Value"] for d in m["Dimensions"])) for m in metrics["Metrics"]}
     assert ("EfaHealthy", (leader.instance_id,)) in names and ("EfaUnhealthyNodes", ()) in names

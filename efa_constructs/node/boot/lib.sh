@@ -9,6 +9,12 @@ if [ -r "$ETC/node.env" ]; then
   . "$ETC/node.env"
 fi
 
+# Slurm's commands: ParallelCluster installs Slurm under /opt/slurm and puts /opt/slurm/bin on PATH only
+# for login shells (/etc/profile.d/slurm.sh); custom actions and systemd units run without it, so the
+# steps call them by this path (ParallelCluster's own recipes call /opt/slurm/bin/scontrol the same way).
+# shellcheck disable=SC2034  # used by the steps that source this file
+SLURM_BIN="$R/opt/slurm/bin"
+
 log() { printf '%s efa-cdk[%s] %s\n' "$(date -u +%H:%M:%S)" "${STEP:-main}" "$*" >&2; }
 
 # The libfabric provider the checks and benchmarks use: efa. EFA_CDK_TEST_ONLY_PROVIDER (never set

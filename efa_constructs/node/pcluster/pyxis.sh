@@ -36,6 +36,6 @@ else  # the head node: Pyxis in Slurm's plugstack; no EFA there, so no FI_PROVID
   mkdir -p "$slurm_etc/plugstack.conf.d"
   cp "$examples/spank/plugstack.conf" "$slurm_etc/plugstack.conf"
   cp "$examples/pyxis/pyxis.conf" "$slurm_etc/plugstack.conf.d/pyxis.conf"
-  scontrol reconfigure || die "scontrol reconfigure failed after adding Pyxis to the plugstack"
+  "$SLURM_BIN/scontrol" reconfigure || die "scontrol reconfigure failed after adding Pyxis to the plugstack"
 fi
 log "Enroot and Pyxis on ($node_type): srun --container-image=<image> runs a job step in a container"
