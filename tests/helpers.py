@@ -159,6 +159,7 @@ printf 'provider: efa\n    fabric: efa\n    type: FI_EP_RDM\n'
     "docker": r"""
 case "$1" in
   image) exit 1 ;;  # not on the node yet: pulled
+  pull) [ "${STUB_PULL:-ok}" = ok ] || { echo "pull access denied" >&2; exit 1; } ;;
   exec)
     shift 2
     case "$*" in
@@ -275,6 +276,11 @@ class Node:
             (pci / "driver").symlink_to(sys_root / f"bus/pci/drivers/{driver}")
             (ib / name).mkdir()
             (ib / name / "device").symlink_to(pci)
+            verbs = (
+                sys_root / f"class/infiniband_verbs/uverbs{i}"
+            )  # its verbs device: /dev/infiniband/uverbs<i>
+            verbs.mkdir(parents=True)
+            (verbs / "ibdev").write_text(name + "\n")
 
     def efa_installed(self, yes: bool) -> None:
         fi_info = self.root / "opt/amazon/efa/bin/fi_info"

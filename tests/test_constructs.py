@@ -123,6 +123,17 @@ def test_launch_template_interfaces_follow_the_layout(make_stack: Any, itype: st
     assert data["InstanceType"] == itype
 
 
+@pytest.mark.parametrize(("bridged", "hops"), [(False, 1), (True, 2)])
+def test_imds_is_one_hop_away_unless_bridged_containers_are_asked_for(
+    make_stack: Any, bridged: bool, hops: int
+) -> None:
+    """Hop limit 1: the node and host-networked containers reach IMDS; a container on a bridge, one
+    hop further, cannot take the node role's credentials (AWS Control Tower's IMDS hop-limit control)."""
+    _, t = _lt(make_stack, instance_type="p4d.24xlarge", bridged_containers=bridged)
+    (lt,) = t.find_resources("AWS::EC2::LaunchTemplate").values()
+    assert lt["Properties"]["LaunchTemplateData"]["MetadataOptions"]["HttpPutResponseHopLimit"] == hops
+
+
 def test_launch_template_is_secure_by_default(make_stack: Any) -> None:
     _, t = _lt(make_stack, instance_type="p4d.24xlarge")
     t.has_resource_properties(

@@ -16,7 +16,7 @@ from tests.helpers import Node, by_type, executable, new_app
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
 
-COMMON = ["--net=host", "--ipc=host", "memlock=-1:-1", "--device=/dev/infiniband", "/etc/efa-cdk/efa.env"]
+COMMON = ["--net=host", "--ipc=host", "memlock=-1:-1", "--restart=unless-stopped", "/etc/efa-cdk/efa.env"]
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,9 @@ def test_the_container_starts_with_ssh_inside_and_efa_checked_inside(tmp_path: P
     calls = node.calls("docker")
     assert any(c.startswith("docker pull -q registry.example/train:1") for c in calls)
     (run,) = [c for c in calls if c.startswith("docker run ")]
-    assert "--device=/dev/infiniband" in run and "--device=/dev/neuron15" in run and "--net=host" in run
+    efa = [f"--device={node.root}/dev/infiniband/uverbs{i}:/dev/infiniband/uverbs{i}" for i in range(8)]
+    assert all(d in run.split() for d in efa) and "--device=/dev/infiniband " not in run
+    assert "--device=/dev/neuron15" in run and "--net=host" in run and "--restart=unless-stopped" in run
     assert "registry.example/train:1 bash -c" in run and "sshd -D -e -p 3022" in run
     assert any("fi_info -p efa -t FI_EP_RDM" in c for c in calls)
     assert any(
@@ -106,10 +108,50 @@ def test_the_container_starts_with_ssh_inside_and_efa_checked_inside(tmp_path: P
     assert "every node's container reachable on port 3022" in r.log
 
 
-def test_an_image_without_efa_stops_the_node_with_the_fix(tmp_path: Path) -> None:
-    node = _node(tmp_path)
+def test_only_the_efa_devices_reach_the_container_not_the_nvlink_controllers(tmp_path: Path) -> None:
+    """p6-b200: 8 EFA devices and 2 mlx5 NVLink controllers under /sys/class/infiniband; passing the
+    controllers' devices made fi_info -p efa fail inside the container (aws-samples/aws-do-eks PR #63)."""
+    node = _node(tmp_path, "p6-b200.48xlarge")
+    node.set_devices(8, others={"ibp0s1": "mlx5_core", "ibp1s1": "mlx5_core"})
+    r = node.run("container")
+    assert r.returncode == 0, r.log
+    (run,) = [c for c in node.calls("docker") if c.startswith("docker run ")]
+    devices = sorted(a.split(":")[-1] for a in run.split() if a.startswith("--device=") and "infiniband" in a)
+    assert devices == [f"/dev/infiniband/uverbs{i}" for i in range(8)]  # uverbs8 and 9: the mlx5 ones
+
+
+@pytest.mark.parametrize(
+    ("fault", "env", "said"),
+    [
+        ("no EFA in the image", {"STUB_CONTAINER_EFA": "missing"}, "efa_installer.sh -y --skip-kmod"),
+        ("cannot be pulled", {"STUB_PULL": "denied"}, "could not pull registry.example/train:1"),
+    ],
+)
+def test_an_image_fault_is_the_clusters_result_and_rolls_nothing_back(
+    tmp_path: Path, fault: str, env: dict[str, str], said: str
+) -> None:
+    """The node verified EFA on the host before: the stack completes, its BenchmarkResults name the
+    image and the reason, and the steps that need the container do not run."""
+    node = _node(tmp_path, EFA_CDK_PULL_PAUSE="0")
+    r = node.run("container", "benchmarks", **env)
+    assert r.returncode == 1 and said in r.log, fault
+    posted = json.loads((node.stub_dir / "posted.json").read_text())
+    assert posted["Status"] == "SUCCESS" and said in posted["Reason"]
+    (result,) = json.loads(posted["Data"])
+    assert (result["benchmark"], result["ok"], result["image"]) == (
+        "container",
+        False,
+        "registry.example/train:1",
+    )
+    assert "step 2/2: benchmarks" not in r.log
+
+
+def test_an_image_fault_fails_the_stack_with_strict_benchmarks(tmp_path: Path) -> None:
+    node = _node(tmp_path, EFA_CDK_BENCHMARK_STRICT="1")
     r = node.run("container", STUB_CONTAINER_EFA="missing")
     assert r.returncode == 1 and "efa_installer.sh -y --skip-kmod --skip-limit-conf --no-verify" in r.log
+    posted = json.loads((node.stub_dir / "posted.json").read_text())
+    assert posted["Status"] == "FAILURE" and "efa_installer.sh" in posted["Reason"]
 
 
 def test_an_unreachable_container_is_named(tmp_path: Path) -> None:

@@ -125,6 +125,10 @@ class EfaLaunchTemplate(Construct):
         placement_group: a cluster placement group. Default: none in the template.
         primary_network_interface_id: a pre-created ENI for card 0 / DeviceIndex 0. Default: none.
         capacity: a Capacity Reservation or Capacity Block to launch into. Default: On-Demand.
+        bridged_containers: True when containers on a bridge network (not the host's) must reach the
+            instance metadata: IMDS hop limit 2. Such a container can then read the node role's
+            credentials (which read the cluster SSH key). Default: False, hop limit 1: the node and
+            host-networked containers (efa-cdk's container step) reach IMDS, bridged containers do not.
     """
 
     def __init__(
@@ -145,6 +149,7 @@ class EfaLaunchTemplate(Construct):
         placement_group: ec2.IPlacementGroup | None = None,
         primary_network_interface_id: str | None = None,
         capacity: Capacity | None = None,
+        bridged_containers: bool = False,
     ) -> None:
         """Create the template; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
@@ -171,6 +176,7 @@ class EfaLaunchTemplate(Construct):
             root_volume_gib=root_volume_gib,
             placement_group=placement_group,
             capacity=capacity,
+            bridged_containers=bridged_containers,
         )
         self.machine_image = machine_image or EfaMachineImage.default_for(self.instance_type)
         if (
@@ -188,7 +194,7 @@ class EfaLaunchTemplate(Construct):
         self.role: iam.IRole = role or session_manager_role(
             self, "Role", f"EFA nodes ({self.instance_type.name})"
         )
-        self.launch_template = self._create(key_pair, root_volume_gib, placement_group)
+        self.launch_template = self._create(key_pair, root_volume_gib, placement_group, bridged_containers)
         self.security_groups = list(security_groups)
         self._override_data(
             network_interfaces(
@@ -203,7 +209,11 @@ class EfaLaunchTemplate(Construct):
         self._props["role"] = self.role
 
     def _create(
-        self, key_pair: ec2.IKeyPair | None, root_volume_gib: int, placement_group: ec2.IPlacementGroup | None
+        self,
+        key_pair: ec2.IKeyPair | None,
+        root_volume_gib: int,
+        placement_group: ec2.IPlacementGroup | None,
+        bridged_containers: bool,
     ) -> ec2.LaunchTemplate:
         """The template (``Resource``): IMDSv2 required, encrypted gp3 root volume, instance tags in IMDS."""
         return ec2.LaunchTemplate(
@@ -216,7 +226,8 @@ class EfaLaunchTemplate(Construct):
             role=self.role,
             require_imdsv2=True,
             detailed_monitoring=True,
-            http_put_response_hop_limit=2,  # containers on the node reach IMDS through one more hop
+            # 1: the node and host-networked containers; a bridged container is one more hop away
+            http_put_response_hop_limit=2 if bridged_containers else 1,
             instance_metadata_tags=True,  # the node software reads its node index and logical id
             placement_group=placement_group,
             block_devices=[

@@ -3,10 +3,14 @@
 Pure Python: :class:`ContainerRun` decides the ``docker run`` arguments from the instance type
 (the node step ``container.sh`` runs them on every node). Sources for each choice:
 
-* Every EFA device (``--device=/dev/infiniband``), host networking and IPC, and SSH inside the
-  container on port 3022 so that mpirun reaches it: the AWS DL1 / Intel Gaudi multi-node guide this
-  project replaces (as quoted in issue 15); unlimited locked memory: the EFA user guide's
-  requirement for registering memory (``ulimit -l unlimited``).
+* The EFA devices, host networking and IPC, and SSH inside the container on port 3022 so that mpirun
+  reaches it: the AWS DL1 / Intel Gaudi multi-node guide this project replaces (as quoted in issue 15);
+  unlimited locked memory: the EFA user guide's requirement for registering memory (``ulimit -l
+  unlimited``). The devices are the node's EFA verbs devices one by one, found at run time
+  (``container.sh``), not the whole ``/dev/infiniband``: on p6-b200 that also holds the NVLink
+  controllers' devices, and ``fi_info -p efa`` then fails inside the container (aws-samples/aws-do-eks
+  PR #63). ``--restart=unless-stopped``: the container (and its SSH server) comes back when Docker
+  starts again after a node stop/start (Docker's restart policies).
 * NVIDIA: ``--gpus all`` (NVIDIA Container Toolkit, on the GPU DLAMIs). Neuron: one
   ``--device=/dev/neuron<i>`` per device: "Neuron devices are exposed to the containers using the
   --device option ... runc does not yet support the ALL option" (Neuron documentation, Containers
@@ -73,19 +77,20 @@ class ContainerRun:
     def run_args(
         self, it: InstanceType, *, name: str = "efa-cdk", env_file: str = "/etc/efa-cdk/efa.env"
     ) -> list[str]:
-        """``docker run`` arguments (without the image's command): EFA devices, host network and
-        IPC, unlimited locked memory, the EFA environment, the accelerators, the SSH port."""
+        """``docker run`` arguments (without the image's command and the EFA devices, which the node
+        finds): host network and IPC, unlimited locked memory, a restart policy, the EFA environment,
+        the accelerators, the SSH port."""
         return [
             "--detach",
             "--name",
             name,
+            "--restart=unless-stopped",
             "--net=host",
             "--ipc=host",
             "--ulimit",
             "memlock=-1:-1",
             "--ulimit",
             "stack=67108864",
-            "--device=/dev/infiniband",
             "--env-file",
             env_file,
             "-e",

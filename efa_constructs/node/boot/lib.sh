@@ -110,6 +110,21 @@ efa_devices() {
   echo "$have"
 }
 
+# efa_uverbs: the verbs device (/dev/infiniband/uverbsN) of every device bound to the efa driver, one a
+# line: what a container is given. Not the whole /dev/infiniband: on p6-b200 it also holds the NVLink
+# controllers' devices, and with them fi_info -p efa fails inside the container (aws-samples/aws-do-eks
+# PR #63). The verbs device of an RDMA device: /sys/class/infiniband_verbs/uverbsN/ibdev names it
+# (Linux, Documentation/ABI/stable/sysfs-class-infiniband).
+efa_uverbs() {
+  local verbs dev
+  for verbs in "$R"/sys/class/infiniband_verbs/uverbs*; do
+    [ -r "$verbs/ibdev" ] || continue
+    dev=$(cat "$verbs/ibdev")
+    [ "$(basename "$(readlink -f "$R/sys/class/infiniband/$dev/device/driver")")" = efa ] || continue
+    echo "/dev/infiniband/${verbs##*/}"
+  done
+}
+
 # until_ok DEADLINE CMD...: run CMD every EFA_CDK_POLL_SECONDS until it succeeds (0) or the clock
 # passes DEADLINE (epoch seconds; 1).
 until_ok() {
