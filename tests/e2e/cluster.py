@@ -30,8 +30,10 @@ import contextlib
 import ctypes
 import json
 import os
+import re
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -317,10 +319,16 @@ class Cluster:
         user: str,
         efa_devices: list[int | None],
         settings: dict[str, str],
+        *,
+        other_rdma: int = 0,
+        docker_image: tuple[Path, str] | None = None,
     ) -> list[Node]:
         """Boot one node per instance, in node-index order; efa_devices[i] is node i's EFA count
         (None: the node never comes up: its namespace exists, nothing runs in it). `settings`
-        replace values in the user data's settings (the harness's shorter waits)."""
+        replace values in the user data's settings (the harness's shorter waits). `other_rdma`
+        RDMA devices not bound to efa sit beside the EFAs (p6-b200's NVLink controllers).
+        `docker_image` (a root file system tar, its tag): each node runs its own Docker engine in its
+        namespaces, with that image imported."""
         user_data = stack["user_data"]
         for key, value in settings.items():  # a later line of the settings heredoc wins
             user_data = user_data.replace("\nEFA_CDK_SETTINGS\n", f"\n{key}='{value}'\nEFA_CDK_SETTINGS\n", 1)
@@ -334,10 +342,18 @@ class Cluster:
             booted.append(node)
             if efa_devices[i] is None:
                 continue
-            _node_files(node, user, user_data, tags, efa_devices[i] or 0)
+            _node_files(node, user, user_data, tags, efa_devices[i] or 0, other_rdma)
+            if docker_image is not None:
+                (node.root / "docker").mkdir()
+                (node.root / "docker/image.tar").symlink_to(docker_image[0])
+                (node.root / "docker/image.tag").write_text(docker_image[1])
+                # the accelerators' device files the container step passes (--device=/dev/neuron<i>)
+                devices = dict.fromkeys(re.findall(r"--device=(/dev/neuron\d+)", user_data))
+                (node.root / "docker/accelerators").write_text("".join(f"{d}\n" for d in devices))
             log = (node.root / "console.log").open("wb")
+            # nsenter, not `ip netns exec`, which mounts a new /sys without the cgroups Docker needs
             node.process = subprocess.Popen(
-                ["ip", "netns", "exec", ns, "unshare", "--mount", "--propagation", "private",
+                ["nsenter", f"--net=/var/run/netns/{ns}", "unshare", "--mount", "--propagation", "private",
                  "bash", str(ROOT / "tests/e2e/node.sh"), str(node.root)],
                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
@@ -370,6 +386,9 @@ class Cluster:
     def close(self) -> None:
         """Stop every process by its PID, delete every namespace."""
         for node in self.nodes:
+            for pid in sh("ip", "netns", "pids", node.ns, check=False).stdout.split():  # Docker, containers
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
             for what in ("imds", "sshd"):
                 pid = node.pid(what)
                 if pid:
@@ -404,7 +423,9 @@ def _zip(folder: Path) -> bytes:
     return data
 
 
-def _node_files(node: Node, user: str, user_data: str, tags: dict[str, str], efa_devices: int) -> None:
+def _node_files(
+    node: Node, user: str, user_data: str, tags: dict[str, str], efa_devices: int, other_rdma: int = 0
+) -> None:
     """The node's root: user data, IMDS answers, AWS CLI settings, login user, sshd, EFA stand-ins."""
     r = node.root
     for d in ("etc/ssh", "etc/profile.d", "var/lib/efa-cdk", "var/log", "run", "opt/amazon/efa/bin", "home"):
@@ -435,12 +456,21 @@ def _node_files(node: Node, user: str, user_data: str, tags: dict[str, str], efa
     shutil.copy("/etc/os-release", r / "etc/os-release")
     for tool in ("fi_info", "fi_pingpong"):
         (r / "opt/amazon/efa/bin" / tool).symlink_to(shutil.which(tool) or tool)
-    drivers = r / "sys/bus/pci/drivers/efa"
-    drivers.mkdir(parents=True)
-    for i in range(efa_devices):
-        dev = r / f"sys/class/infiniband/rdmap{i}s0/device"
+    # Each RDMA device as sysfs shows it (its driver; its verbs device uverbs<i>, Linux's
+    # sysfs-class-infiniband ABI) and its character device (the uverbs major, 231) under ROOT/dev
+    devices = [(f"rdmap{i}s0", "efa") for i in range(efa_devices)]
+    devices += [(f"ibp{i}s0", "mlx5_core") for i in range(other_rdma)]
+    (r / "dev/infiniband").mkdir(parents=True)
+    for i, (name, driver) in enumerate(devices):
+        drivers = r / "sys/bus/pci/drivers" / driver
+        drivers.mkdir(parents=True, exist_ok=True)
+        dev = r / f"sys/class/infiniband/{name}/device"
         dev.mkdir(parents=True)
         (dev / "driver").symlink_to(drivers)
+        verbs = r / f"sys/class/infiniband_verbs/uverbs{i}"
+        verbs.mkdir(parents=True)
+        (verbs / "ibdev").write_text(name + "\n")
+        os.mknod(r / f"dev/infiniband/uverbs{i}", 0o666 | stat.S_IFCHR, os.makedev(231, 192 + i))
     executable(
         r / "opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl",
         f'#!/bin/bash\necho "$*" >>{r}/ctl.log\n'

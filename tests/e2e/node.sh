@@ -26,6 +26,29 @@ for _ in $(seq 50); do # both listening before the user data starts
   sleep 0.1
 done
 
+if [ -d "$root/docker" ]; then # the node's own Docker engine, in its namespaces, with the test image
+  mkdir -p /etc/efa-cdk "$root/etc/efa-cdk" # the container step's --env-file names /etc/efa-cdk/efa.env, as on a node
+  mount --bind "$root/etc/efa-cdk" /etc/efa-cdk
+  if [ -s "$root/docker/accelerators" ]; then # the accelerators' device files (/dev/neuron<i>), as a driver makes them
+    mkdir -p "$root/docker/host-dev"
+    mount --rbind /dev "$root/docker/host-dev"
+    mount -t tmpfs -o mode=0755 tmpfs /dev # this node's /dev: the machine's entries, plus the accelerators
+    for entry in "$root/docker/host-dev"/* "$root/docker/host-dev"/.[!.]*; do
+      [ -e "$entry" ] || [ -L "$entry" ] || continue
+      target="/dev/${entry##*/}"
+      if [ -L "$entry" ]; then cp -P "$entry" "$target"
+      elif [ -d "$entry" ]; then mkdir -p "$target" && mount --rbind "$entry" "$target"
+      else touch "$target" && mount --bind "$entry" "$target"
+      fi
+    done
+    while read -r dev; do mknod -m 0666 "$dev" c 10 200; done <"$root/docker/accelerators"
+  fi
+  export DOCKER_HOST="unix://$root/run/docker.sock"
+  "$here/dockerd.sh" "$root"
+  docker image inspect "$(cat "$root/docker/image.tag")" >/dev/null 2>&1 \
+    || docker import "$root/docker/image.tar" "$(cat "$root/docker/image.tag")" >/dev/null
+fi
+
 set -a
 # shellcheck source=/dev/null
 . "$root/aws.env"

@@ -112,7 +112,7 @@ run_fi_pingpong() { # server on the second node, client here (in the image when 
   "${in_image[@]}" ssh -o BatchMode=yes "${hosts[1]}" \
     "PATH=/opt/amazon/efa/bin:\$PATH timeout 300 fi_pingpong -p $FABRIC -e rdm -I 1000 -S all" >"$out/fi_pingpong-server.log" 2>&1 &
   sleep 3
-  "${here_run[@]}" env "PATH=/opt/amazon/efa/bin:$PATH" timeout 240 fi_pingpong -p "$FABRIC" -e rdm -I 1000 -S all "${hosts[1]}"
+  "${here_run[@]}" env "PATH=/opt/amazon/efa/bin:$PATH" "FI_PROVIDER=$FABRIC" timeout 240 fi_pingpong -p "$FABRIC" -e rdm -I 1000 -S all "${hosts[1]}"
 }
 
 run_hccl_demo() { # HabanaAI/hccl_demo's MPI mode over the hostfile (README "Examples - MPI mode")

@@ -76,7 +76,7 @@ inner="mkdir -p /root/.ssh /run/sshd && cp /efa-cdk/ssh/id_efa_cdk /efa-cdk/ssh/
 docker run ${EFA_CDK_CONTAINER_ARGS:?} "${devices[@]}" -v "$(user_home)/.ssh:/efa-cdk/ssh:ro" \
   -v "$ETC:/efa-cdk/etc:ro" "$image" bash -c "$inner" >/dev/null || image_fault "could not start $image"
 
-out=$(docker exec efa-cdk sh -c "PATH=/opt/amazon/efa/bin:\$PATH fi_info -p $FABRIC -t FI_EP_RDM" 2>&1) \
+out=$(docker exec -e "FI_PROVIDER=$FABRIC" efa-cdk sh -c "PATH=/opt/amazon/efa/bin:\$PATH fi_info -p $FABRIC -t FI_EP_RDM" 2>&1) \
   || image_fault "inside $image, fi_info -p $FABRIC finds no EFA: $(tail -n1 <<<"$out") (install the EFA software in the image: efa_installer.sh -y --skip-kmod --skip-limit-conf --no-verify, or --enable-ngc for NGC images)"
 grep -q "provider: $FABRIC" <<<"$out" || image_fault "inside $image, libfabric lists no $FABRIC provider"
 log "container $image: EFA provider $FABRIC inside (${#uverbs[@]} EFA devices); SSH on port $port"
