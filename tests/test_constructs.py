@@ -279,6 +279,42 @@ def test_cluster_node_count(make_stack: Any, bad: Any) -> None:
         EfaCluster(stack, "C", vpc=isolated_vpc(stack), instance_type="trn1.32xlarge", node_count=bad)
 
 
+def test_a_token_node_count_needs_the_auto_scaling_group(make_stack: Any) -> None:
+    """A CloudFormation parameter as node_count: explicit nodes cannot be counted at synth (one
+    resource each), so the error names the fix; the Auto Scaling group takes it as its size."""
+    from aws_cdk import CfnParameter
+
+    stack = make_stack()
+    count = CfnParameter(stack, "Nodes", type="Number", default=2).value_as_number
+    with pytest.raises(EfaConfigError, match=r"^node_count=.*token.*node_group=NodeGroup\.ASG"):
+        EfaCluster(stack, "C", vpc=isolated_vpc(stack), instance_type="trn1.32xlarge", node_count=count)
+    other = make_stack()
+    count = CfnParameter(other, "Nodes", type="Number", default=2).value_as_number
+    EfaCluster(
+        other, "C", vpc=isolated_vpc(other), instance_type="trn1.32xlarge", node_count=count, node_group="asg"
+    )
+    (group,) = (
+        assertions.Template.from_stack(other).find_resources("AWS::AutoScaling::AutoScalingGroup").values()
+    )
+    assert "Nodes" in json.dumps(group["Properties"]["MaxSize"])
+
+
+@pytest.mark.parametrize("with_key", [False, True])
+def test_ssh_without_a_key_pair_is_warned(make_stack: Any, with_key: bool) -> None:
+    stack = make_stack()
+    key = ec2.KeyPair.from_key_pair_name(stack, "Key", "mine") if with_key else None
+    EfaCluster(
+        stack, "C", vpc=isolated_vpc(stack), instance_type="c5n.18xlarge", key_pair=key,
+        ssh_peers=[ssh_peer("203.0.113.0/24")],
+    )  # fmt: skip
+    found = assertions.Annotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp("no key_pair")
+    )
+    assert bool(found) is not with_key
+    if found:
+        assert "203.0.113.0/24" in str(found[0].entry.data) and "-c key_pair=" in str(found[0].entry.data)
+
+
 def test_constructs_take_cdks_own_instance_type(make_stack: Any) -> None:
     lt, t = _lt(make_stack, instance_type=ec2.InstanceType("p4d.24xlarge"))
     assert lt.instance_type.name == "p4d.24xlarge"

@@ -148,6 +148,13 @@ class EfaCluster(Construct):
         self.subnet = subnet or self._default_subnet(vpc)
         eip_subnet = public_subnet or (vpc.public_subnets[0] if vpc.public_subnets else None)
         self.layout: NicLayout = resolve_layout(self.instance_type, nic_layout, efa_count=efa_count)
+        if self.node_group is NodeGroup.EXPLICIT and Token.is_unresolved(node_count):
+            raise EfaConfigError(
+                "node_count",
+                value="a token (e.g. a CloudFormation parameter)",
+                why="explicit nodes are one resource each, so their number must be known at synth",
+                fix="pass a number, or node_group=NodeGroup.ASG (-c node_group=asg), whose size may be one",
+            )
         check_cluster(
             ClusterRequest(
                 instance_type=self.instance_type,
@@ -187,6 +194,13 @@ class EfaCluster(Construct):
                 self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
             )
         self.launch_template = self._launch_template(instance_type, key_pair, role, root_volume_gib)
+        if ssh_peers and key_pair is None:
+            Annotations.of(self).add_warning_v2(
+                "efa-cdk:ssh-without-key-pair",
+                f"TCP 22 is open to {', '.join(p.unique_id for p in ssh_peers)} but no key_pair is named: "
+                "your own SSH login needs one (-c key_pair=<name>); without it only the cluster's own key, "
+                "kept in SSM, logs in. Leave ssh_cidr out to keep port 22 closed and use Session Manager.",
+            )
         self.role = self.launch_template.role
         self._tag()
         self._launch(id_, node_count, eip_subnet)

@@ -17,8 +17,10 @@ Sources for the parameter names (checked late 2026):
   refuses and names the fix (an image you maintain, :meth:`EfaMachineImage.from_ami_id`).
 * Neuron DLAMI: AWS Neuron documentation, "Neuron DLAMI" SSM parameters
   (``/aws/service/neuron/dlami/multi-framework/ubuntu-22.04/latest/image_id``).
-* Amazon Linux 2023: ``/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-6.1-<arch>`` (the
-  parameter aws-cdk-lib's ``MachineImage.latest_amazon_linux2023`` reads).
+* Amazon Linux 2023: ``/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-6.1-<arch>``, the image
+  with the 6.1 kernel pinned. (aws-cdk-lib's ``MachineImage.latest_amazon_linux2023`` reads another
+  parameter, ``al2023-ami-kernel-default-<arch>``: its ``AmazonLinux2023Kernel.DEFAULT``, in
+  aws-ec2/lib/machine-image/amazon-linux-2023.ts.)
 
 Why "read once": a ``.../latest/...`` parameter used as a CloudFormation parameter is resolved at
 every deploy, so once AWS publishes a new image, ANY later deploy (a node_count change) changes

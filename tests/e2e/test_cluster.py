@@ -12,7 +12,6 @@ and a node that never comes up makes the leader report FAILURE naming it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,16 +42,6 @@ def synthesize(outdir: Path, name: str) -> None:
     )
     EfaClusterStack(app, name, params=params)
     app.synth()
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(work=tmp_path_factory.mktemp("cluster"))  # logs stay in pytest's temporary directory
-    try:
-        c.start()
-        yield c
-    finally:
-        c.close()
 
 
 @pytest.fixture(scope="module")

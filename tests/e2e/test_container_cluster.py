@@ -15,7 +15,6 @@ import json
 import re
 import resource
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,16 +70,6 @@ def built() -> tuple[Path, str]:
         return image.build()
     except RuntimeError as err:  # no route to Debian's archive: nothing to run the containers with
         pytest.skip(f"the test image cannot be built here: {err}")
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(work=tmp_path_factory.mktemp("containers"))
-    try:
-        c.start()
-        yield c
-    finally:
-        c.close()
 
 
 @pytest.fixture(scope="module")

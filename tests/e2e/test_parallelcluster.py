@@ -44,23 +44,18 @@ def synthesize(outdir: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def pc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    cluster = Cluster(work=tmp_path_factory.mktemp("pcluster"))
-    harness: ParallelClusterHarness | None = None
+def pc(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    out = tmp_path_factory.mktemp("assembly")
+    synthesize(out)
+    stack = cluster.deploy("Trn1ParallelCluster", out, "key-0e2e00000000000pc")
+    config = config_from_output(stack["outputs"]["ParallelClusterConfig"])
+    harness = ParallelClusterHarness(cluster, config, stack["ami"])
     try:
-        cluster.start()
-        out = tmp_path_factory.mktemp("assembly")
-        synthesize(out)
-        stack = cluster.deploy("Trn1ParallelCluster", out, "key-0e2e00000000000pc")
-        config = config_from_output(stack["outputs"]["ParallelClusterConfig"])
-        harness = ParallelClusterHarness(cluster, config, stack["ami"])
         harness.start_dns()
         head = harness.start()
         yield {"cluster": cluster, "harness": harness, "head": head, "config": config}
     finally:
-        if harness is not None:
-            harness.close()
-        cluster.close()
+        harness.close()  # before the cluster fixture stops the AWS side
 
 
 def slurm(node: PcNode, *args: str) -> str:
@@ -191,17 +186,19 @@ def jobs(pc: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def output(pc: dict[str, Any], name: str, job: str) -> str:
-    return Path(pc["harness"].work, "home/ubuntu", f"{name}-{job}.out").read_text()
+def completed(pc: dict[str, Any], jobs: dict[str, Any], key: str, name: str) -> str:
+    """The output of the job `key` (its file ``<name>-<job id>.out``), which must have COMPLETED."""
+    job, state = jobs[key]
+    text = Path(pc["harness"].work, "home/ubuntu", f"{name}-{job}.out").read_text()
+    assert state == "COMPLETED", text
+    return text
 
 
 def test_a_job_resumes_two_powered_down_nodes_and_runs_on_both(
     pc: dict[str, Any], jobs: dict[str, Any]
 ) -> None:
     harness: ParallelClusterHarness = pc["harness"]
-    job, state = jobs["nccom"]
-    text = output(pc, "nccom-test", job)
-    assert state == "COMPLETED", text
+    text = completed(pc, jobs, "nccom", "nccom-test")
     assert sorted(jobs["running"]) == QUEUE_NODES[:2] == harness.launched[:2]
     assert [jobs["states_while_up"][n] for n in QUEUE_NODES] == ["idle", "idle", "idle~"]
     # nccom-test got every allocated host and a root rank whose Slurm name resolves to node 1
@@ -244,18 +241,14 @@ def test_the_topology_timer_places_running_nodes_and_keeps_slurmctld_up(jobs: di
 def test_open_mpi_runs_across_the_compute_namespaces_inside_a_slurm_job(
     pc: dict[str, Any], jobs: dict[str, Any]
 ) -> None:
-    job, state = jobs["mpi"]
-    text = output(pc, "mpi", job)
-    assert state == "COMPLETED", text
+    text = completed(pc, jobs, "mpi", "mpi")
     assert sorted(text.split()) == sorted(["0", "1", *QUEUE_NODES[:2]]), text
 
 
 def test_the_nccl_tests_template_runs_its_ranks_on_both_nodes_with_efa_selected(
     pc: dict[str, Any], jobs: dict[str, Any]
 ) -> None:
-    job, state = jobs["nccl"]
-    text = output(pc, "nccl-tests", job)
-    assert state == "COMPLETED", text
+    text = completed(pc, jobs, "nccl", "nccl-tests")
     ranks = re.findall(r"rank=(\d+) node=(\S+) FI_PROVIDER=(\S+) pmix=(\S+)", text)
     assert len(ranks) == 64  # 32 ranks per trn1.32xlarge node (EFA_CDK_SLOTS), 2 nodes
     assert {node for _, node, _, _ in ranks} == set(QUEUE_NODES[:2])
@@ -266,9 +259,7 @@ def test_the_nccl_tests_template_runs_its_ranks_on_both_nodes_with_efa_selected(
 def test_the_training_template_runs_torchrun_on_each_node_with_its_rank(
     pc: dict[str, Any], jobs: dict[str, Any]
 ) -> None:
-    job, state = jobs["train"]
-    text = output(pc, "train-trn1", job)
-    assert state == "COMPLETED", text
+    text = completed(pc, jobs, "train", "train-trn1")
     launches = [
         line for line in text.splitlines() if line.startswith("torchrun ") and "--max_steps" not in line
     ]
