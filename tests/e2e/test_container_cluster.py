@@ -184,6 +184,35 @@ def test_after_the_engine_starts_again_every_container_is_back_with_ssh(healthy:
         assert docker(n, "inspect", "-f", "{{.State.Running}}", "efa-cdk").stdout.strip() == "true"
 
 
+def test_an_image_without_libfabric_is_reported_with_its_name_and_the_fix(
+    cluster: Cluster, healthy: dict[str, Any]
+) -> None:
+    """The container step again on node 1 with an image that has no libfabric (the test image with its
+    libfabric removed, committed in node 1's engine): the cluster's result names that image and the fix.
+    Runs after the tests that use the healthy containers (it replaces node 1's)."""
+    node: Node = healthy["nodes"][1]
+    bad = "efa-cdk-e2e/no-libfabric:1"
+    r = docker(node, "run", "--name", "strip", healthy["image"], "sh", "-c", "rm -f /usr/lib/*/libfabric.so*")
+    assert r.returncode == 0, r.stderr
+    assert docker(node, "commit", "strip", bad).returncode == 0
+    env = node.root / "etc/efa-cdk/node.env"
+    env.write_text(env.read_text() + f"EFA_CDK_CONTAINER_IMAGE='{bad}'\n")  # a later line wins
+    (node.root / "var/lib/efa-cdk/benchmarks.json").unlink(missing_ok=True)
+    r = node.run_as_root(
+        "env", f"DOCKER_HOST=unix://{node.root}/run/docker.sock", "bash",
+        str(node.root / "opt/efa-cdk/bin/run-steps.sh"), "container", timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 1, r.stdout + r.stderr
+    body = cluster.handle(healthy["stack"]["handle"])
+    assert body is not None and body["Status"] == "SUCCESS", body
+    (result,) = json.loads(body["Data"])
+    assert (result["benchmark"], result["ok"], result["image"]) == ("container", False, bad)
+    assert (
+        "fi_info -p tcp finds no EFA" in result["reason"]
+        and "efa_installer.sh -y --skip-kmod" in result["reason"]
+    )
+
+
 @pytest.fixture(scope="module")
 def unpullable(
     cluster: Cluster,
