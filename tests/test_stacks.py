@@ -62,6 +62,29 @@ def test_no_ingress_from_the_world(templates: dict[str, Any]) -> None:
         assert not [r for r in rules if r.get("CidrIp") == "0.0.0.0/0" or r.get("CidrIpv6") == "::/0"], name
 
 
+#: What the README's "What `cdk destroy` leaves behind" lists, as (type, a part of the logical id) pairs.
+DOCUMENTED_RETAINED = {
+    ("AWS::Logs::LogGroup", "NetworkFlowLogs"),  # each stack's VPC flow logs
+    ("AWS::Logs::LogGroup", "ClusterMonitoringLogs"),  # the monitoring log group
+    ("AWS::KMS::Key", "ClusterMonitoringAlarmKey"),  # the alarm topic's key
+    ("AWS::Logs::LogGroup", "AWS679f53fac002430cb0da5b7982bd2287LogGroup"),  # the image lookup's function
+    ("AWS::EFS::FileSystem", "ParallelClusterStorage"),  # Trn1ParallelCluster's EFS
+}
+
+
+@pytest.mark.parametrize("name", [*READY_CLUSTERS, *READY_PCLUSTERS])
+def test_what_stack_deletion_keeps_is_what_the_readme_lists(templates: dict[str, Any], name: str) -> None:
+    kept = {
+        (v["Type"], rid)
+        for rid, v in templates[name]["Resources"].items()
+        if v.get("DeletionPolicy") in ("Retain", "RetainExceptOnCreate", "Snapshot")
+    }
+    undocumented = {
+        (t, rid) for t, rid in kept if not any(t == dt and dp in rid for dt, dp in DOCUMENTED_RETAINED)
+    }
+    assert not undocumented, f"{name} keeps {sorted(undocumented)} after cdk destroy: list them in the README"
+
+
 @pytest.mark.parametrize("name", [*READY_CLUSTERS, *READY_PCLUSTERS])
 def test_snapshot(templates: dict[str, Any], snapshot: Any, name: str) -> None:
     assert masked(templates[name]) == snapshot(extension_class=JSONSnapshotExtension)
