@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from efa_constructs.cdk.machine_image import EfaMachineImage
 from efa_constructs.core import (
     Benchmark,
     Capacity,
@@ -23,6 +24,7 @@ from efa_constructs.core import (
     LayoutMode,
     NodeGroup,
     PublicIp,
+    instance_type,
     parse_ssh_source,
 )
 from efa_constructs.core.checks import AMI_ID_PATTERN, REFRESH_LABEL_PATTERN
@@ -343,7 +345,11 @@ class ClusterParams:
                 fix="pass -c public_subnet_id=subnet-... (a subnet routed to an internet gateway, same AZ)",
             )
         check_given_with(v, "container_ssh_port", "container_image", "it is the port inside the containers")
-        check_given_with(v, "ami_os", "ami_id", "it describes ami_id", example="ami-...")
+        itype = instance_type(str(v.get("instance_type", default_instance_type)))
+        if EfaMachineImage.has_default(
+            itype
+        ):  # no default image (p3dn): ami_os describes the ImageId asked for
+            check_given_with(v, "ami_os", "ami_id", "it describes ami_id", example="ami-...")
         if "ami_refresh" in v and "ami_id" in v:
             raise EfaConfigError(
                 "ami_refresh",

@@ -243,3 +243,12 @@ def test_p3dn_asks_for_an_image_and_takes_one_from_context() -> None:
     data = lt["Properties"]["LaunchTemplateData"]
     assert data["ImageId"] == "ami-0123456789abcdef0" and "ImageId" not in t.get("Parameters", {})
     assert data["BlockDeviceMappings"][0]["DeviceName"] == "/dev/xvda"  # Amazon Linux's root device
+    # the image asked for at deploy can be Amazon Linux too: ami_os alone describes that ImageId
+    params = ClusterParams.from_context({"ami_os": "al2023"}, default_instance_type="p3dn.24xlarge")
+    t = assertions.Template.from_stack(EfaClusterStack(new_app(), "P3dn", params=params)).to_json()
+    (lt,) = by_type(t, "AWS::EC2::LaunchTemplate")
+    data = lt["Properties"]["LaunchTemplateData"]
+    assert (
+        data["ImageId"] == {"Ref": "ImageId"} and data["BlockDeviceMappings"][0]["DeviceName"] == "/dev/xvda"
+    )
+    assert "EFA_CDK_USER='ec2-user'" in json.dumps(data["UserData"])
