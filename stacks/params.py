@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from efa_constructs.cdk.machine_image import EfaMachineImage
 from efa_constructs.core import (
     Benchmark,
     Capacity,
@@ -27,7 +26,7 @@ from efa_constructs.core import (
     instance_type,
     parse_ssh_source,
 )
-from efa_constructs.core.checks import AMI_ID_PATTERN, REFRESH_LABEL_PATTERN
+from efa_constructs.core.checks import AMI_ID_PATTERN, REFRESH_LABEL_PATTERN, has_default_image
 
 #: The two kinds of ready stack; a field says which of them read it.
 CLUSTER, PCLUSTER = "cluster", "pcluster"
@@ -346,9 +345,7 @@ class ClusterParams:
             )
         check_given_with(v, "container_ssh_port", "container_image", "it is the port inside the containers")
         itype = instance_type(str(v.get("instance_type", default_instance_type)))
-        if EfaMachineImage.has_default(
-            itype
-        ):  # no default image (p3dn): ami_os describes the ImageId asked for
+        if has_default_image(itype):  # no default image (p3dn): ami_os describes the ImageId asked for
             check_given_with(v, "ami_os", "ami_id", "it describes ami_id", example="ami-...")
         if "ami_refresh" in v and "ami_id" in v:
             raise EfaConfigError(

@@ -45,13 +45,9 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from ..core.catalogue import AcceleratorKind, InstanceType
-from ..core.checks import AMI_ID_PATTERN, REFRESH_LABEL_PATTERN
+from ..core.checks import AMI_ID_PATTERN, REFRESH_LABEL_PATTERN, has_default_image
 from ..core.errors import EfaConfigError
 from .acknowledgements import acknowledge, explain_cdk_lambda_lint
-
-#: NVIDIA GPUs older than Turing among EFA types (NVIDIA open-gpu-kernel-modules README: the open
-#: modules support Turing and later). EC2 names them in DescribeInstanceTypes' GpuInfo.
-PRE_TURING_GPUS = frozenset({"K80", "M60", "V100", "K520"})
 
 
 class OsFamily(enum.Enum):
@@ -259,9 +255,7 @@ class EfaMachineImage:
     @staticmethod
     def has_default(it: InstanceType) -> bool:
         """False for types no current AWS image supports (pre-Turing NVIDIA GPUs: p3dn)."""
-        return not (
-            it.accelerator.kind is AcceleratorKind.NVIDIA_GPU and it.accelerator.name in PRE_TURING_GPUS
-        )
+        return has_default_image(it)
 
     @staticmethod
     def default_for(it: InstanceType, refresh: str = "") -> EfaMachineImage:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .capacity import Capacity
-from .catalogue import InstanceType
+from .catalogue import AcceleratorKind, InstanceType
 from .errors import EfaConfigError
 from .layout import NicLayout
 from .options import InternetEgress, NodeGroup, PublicIp
@@ -229,3 +229,13 @@ def check_cluster(request: ClusterRequest) -> None:
     """Run every check; raise the first refusal (:class:`EfaConfigError`)."""
     for check in CLUSTER_CHECKS:
         check(request)
+
+
+#: NVIDIA GPUs older than Turing among EFA types (NVIDIA open-gpu-kernel-modules README: the open
+#: modules support Turing and later). EC2 names them in DescribeInstanceTypes' GpuInfo.
+PRE_TURING_GPUS = frozenset({"K80", "M60", "V100", "K520"})
+
+
+def has_default_image(it: InstanceType) -> bool:
+    """False for types no current AWS image supports (pre-Turing NVIDIA GPUs: p3dn)."""
+    return not (it.accelerator.kind is AcceleratorKind.NVIDIA_GPU and it.accelerator.name in PRE_TURING_GPUS)
