@@ -56,17 +56,15 @@ class Endpoint:
             (self.state / "handles" / f"{path.rsplit('/', 1)[1]}.json").write_bytes(body)
             start("200 OK", [("Content-Length", "0")])
             return [b""]
-        if environ["REQUEST_METHOD"] == "POST" and "cloudformation" in environ.get("HTTP_AUTHORIZATION", ""):
+        auth = environ.get("HTTP_AUTHORIZATION", "")
+        if environ["REQUEST_METHOD"] == "POST" and ("cloudformation" in auth or "/ec2/" in auth):
             raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
             form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
-            if form.get("Action") == "SignalResource":
-                return self._signal(form, start)
-            environ["wsgi.input"] = _Replay(raw)
-        if environ["REQUEST_METHOD"] == "POST" and "/ec2/" in environ.get("HTTP_AUTHORIZATION", ""):
-            raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-            form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
-            if form.get("Action") == "DescribeInstanceTopology":
-                return self._topology(form, start)
+            answer = {"SignalResource": self._signal, "DescribeInstanceTopology": self._topology}.get(
+                form.get("Action", "")
+            )
+            if answer is not None:
+                return answer(form, start)
             environ["wsgi.input"] = _Replay(raw)
         return self.moto(environ, start)  # type: ignore[no-any-return]
 

@@ -220,12 +220,11 @@ class Cluster:
         }
 
     # -- a stack and its nodes -------------------------------------------------------------------
-    def deploy(
-        self, name: str, assembly: Path, key_pair_id: str, stand_ins: dict[str, str] | None = None
-    ) -> dict[str, Any]:
+    def deploy(self, name: str, assembly: Path, key_pair_id: str) -> dict[str, Any]:
         """Create the synthesized stack `name` (from the cloud assembly) in moto: its assets in S3,
-        its key pair in SSM, the template rewritten as tests/moto_compat.py says. Returns the
-        template, the physical ids by logical id, the outputs and one of moto's AMIs."""
+        its key pair in SSM, the template rewritten as tests/moto_compat.py says (a wait-condition
+        handle's URL is the endpoint's). Returns the template, the physical ids by logical id, the
+        outputs and one of moto's AMIs."""
         template = json.loads((assembly / f"{name}.template.json").read_text())
         assets = json.loads((assembly / f"{name}.assets.json").read_text())["files"]
         with inside(self.aws_ns):
@@ -247,18 +246,19 @@ class Cluster:
             )
             ami = aws["ec2"].describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
             res = template["Resources"]
-            stand_ins = {r: key_pair_id for r, v in res.items() if v["Type"] == "AWS::EC2::KeyPair"} | (
-                stand_ins or {}
-            )
+            stand_ins = {r: key_pair_id for r, v in res.items() if v["Type"] == "AWS::EC2::KeyPair"}
+            stand_ins |= {  # the endpoint serves wait-condition handles
+                r: f"{ENDPOINT}/wait-condition/{r}"
+                for r, v in res.items()
+                if v["Type"] == "AWS::CloudFormation::WaitConditionHandle"
+            }
             body = moto_compatible(template, ami, aws["ssm"], stand_ins)
-            for r in body["Resources"].values():  # moto reads no subnet from a launch template
-                if r["Type"] == "AWS::EC2::Instance":
-                    lt = next(
-                        v for v in body["Resources"].values() if v["Type"] == "AWS::EC2::LaunchTemplate"
-                    )
-                    r["Properties"]["SubnetId"] = lt["Properties"]["LaunchTemplateData"]["NetworkInterfaces"][
-                        0
-                    ]["SubnetId"]
+            instances = [r for r in body["Resources"].values() if r["Type"] == "AWS::EC2::Instance"]
+            if instances:  # moto reads no subnet from a launch template
+                lt = next(v for v in body["Resources"].values() if v["Type"] == "AWS::EC2::LaunchTemplate")
+                subnet = lt["Properties"]["LaunchTemplateData"]["NetworkInterfaces"][0]["SubnetId"]
+                for r in instances:
+                    r["Properties"]["SubnetId"] = subnet
             params = [
                 {"ParameterKey": k, "ParameterValue": "us-east-1a"}
                 for k, p in body.get("Parameters", {}).items()
@@ -281,17 +281,10 @@ class Cluster:
         return {"template": template, "physical": physical, "outputs": outputs, "ami": ami}
 
     def create_stack(self, name: str, assembly: Path, key_pair_id: str) -> dict[str, Any]:
-        """Create the synthesized EFA cluster stack `name` in moto (:meth:`deploy`; the
-        wait-condition handle's URL is served by the endpoint). Returns the instances: logical id ->
-        (instance id, private ip, tags) and the user data."""
-        template = json.loads((assembly / f"{name}.template.json").read_text())
-        res = template["Resources"]
-        handles = {
-            r: f"{ENDPOINT}/wait-condition/{r}"
-            for r, v in res.items()
-            if v["Type"] == "AWS::CloudFormation::WaitConditionHandle"
-        }
-        physical = self.deploy(name, assembly, key_pair_id, handles)["physical"]
+        """Create the synthesized EFA cluster stack `name` in moto (:meth:`deploy`). Returns the
+        instances: logical id -> (instance id, private ip, tags), the user data and the handle."""
+        deployed = self.deploy(name, assembly, key_pair_id)
+        res, physical = deployed["template"]["Resources"], deployed["physical"]
         with inside(self.aws_ns):
             aws = self.clients()
             nodes = sorted(r for r, v in res.items() if v["Type"] == "AWS::EC2::Instance")
@@ -309,7 +302,9 @@ class Cluster:
                     {t["Key"]: t["Value"] for t in by_id[physical[n]]["Tags"]})
                 for n in nodes
             },
-            "handle": next(iter(handles)),
+            "handle": next(
+                r for r, v in res.items() if v["Type"] == "AWS::CloudFormation::WaitConditionHandle"
+            ),
         }  # fmt: skip
 
     def boot(
@@ -386,9 +381,7 @@ class Cluster:
     def close(self) -> None:
         """Stop every process by its PID, delete every namespace."""
         for node in self.nodes:
-            for pid in sh("ip", "netns", "pids", node.ns, check=False).stdout.split():  # Docker, containers
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), signal.SIGKILL)
+            kill_namespace(node.ns)  # Docker and its containers, job processes
             for what in ("imds", "sshd"):
                 pid = node.pid(what)
                 if pid:
@@ -402,6 +395,18 @@ class Cluster:
             proc.wait(timeout=10)
         for ns in reversed(self.namespaces):
             sh("ip", "netns", "del", ns, check=False)
+
+
+def kill_namespace(ns: str) -> None:
+    """Kill every process in network namespace `ns` (SIGKILL: a node that ends, or the run's end)."""
+    for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)
+
+
+def explain(nodes: list[Node]) -> str:
+    """The end of each node's efa-cdk log, for an assertion's message."""
+    return "\n".join(f"--- {n.name} ({n.ip})\n{n.log()[-3000:]}" for n in nodes)
 
 
 def last_step(log: str) -> str:

@@ -50,7 +50,7 @@ from typing import Any
 import yaml
 
 from efa_constructs.core import instance_type
-from tests.e2e.cluster import AWS_IP, ENDPOINT, REGION, ROOT, Cluster, inside, sh
+from tests.e2e.cluster import AWS_IP, ENDPOINT, REGION, ROOT, Cluster, inside, kill_namespace, sh
 from tests.helpers import executable
 
 MINIMAL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # custom actions, systemd
@@ -534,10 +534,7 @@ done
 
     def _terminate(self, node: PcNode) -> None:
         """The instance ends: every process in its namespace, then the namespace."""
-        out = sh("ip", "netns", "pids", node.ns, check=False).stdout.split()
-        for pid in out:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid), signal.SIGKILL)
+        kill_namespace(node.ns)
         if node.process is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 node.process.wait(timeout=10)
@@ -552,10 +549,7 @@ done
         if self._fleet.is_alive():
             self._fleet.join(timeout=5)
         for node in list(self.nodes.values()):
-            out = sh("ip", "netns", "pids", node.ns, check=False).stdout.split()
-            for pid in out:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), signal.SIGKILL)
+            kill_namespace(node.ns)
             if node.process is not None and node.process.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(node.process.pid, signal.SIGKILL)

@@ -20,7 +20,7 @@ import pytest
 from efa_constructs.core import instance_type
 from stacks.cluster_stack import EfaClusterStack
 from stacks.params import ClusterParams
-from tests.e2e.cluster import Cluster, Node, inside, missing_capabilities
+from tests.e2e.cluster import Cluster, Node, explain, inside, missing_capabilities
 from tests.helpers import cdk_json_context
 
 MISSING = missing_capabilities()
@@ -54,23 +54,19 @@ def healthy(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> dict[
     return {"stack": stack, "nodes": nodes}
 
 
-def _explain(nodes: list[Node]) -> str:
-    return "\n".join(f"--- {n.name} ({n.ip})\n{n.log()[-3000:]}" for n in nodes)
-
-
 def test_every_node_signals_success_to_its_creation_policy(cluster: Cluster, healthy: dict[str, Any]) -> None:
     nodes: list[Node] = healthy["nodes"]
     signals = [s for s in cluster.signals() if s["StackName"] == "Trn1EfaCluster"]
     assert sorted((s["LogicalResourceId"], s["Status"]) for s in signals) == sorted(
         (n.logical_id, "SUCCESS") for n in nodes
-    ), _explain(nodes)
+    ), explain(nodes)
     assert {s["UniqueId"] for s in signals} == {n.instance_id for n in nodes}
 
 
 def test_the_leader_lists_the_three_nodes_in_order_with_the_catalogues_slots(healthy: dict[str, Any]) -> None:
     nodes: list[Node] = healthy["nodes"]
     expected = "".join(f"{n.ip} slots={SLOTS}\n" for n in nodes)
-    assert (nodes[0].root / "etc/efa-cdk/hostfile").read_text() == expected, _explain(nodes)
+    assert (nodes[0].root / "etc/efa-cdk/hostfile").read_text() == expected, explain(nodes)
     for n in nodes:  # the leader copied it to every node's login user
         assert (n.root / "home/ubuntu/hostfile").read_text() == expected
 
@@ -104,7 +100,7 @@ def test_the_benchmark_results_reach_the_wait_condition_and_parse(
     cluster: Cluster, healthy: dict[str, Any]
 ) -> None:
     body = cluster.handle(healthy["stack"]["handle"])
-    assert body is not None, _explain(healthy["nodes"])
+    assert body is not None, explain(healthy["nodes"])
     assert body["Status"] == "SUCCESS" and body["UniqueId"] == "benchmarks", body
     (result,) = json.loads(body["Data"])
     assert result["benchmark"] == "fi_pingpong" and result["ok"] is True, result
@@ -132,7 +128,7 @@ def test_a_node_with_the_wrong_device_count_signals_failure_with_its_reason(
 ) -> None:
     nodes: list[Node] = faulty["nodes"]
     signals = {s["LogicalResourceId"]: s for s in cluster.signals() if s["StackName"] == "Trn1EfaFaults"}
-    assert signals[nodes[0].logical_id]["Status"] == "SUCCESS", _explain(nodes)
+    assert signals[nodes[0].logical_id]["Status"] == "SUCCESS", explain(nodes)
     bad = signals[nodes[1].logical_id]
     assert bad["Status"] == "FAILURE" and "found-7-EFA-devices" in bad["UniqueId"], bad
     assert nodes[2].logical_id not in signals  # never came up: CloudFormation would time it out
@@ -143,7 +139,7 @@ def test_a_node_that_never_comes_up_makes_the_leader_fail_naming_it(
 ) -> None:
     nodes: list[Node] = faulty["nodes"]
     body = cluster.handle(faulty["stack"]["handle"])
-    assert body is not None, _explain(nodes)
+    assert body is not None, explain(nodes)
     assert body["Status"] == "FAILURE" and nodes[2].ip in body["Reason"], body
 
 

@@ -24,7 +24,7 @@ from efa_constructs.core import instance_type
 from stacks.cluster_stack import EfaClusterStack
 from stacks.params import ClusterParams
 from tests.e2e import image
-from tests.e2e.cluster import ROOT, Cluster, Node, missing_capabilities, sh
+from tests.e2e.cluster import ROOT, Cluster, Node, explain, missing_capabilities, sh
 from tests.helpers import cdk_json_context
 
 MISSING = missing_capabilities() + image.missing()
@@ -84,10 +84,6 @@ def healthy(
     return {"stack": stack, "nodes": nodes, "image": built[1]}
 
 
-def _explain(nodes: list[Node]) -> str:
-    return "\n".join(f"--- {n.name} ({n.ip})\n{n.log()[-3000:]}" for n in nodes)
-
-
 def test_every_node_verifies_efa_and_runs_the_image(cluster: Cluster, healthy: dict[str, Any]) -> None:
     nodes: list[Node] = healthy["nodes"]
     signals = {
@@ -95,9 +91,9 @@ def test_every_node_verifies_efa_and_runs_the_image(cluster: Cluster, healthy: d
         for s in cluster.signals()
         if s["StackName"] == "Trn1EfaContainers"
     }
-    assert signals == {n.logical_id: "SUCCESS" for n in nodes}, _explain(nodes)
+    assert signals == {n.logical_id: "SUCCESS" for n in nodes}, explain(nodes)
     for n in nodes:
-        assert "EFA provider tcp inside (8 EFA devices)" in n.log(), _explain([n])
+        assert "EFA provider tcp inside (8 EFA devices)" in n.log(), explain([n])
 
 
 def test_each_container_gets_exactly_the_nodes_efa_devices_and_host_networking(
@@ -152,7 +148,7 @@ def test_mpirun_from_the_image_runs_across_the_three_containers(healthy: dict[st
 
 def test_the_benchmark_ran_inside_the_image_and_names_it(cluster: Cluster, healthy: dict[str, Any]) -> None:
     body = cluster.handle(healthy["stack"]["handle"])
-    assert body is not None, _explain(healthy["nodes"])
+    assert body is not None, explain(healthy["nodes"])
     assert body["Status"] == "SUCCESS", body
     (result,) = json.loads(body["Data"])
     assert (result["benchmark"], result["ok"], result["image"]) == ("fi_pingpong", True, healthy["image"])
@@ -237,9 +233,9 @@ def test_an_image_that_cannot_be_pulled_is_reported_and_rolls_nothing_back(
     signals = {
         s["LogicalResourceId"]: s["Status"] for s in cluster.signals() if s["StackName"] == "Trn1EfaNoImage"
     }
-    assert signals == {n.logical_id: "SUCCESS" for n in nodes}, _explain(nodes)  # EFA passed on the host
+    assert signals == {n.logical_id: "SUCCESS" for n in nodes}, explain(nodes)  # EFA passed on the host
     body = cluster.handle(unpullable["stack"]["handle"])
-    assert body is not None and body["Status"] == "SUCCESS", (body, _explain(nodes))
+    assert body is not None and body["Status"] == "SUCCESS", (body, explain(nodes))
     (result,) = json.loads(body["Data"])
     assert (result["benchmark"], result["ok"]) == ("container", False)
     assert result["image"] == "efa-cdk-e2e/not-in-any-registry:1"

@@ -99,11 +99,14 @@ verify_signed() {
 
 # efa_devices: the number of devices bound to the efa driver (a p6-b200 also lists NVLink
 # controllers under /sys/class/infiniband; they do not count). Lists the others on stderr.
+# rdma_driver NAME: the kernel driver an RDMA device (/sys/class/infiniband/NAME) is bound to.
+rdma_driver() { basename "$(readlink -f "$R/sys/class/infiniband/$1/device/driver")"; }
+
 efa_devices() {
   local dev driver have=0 others=""
   for dev in "$R"/sys/class/infiniband/*; do
     [ -e "$dev" ] || continue
-    driver=$(basename "$(readlink -f "$dev/device/driver")")
+    driver=$(rdma_driver "${dev##*/}")
     if [ "$driver" = efa ]; then have=$((have + 1)); else others="$others ${dev##*/}($driver)"; fi
   done
   [ -z "$others" ] || log "not EFA, not counted:$others"
@@ -120,7 +123,7 @@ efa_uverbs() {
   for verbs in "$R"/sys/class/infiniband_verbs/uverbs*; do
     [ -r "$verbs/ibdev" ] || continue
     dev=$(cat "$verbs/ibdev")
-    [ "$(basename "$(readlink -f "$R/sys/class/infiniband/$dev/device/driver")")" = efa ] || continue
+    [ "$(rdma_driver "$dev")" = efa ] || continue
     echo "/dev/infiniband/${verbs##*/}"
   done
 }
