@@ -20,7 +20,7 @@ from stacks.params import (
     PCLUSTER,
     ClusterParams,
     PclusterParams,
-    check_stack_prefixes,
+    check_context_keys,
     plain_key_hint,
 )
 
@@ -28,7 +28,7 @@ from stacks.params import (
 def build(app: cdk.App) -> cdk.App:
     """Add every ready stack to `app`; a refusal names the stack it happened in."""
     context = app.node.get_all_context()
-    check_stack_prefixes(
+    check_context_keys(
         context, {**dict.fromkeys(READY_CLUSTERS, CLUSTER), **dict.fromkeys(READY_PCLUSTERS, PCLUSTER)}
     )
 

@@ -176,35 +176,57 @@ def parse_fields(ctx: Mapping[str, Any], kind: str) -> dict[str, Any]:
     return out
 
 
+#: Plain context keys (no ``@``, no ``:``) that CDK itself writes: ``cdk acknowledge`` keeps the
+#: notices a user acknowledged in cdk.context.json (AWS CDK CLI reference, "cdk acknowledge").
+CDK_PLAIN_KEYS = frozenset({"acknowledged-issue-numbers"})
+
+
+def _is_cdk_key(name: str) -> bool:
+    """CDK's own keys: feature flags (``@aws-cdk/...``), the CLI's ``aws:cdk:...`` settings,
+    ``aws-cdk-private:...`` (set by aws-cdk-lib), and lookups cached in cdk.context.json
+    (``availability-zones:account=...:region=...``)."""
+    return name.startswith(("@", "aws:", "aws-cdk")) or "=" in name or name in CDK_PLAIN_KEYS
+
+
+def _unknown(key: str, choices: Sequence[str], why: str, prefix: str = "") -> EfaConfigError:
+    close = difflib.get_close_matches(key.replace("-", "_").lower(), choices, n=1, cutoff=0.6)
+    return EfaConfigError(
+        "context",
+        value=prefix + key,
+        why=why,
+        fix=f"write {prefix}{close[0]}" if close else f"use one of {', '.join(choices)}",
+    )
+
+
 def check_keys(ctx: Mapping[str, Any]) -> None:
-    """Refuse a key close to one the app reads but not one of them: a typo would be ignored."""
+    """Refuse a plain key the app does not read: it would be silently ignored."""
     for name in ctx:
-        close = difflib.get_close_matches(name.replace("-", "_").lower(), BY_KEY, n=1, cutoff=0.75)
-        if name not in BY_KEY and close:
-            raise EfaConfigError(
-                "context",
-                value=name,
-                why="not a context key this app reads (a typo would be ignored)",
-                fix=f"write {close[0]} (keys: {', '.join(BY_KEY)})",
-            )
+        if name not in BY_KEY and not _is_cdk_key(name):
+            raise _unknown(name, list(BY_KEY), "not a context key this app reads (it would be ignored)")
 
 
-def check_stack_prefixes(ctx: Mapping[str, Any], stacks: Mapping[str, str]) -> None:
-    """Refuse ``Prefix:key`` (key one of ours) that would be ignored: Prefix names no ready stack, or
-    names one whose kind (`stacks`: stack name -> CLUSTER or PCLUSTER) does not read the key."""
+def check_context_keys(ctx: Mapping[str, Any], stacks: Mapping[str, str]) -> None:
+    """Refuse every context key that would be ignored: a plain key no stack reads, ``Prefix:key`` whose
+    Prefix names no ready stack or whose key that stack (`stacks`: name -> CLUSTER or PCLUSTER) does not
+    read. CDK's own keys pass."""
+    check_keys({k: v for k, v in ctx.items() if ":" not in k})
     for name in ctx:
         prefix, _, key = name.rpartition(":")
-        if not prefix or prefix.startswith("@") or key not in BY_KEY:
+        if not prefix or _is_cdk_key(name):
             continue
         if prefix not in stacks:
+            what = f"{key} would be ignored" if key in BY_KEY else "the key would be ignored"
             close = difflib.get_close_matches(prefix, list(stacks), n=1, cutoff=0.6)
             raise EfaConfigError(
                 "context",
                 value=name,
-                why=f"{prefix!r} is not a ready stack, so {key} would be ignored",
+                why=f"{prefix!r} is not a ready stack, so {what}",
                 fix=f"write {close[0]}:{key}" if close else f"prefix one of {', '.join(stacks)}",
             )
-        if stacks[prefix] not in BY_KEY[key].stacks:
+        reads = [f.key for f in FIELDS if stacks[prefix] in f.stacks]
+        if key not in BY_KEY:
+            raise _unknown(key, reads, f"{prefix} reads no key {key!r} (it would be ignored)", f"{prefix}:")
+        if key not in reads:
             readers = "the cluster stacks" if stacks[prefix] == PCLUSTER else "the ParallelCluster stack"
             raise EfaConfigError(
                 "context",

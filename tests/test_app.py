@@ -36,9 +36,9 @@ def test_a_misspelt_stack_prefix_is_refused(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_cdk_and_aws_context_keys_with_colons_are_not_stack_prefixes() -> None:
-    from stacks.params import check_stack_prefixes
+    from stacks.params import check_context_keys
 
-    check_stack_prefixes(
+    check_context_keys(
         {
             "aws:cdk:enable-path-metadata": True,
             "@aws-cdk/core:newStyleStackSynthesis": True,
@@ -70,3 +70,41 @@ def test_a_key_the_prefixed_stack_does_not_read_is_refused(capsys: pytest.Captur
     code, err = run_app(capsys, **{"Trn1ParallelCluster:node_count": "3"})
     assert code == 1 and err.count("\n") == 1, err
     assert "Trn1ParallelCluster does not read node_count (only the cluster stacks do)" in err
+
+
+@pytest.mark.parametrize(
+    ("context", "says"),
+    [
+        ({"nodes": "3"}, "nodes': not a context key this app reads (it would be ignored). Fix: use one"),
+        ({"foo": "bar"}, "context='foo': not a context key this app reads"),
+        ({"az": "us-east-1c"}, "context='az': not a context key this app reads"),
+        ({"nodecount": "3"}, "Fix: write node_count"),
+        ({"Trn1EfaClustr:node-count": "3"}, "'Trn1EfaClustr' is not a ready stack, so the key would be"),
+        ({"Trn1EfaCluster:nodes": "3"}, "Trn1EfaCluster reads no key 'nodes' (it would be ignored)"),
+        ({"Trn1EfaCluster:node-count": "3"}, "Fix: write Trn1EfaCluster:node_count"),
+    ],
+)
+def test_every_key_that_would_be_ignored_is_refused(
+    capsys: pytest.CaptureFixture[str], context: dict[str, str], says: str
+) -> None:
+    """Issue 23 item 11: keys far from every known key, and typos in both prefix and key, exit 1."""
+    code, err = run_app(capsys, **context)
+    assert code == 1 and err.count("\n") == 1, err
+    assert says in err, err
+
+
+def test_the_keys_cdk_writes_itself_pass() -> None:
+    """The CLI's own keys (read off `npx cdk synth` with a probe app: aws:cdk:bundling-stacks,
+    aws:cdk:enable-asset-metadata, ...), feature flags, cached lookups and `cdk acknowledge`'s list."""
+    from stacks.params import check_context_keys
+
+    check_context_keys(
+        {
+            "aws:cdk:bundling-stacks": ["**"],
+            "aws:cdk:version-reporting": False,
+            "@aws-cdk/core:newStyleStackSynthesis": True,
+            "ssm:account=123456789012:parameterName=/a/b:region=us-east-1": "x",
+            "acknowledged-issue-numbers": [32775],
+        },
+        {"P5EfaCluster": "cluster"},
+    )

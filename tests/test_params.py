@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from efa_constructs.core import EfaConfigError
 from efa_constructs.core.layout import LayoutMode
 from stacks.cluster_stack import stack_context
 from stacks.params import ClusterParams
@@ -45,4 +48,5 @@ def test_stack_prefixed_context_wins_for_that_stack_only() -> None:
     ctx = {"node_count": "4", "P4dEfaCluster:efa_count": "2", "@aws-cdk/core:flag": True, "my_own_key": "x"}
     assert stack_context(ctx, "P4dEfaCluster") == {"node_count": "4", "efa_count": "2", "my_own_key": "x"}
     assert stack_context(ctx, "Trn1EfaCluster") == {"node_count": "4", "my_own_key": "x"}
-    parse(**stack_context(ctx, "Trn1EfaCluster"))  # keys far from ours are the user's business
+    with pytest.raises(EfaConfigError, match="my_own_key': not a context key this app reads"):
+        parse(**stack_context(ctx, "Trn1EfaCluster"))  # issue 23 item 11: it would be ignored
