@@ -27,7 +27,12 @@ def _layout(args: argparse.Namespace) -> int:
 def _types(args: argparse.Namespace) -> int:
     meta = catalogue_metadata()
     print(f"# {meta['type_count']} EFA-capable types; source: {meta['source']}")
-    print(f"{'type':<22} {'cards':>5} {'EFA':>4} {'EFA Gbps':>9} {'RDMA':>5} {'slots':>5}  accelerator")
+    print(
+        "# EFA Gbps: the lowest of the EFA cards' peak sum (cards), the instance's network bandwidth "
+        "(instance), its spec-table baseline (baseline) and AWS's EFA maximum for the type (efa-max)"
+    )
+    head = f"{'type':<22} {'cards':>5} {'EFA':>4} {'EFA Gbps':>9} {'set by':>8} {'RDMA':>5} {'slots':>5}"
+    print(f"{head}  accelerator")
     family = (args.family or "").lower()
     chosen = [it for it in all_instance_types().values() if it.family.startswith(family)]
     if not chosen:
@@ -43,7 +48,8 @@ def _types(args: argparse.Namespace) -> int:
         accel = "-" if acc.kind.value == "none" else f"{acc.count} x {acc.name}"
         print(
             f"{it.name:<22} {len(it.network_cards):>5} {it.max_efa_interfaces:>4} "
-            f"{it.efa_bandwidth_gbps:>9g} {'yes' if it.rdma_read else 'no':>5} {it.mpi_slots:>5}  {accel}"
+            f"{it.efa_bandwidth_gbps:>9g} {it.line_rate_label:>8} {'yes' if it.rdma_read else 'no':>5} "
+            f"{it.mpi_slots:>5}  {accel}"
         )
     return 0
 

@@ -11,6 +11,7 @@ from constructs import Construct
 
 from efa_constructs.cdk import EfaCluster, EfaMachineImage, EfaNetwork, ssh_peer
 from efa_constructs.core import EfaUserData, PublicIp, instance_type
+from efa_constructs.core.catalogue import CARDS_SOURCE
 from efa_constructs.core.containers import ContainerRun
 
 from .existing import (
@@ -144,6 +145,7 @@ class EfaClusterStack(Stack):
             value=(
                 f"{layout.instance_type.name} {params.nic_layout.value}: {layout.efa_count} EFA/node, "
                 f"{layout.ip_count} IP/node, {layout.efa_bandwidth_gbps:g} Gbps EFA line rate"
+                + ("" if layout.line_rate_source == CARDS_SOURCE else f" (set by {layout.line_rate_source})")
             ),
         )
         CfnOutput(self, "SecurityGroupId", value=self.cluster.security_group.security_group_id)

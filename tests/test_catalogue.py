@@ -181,3 +181,49 @@ def test_the_catalogue_agrees_with_the_ec2_user_guide_network_cards_table() -> N
 def test_a_misspelt_type_is_still_a_typo_not_an_unsourced_family() -> None:
     with pytest.raises(EfaConfigError, match="unknown type, or a typo"):
         instance_type("p6e-gb30.36xlarge")
+
+
+# Issue 23 items 1-2: (type, line rate Gbps, what sets it). Figures from the EC2 user guide ('Maximize
+# network bandwidth ... multiple network cards': p6e-gb200 EFA tops out at 1600 Gbps), the EC2 instance-type
+# spec tables' network section and Karpenter's generated bandwidth table (zz_generated.bandwidth.go,
+# 2026-08-21), as the issue quotes them; not from the catalogue under test.
+DOCUMENTED_LINE_RATES = [
+    ("p6e-gb200.36xlarge", 1600, "efa-max"),
+    ("hpc8a.96xlarge", 300, "instance"),
+    ("g6e.48xlarge", 400, "instance"),
+    ("g6e.24xlarge", 200, "instance"),
+    ("c6in.32xlarge", 200, "instance"),
+    ("c6in.metal", 200, "instance"),
+    ("m6in.32xlarge", 200, "instance"),
+    ("m6idn.metal", 200, "instance"),
+    ("r6in.32xlarge", 200, "instance"),
+    ("r6idn.32xlarge", 200, "instance"),
+    ("hpc6id.32xlarge", 200, "instance"),
+    ("i8ge.48xlarge", 180, "baseline"),
+    ("trn1.32xlarge", 800, "cards"),
+    ("p5.48xlarge", 3200, "cards"),
+]
+
+
+@pytest.mark.parametrize(("name", "gbps", "label"), DOCUMENTED_LINE_RATES)
+def test_a_line_rate_is_never_above_what_aws_documents(name: str, gbps: int, label: str) -> None:
+    it = instance_type(name)
+    assert (it.efa_bandwidth_gbps, it.line_rate_label) == (gbps, label)
+
+
+def test_every_type_names_its_documented_bandwidth_and_no_line_rate_exceeds_it() -> None:
+    for it in all_instance_types().values():
+        assert it.network_bandwidth_gbps > 0 and it.network_bandwidth_source, it.name
+        assert it.efa_bandwidth_gbps <= it.network_bandwidth_gbps, it.name
+
+
+def test_p6e_gb200_card_0_and_interface_total_are_the_user_guides() -> None:
+    """Card 0 is ENA up to 100 Gbps; 39 network interfaces in all (spec table). Any EFA count on the type
+    is rated against 1600 Gbps, the 16-EFA layout (8 x 400 + 8 x 200 of card peaks) too."""
+    from efa_constructs.core.layout import plan_layout
+
+    gb = instance_type("p6e-gb200.36xlarge")
+    assert (gb.card(0).peak_bandwidth_gbps, gb.max_network_interfaces) == (100, 39)
+    assert plan_layout(gb, efa_count=16).efa_bandwidth_gbps == 1600
+    assert plan_layout(gb, efa_count=4).efa_bandwidth_gbps == 1600
+    assert "AWS's EFA maximum" in plan_layout(gb).line_rate_source

@@ -89,15 +89,27 @@ class NicLayout:
 
     @property
     def efa_bandwidth_gbps(self) -> float:
-        """Sum of peak bandwidth of the cards carrying an EFA."""
+        """The EFA line rate a node reaches, which benchmarks are rated against (:attr:`line_rate_source`)."""
+        return self._line_rate[0]
+
+    @property
+    def line_rate_source(self) -> str:
+        """What set :attr:`efa_bandwidth_gbps`: the EFA cards' peak bandwidth, the instance's documented
+        bandwidth, or AWS's EFA maximum for the type, whichever is lowest."""
+        return self._line_rate[1]
+
+    @property
+    def _line_rate(self) -> tuple[float, str]:
         it = self.instance_type
-        return sum(it.card(i.network_card_index).peak_bandwidth_gbps for i in self.interfaces if i.is_efa)
+        cards = sum(it.card(i.network_card_index).peak_bandwidth_gbps for i in self.interfaces if i.is_efa)
+        return it.line_rate(cards)
 
     def table(self) -> str:
         """A plain-text table of the layout, for the CLI and docs."""
         rows = [
             f"{self.instance_type.name}  layout={self.mode.value if self.mode else 'custom'}  "
-            f"EFA={self.efa_count}  IPs/node={self.ip_count}  EFA line rate={self.efa_bandwidth_gbps:g} Gbps",
+            f"EFA={self.efa_count}  IPs/node={self.ip_count}  EFA line rate={self.efa_bandwidth_gbps:g} Gbps "
+            f"(set by {self.line_rate_source})",
             "card  device  type       card Gbps",
         ]
         for i in self.interfaces:

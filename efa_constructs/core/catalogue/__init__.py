@@ -27,6 +27,14 @@ EFA_ONLY = "efa-only"
 INTERFACE_TYPES = (INTERFACE, EFA, EFA_ONLY)
 
 
+#: What can set a line rate (the lowest wins; the catalogue records which, per type), with a short
+#: label for tables. AWS's EFA maximum for a type (p6e-gb200) is the fourth.
+CARDS_SOURCE = "the EFA cards' peak bandwidth (DescribeInstanceTypes NetworkCards)"
+API_PERFORMANCE = "the instance's network bandwidth (DescribeInstanceTypes NetworkPerformance)"
+SPEC_BASELINE = "the instance's baseline network bandwidth (EC2 instance-type spec tables)"
+LINE_RATE_LABELS = {CARDS_SOURCE: "cards", API_PERFORMANCE: "instance", SPEC_BASELINE: "baseline"}
+
+
 class AcceleratorKind(enum.Enum):
     """The kind of accelerator an instance carries, which decides AMI, benchmark and MPI slots."""
 
@@ -82,6 +90,13 @@ class InstanceType:
     #: documents a choice for this type; empty means "every EFA card that has room".
     max_bandwidth_ena_cards: tuple[int, ...] = ()
     source: str = ""
+    #: The instance's documented network bandwidth, and which source gave it (the lower of the API's
+    #: NetworkPerformance and the spec tables' baseline); no EFA traffic runs faster.
+    network_bandwidth_gbps: float = 0.0
+    network_bandwidth_source: str = ""
+    #: Where AWS documents a lower EFA maximum than the cards and the instance add up to (p6e-gb200).
+    efa_limit_gbps: float | None = None
+    efa_limit_source: str = ""
 
     @property
     def family(self) -> str:
@@ -95,9 +110,26 @@ class InstanceType:
 
     @property
     def efa_bandwidth_gbps(self) -> float:
-        """Line rate over EFA when every EFA card carries one: the sum of their peak bandwidth."""
+        """Line rate over EFA when every EFA card carries one (see :meth:`line_rate`)."""
         cards = sorted(self.efa_cards, key=lambda c: c.peak_bandwidth_gbps, reverse=True)
-        return sum(c.peak_bandwidth_gbps for c in cards[: self.max_efa_interfaces])
+        return self.line_rate(sum(c.peak_bandwidth_gbps for c in cards[: self.max_efa_interfaces]))[0]
+
+    def line_rate(self, cards_gbps: float) -> tuple[float, str]:
+        """The line rate EFA traffic can reach over cards adding up to `cards_gbps`, and what set it:
+        the cards, the instance's documented bandwidth, or AWS's EFA maximum for the type, the lowest."""
+        figures = [(cards_gbps, CARDS_SOURCE)]
+        if self.network_bandwidth_gbps:
+            figures.append((self.network_bandwidth_gbps, self.network_bandwidth_source))
+        if self.efa_limit_gbps is not None:
+            figures.append((self.efa_limit_gbps, self.efa_limit_source))
+        return min(figures, key=lambda f: f[0])
+
+    @property
+    def line_rate_label(self) -> str:
+        """Which figure sets :attr:`efa_bandwidth_gbps`: cards, instance, baseline or efa-max."""
+        cards = sorted(self.efa_cards, key=lambda c: c.peak_bandwidth_gbps, reverse=True)
+        source = self.line_rate(sum(c.peak_bandwidth_gbps for c in cards[: self.max_efa_interfaces]))[1]
+        return LINE_RATE_LABELS.get(source, "efa-max")
 
     def card(self, index: int) -> NetworkCard:
         """The card with this NetworkCardIndex."""
@@ -135,6 +167,10 @@ class InstanceType:
             mpi_slots=raw["mpi_slots"],
             max_bandwidth_ena_cards=tuple(raw.get("max_bandwidth_ena_cards", ())),
             source=raw.get("source", ""),
+            network_bandwidth_gbps=raw.get("network_bandwidth_gbps", 0.0),
+            network_bandwidth_source=raw.get("network_bandwidth_source", ""),
+            efa_limit_gbps=raw.get("efa_limit_gbps"),
+            efa_limit_source=raw.get("efa_limit_source", ""),
         )
 
 

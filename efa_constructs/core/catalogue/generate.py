@@ -16,11 +16,21 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import CATALOGUE_FILE, EFA, EFA_ONLY, INTERFACE, INTERFACE_TYPES, SUPPLEMENTS_FILE
+from . import (
+    API_PERFORMANCE,
+    CATALOGUE_FILE,
+    EFA,
+    EFA_ONLY,
+    INTERFACE,
+    INTERFACE_TYPES,
+    SPEC_BASELINE,
+    SUPPLEMENTS_FILE,
+)
 
 FORMAT_VERSION = 1
 HERE = Path(__file__).parent
@@ -77,6 +87,34 @@ def _card_types(
         "not say which cards accept EFA; add the type to card_interface_types in supplements.json "
         "with its source, or refresh with --live from an API version that reports InterfaceTypes"
     )
+
+
+#: DescribeInstanceTypes' NetworkPerformance: "100 Gigabit", "8x 100 Gigabit", "Up to 100 Gigabit".
+_PERFORMANCE = re.compile(r"^(?:Up to )?(?:(?P<n>\d+)x )?(?P<gbps>[\d.]+) Gigabit$")
+
+
+def _network_bandwidth(name: str, net: Mapping[str, Any], sup: Mapping[str, Any]) -> dict[str, Any]:
+    """The instance's documented network bandwidth: the lower of the API's NetworkPerformance and the
+    spec tables' baseline (supplements), naming which one it is."""
+    figures = []
+    match = _PERFORMANCE.match(net.get("NetworkPerformance") or "")
+    if match:
+        figures.append((int(match["n"] or 1) * float(match["gbps"]), API_PERFORMANCE))
+    spec = sup["spec_bandwidth_gbps"]["types"].get(name)
+    if spec is not None:
+        figures.append((float(spec), SPEC_BASELINE))
+    if not figures:
+        raise CatalogueGenerationError(
+            f"{name}: no documented network bandwidth (NetworkPerformance {net.get('NetworkPerformance')!r}, "
+            "and not in spec_bandwidth_gbps of supplements.json): add it there with its source"
+        )
+    gbps, source = min(figures, key=lambda f: f[0])  # a tie names the API answer
+    out: dict[str, Any] = {"network_bandwidth_gbps": gbps, "network_bandwidth_source": source}
+    limit = sup["efa_limit_gbps"]["types"].get(name)
+    if limit is not None:
+        out["efa_limit_gbps"] = float(limit["gbps"])
+        out["efa_limit_source"] = f"AWS's EFA maximum for the type ({limit['why']}; EC2 user guide)"
+    return out
 
 
 def _accelerator(answer: Mapping[str, Any], neuron_lnc: Mapping[str, int]) -> dict[str, Any]:
@@ -156,6 +194,7 @@ def convert(name: str, answer: Mapping[str, Any], sup: Mapping[str, Any], source
         "rdma_write": family in sup["rdma"]["write"],
         "mpi_slots": _mpi_slots(acc, physical),
         "source": source,
+        **_network_bandwidth(name, net, sup),
     }
     ena_cards = sup["max_bandwidth_ena_cards"]["types"].get(name)
     if ena_cards:
