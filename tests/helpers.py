@@ -141,7 +141,7 @@ esac
     "gpg": r"""
 case " $* " in
   *" --import "*) exit 0 ;;
-  *" --fingerprint "*) echo "fpr:::::::::${STUB_KEY_FPR}:" ;;
+  *" --fingerprint "*) echo "pub:-:4096:1:${STUB_KEY_FPR:24}:::::::"; echo "fpr:::::::::${STUB_KEY_FPR}:" ;;
   *" --verify "*)
     [ "${STUB_SIGNATURE:-good}" = good ] || { echo "[GNUPG:] BADSIG A05480B1DD2D3CCC EFA installer"; exit 1; }
     echo "[GNUPG:] VALIDSIG ${STUB_KEY_FPR} 2024-01-01 0 4 0 1 10 00 ${STUB_KEY_FPR}" ;;

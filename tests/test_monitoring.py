@@ -141,6 +141,7 @@ def _monitored(node: Node, **extra: str) -> None:
             agent_config("EfaCdk/Trn1EfaCluster/Cluster", "lg", AcceleratorKind.NEURON)
         ),
         "EFA_CDK_CW_AGENT_FINGERPRINT": "937616F3450B7D806CBD9725D58167303B789C72",
+        "EFA_CDK_CW_AGENT_MIN_VERSION": "1.300068.0",  # the agent's release notes: EFA metrics from here
         **extra,
     }.items():
         node.setting(key, value)
@@ -153,8 +154,10 @@ def test_monitoring_step_configures_the_agent_and_starts_the_health_timer(tmp_pa
         node.root / "opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl",
         '#!/bin/bash\necho "ctl $*" >>"$STUB_DIR/calls.log"\n',
     )
+    (node.root / "opt/aws/amazon-cloudwatch-agent/bin/CWAGENT_VERSION").write_text("1.300068.0b1500\n")
     r = node.run("monitoring")
     assert r.returncode == 0, r.log
+    assert not node.calls("dpkg") and not node.calls("curl")  # a new enough agent is kept
     config = json.loads(node.read("opt/aws/amazon-cloudwatch-agent/etc/efa-cdk.json"))
     assert config["metrics"]["namespace"] == "EfaCdk/Trn1EfaCluster/Cluster"
     (fetch,) = node.calls("ctl")
@@ -165,6 +168,58 @@ def test_monitoring_step_configures_the_agent_and_starts_the_health_timer(tmp_pa
         "etc/systemd/system/efa-cdk-health.service"
     )
     assert "systemctl enable --now efa-cdk-health.timer" in node.calls("systemctl")
+
+
+@pytest.mark.parametrize(
+    ("image_has", "installs"), [("1.300064.0b1337", "1.300070.1b1600"), ("", "1.300070.1")]
+)
+def test_an_agent_older_than_the_first_with_efa_metrics_is_upgraded(
+    tmp_path: Path, image_has: str, installs: str
+) -> None:
+    """Issue 23 item 3: an image's agent older than 1.300068.0 (or of unknown version) would refuse the
+    `efa` section and fail the deploy; the step installs AWS's signed package over it."""
+    node = Node(tmp_path)
+    _monitored(node)
+    bin_dir = node.root / "opt/aws/amazon-cloudwatch-agent/bin"
+    executable(
+        bin_dir / "amazon-cloudwatch-agent-ctl", '#!/bin/bash\necho "ctl $*" >>"$STUB_DIR/calls.log"\n'
+    )
+    if image_has:
+        (bin_dir / "CWAGENT_VERSION").write_text(image_has + "\n")
+    for f in (
+        "amazon-cloudwatch-agent.deb",
+        "amazon-cloudwatch-agent.deb.sig",
+        "amazon-cloudwatch-agent.gpg",
+    ):
+        (node.stub_dir / "downloads" / f).write_text("x")
+    version = bin_dir / "CWAGENT_VERSION"
+    executable(
+        node.stub_dir / "bin" / "dpkg",
+        f'#!/bin/bash\necho "dpkg $*" >>"$STUB_DIR/calls.log"\necho {installs} >"{version}"\n',
+    )
+    r = node.run("monitoring", STUB_KEY_FPR="937616F3450B7D806CBD9725D58167303B789C72")
+    assert r.returncode == 0, r.log
+    assert len(node.calls("dpkg")) == 1 and node.calls("ctl")
+    if image_has:
+        assert "(1.300064.0) is older than 1.300068.0, the first with EFA metrics: upgrading" in r.log
+
+
+def test_an_agent_still_too_old_after_the_install_stops_the_node(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    _monitored(node)
+    for f in (
+        "amazon-cloudwatch-agent.deb",
+        "amazon-cloudwatch-agent.deb.sig",
+        "amazon-cloudwatch-agent.gpg",
+    ):
+        (node.stub_dir / "downloads" / f).write_text("x")
+    bin_dir = node.root / "opt/aws/amazon-cloudwatch-agent/bin"
+    executable(
+        node.stub_dir / "bin" / "dpkg",
+        f'#!/bin/bash\nmkdir -p "{bin_dir}"; echo 1.300067.9 >"{bin_dir}/CWAGENT_VERSION"\n',
+    )
+    r = node.run("monitoring", STUB_KEY_FPR="937616F3450B7D806CBD9725D58167303B789C72")
+    assert r.returncode == 1 and "is 1.300067.9, older than 1.300068.0 (EFA metrics)" in r.log
 
 
 def test_the_agent_package_is_refused_unless_its_pinned_key_signed_it(tmp_path: Path) -> None:

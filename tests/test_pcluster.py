@@ -2,7 +2,8 @@
 ready stack (network, EFA group, placement group, retained storage, key pair, config output) and
 the node bootstrap scripts.
 
-The schema check runs aws-parallelcluster 3.16.1 in its own venv (`.venv-pcluster`, made by
+The schema check runs aws-parallelcluster 3.16.1 (the newest on PyPI; configurations target 3.16.3)
+in its own venv (`.venv-pcluster`, made by
 `scripts/setup --dev`; `scripts/test` points EFA_CDK_PCLUSTER_PYTHON at it). What it proves: the
 YAML we render is a configuration ParallelCluster loads. What it does not: `pcluster
 create-cluster`'s AWS-side validators (they need an account) or a running cluster.
@@ -31,7 +32,7 @@ from efa_constructs.core.pcluster import (
     SharedStorage,
     SlurmQueue,
 )
-from efa_constructs.core.software import NEURON_SDK_PACKAGES, bootstrap_script
+from efa_constructs.core.software import NEURON_REPO_KEY_ID, NEURON_SDK_PACKAGES, bootstrap_script
 from stacks.parallel_cluster_stack import EfaParallelClusterStack
 from stacks.params import PclusterParams
 from tests.helpers import BASH, ROOT, Node, by_type, executable, lint, new_app
@@ -125,7 +126,7 @@ def test_configs_pass_parallelclusters_own_schema() -> None:
 def test_rendered_yaml_is_the_model() -> None:
     c = config("trn1.32xlarge")
     text = c.to_yaml()
-    assert text.startswith("# ParallelCluster 3.16.1 configuration")
+    assert text.startswith("# ParallelCluster 3.16.3 configuration")  # the GitHub release of 2026-11-17
     assert yaml.safe_load(text) == c.to_dict()
     queue = c.to_dict()["Scheduling"]["SlurmQueues"][0]
     assert queue["ComputeResources"][0]["Efa"] == {"Enabled": True}
@@ -409,7 +410,7 @@ def test_create_cluster_uses_the_published_provider() -> None:
     url = json.dumps(nested["Properties"]["TemplateURL"])
     assert (
         "aws-parallelcluster" in url
-        and "/parallelcluster/3.16.1/templates/custom_resource/cluster.yaml" in url
+        and "/parallelcluster/3.16.3/templates/custom_resource/cluster.yaml" in url
     )
     (cluster,) = by_type(t, "Custom::PclusterCluster")
     props = cluster["Properties"]
@@ -489,16 +490,51 @@ def test_trainium_compute_nodes_install_the_pinned_neuron_sdk(tmp_path: Path) ->
     node = Node(tmp_path)
     (node.root / "etc/os-release").write_text('ID=ubuntu\nVERSION_ID="22.04"\nVERSION_CODENAME=jammy\n')
     node.setting("EFA_CDK_NEURON_PACKAGES", " ".join(NEURON_SDK_PACKAGES))
+    node.setting("EFA_CDK_NEURON_KEY_ID", NEURON_REPO_KEY_ID)
     (node.stub_dir / "downloads" / "GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB").write_text("key")
-    r = node.run("neuron-sdk")
+    r = node.run("neuron-sdk", STUB_KEY_FPR="0" * 24 + "5749CAD8646D9185")  # the Neuron docs' key id
     assert r.returncode == 0, r.log
     assert node.read("etc/apt/sources.list.d/neuron.list") == (
         "deb [signed-by=/usr/share/keyrings/aws-neuron.gpg] "
         "https://apt.repos.neuron.amazonaws.com jammy main\n"
     )
     (install,) = [c for c in node.calls("apt-get") if " install " in c]
-    assert install.endswith(" ".join(NEURON_SDK_PACKAGES)) and "aws-neuronx-tools=2.29.18.0" in install
+    assert install.endswith(" ".join(NEURON_SDK_PACKAGES)) and "aws-neuronx-tools=2.33.38.0" in install
     assert any("--dearmor" in c for c in node.calls("gpg"))
+
+
+def test_the_neuron_sdk_step_refuses_a_repository_key_that_is_not_neurons(tmp_path: Path) -> None:
+    """Issue 23 item 3: the key is pinned to the long key id the Neuron docs publish."""
+    node = Node(tmp_path)
+    (node.root / "etc/os-release").write_text('ID=ubuntu\nVERSION_ID="22.04"\nVERSION_CODENAME=jammy\n')
+    node.setting("EFA_CDK_NEURON_PACKAGES", " ".join(NEURON_SDK_PACKAGES))
+    node.setting("EFA_CDK_NEURON_KEY_ID", NEURON_REPO_KEY_ID)
+    (node.stub_dir / "downloads" / "GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB").write_text("key")
+    r = node.run("neuron-sdk", STUB_KEY_FPR="A" * 40)
+    assert r.returncode == 1 and "expected one ending with 5749CAD8646D9185; not trusting it" in r.log
+    assert not node.calls("apt-get") and not (node.root / "etc/apt/sources.list.d/neuron.list").exists()
+
+
+def test_key_fingerprints_reads_real_gpg_output(tmp_path: Path) -> None:
+    """lib.sh's key_fingerprints against Debian's gpg: a made key with a subkey gives its primary
+    fingerprint alone, and a file that is not a key fails."""
+    home = tmp_path / "gnupg"
+    home.mkdir(mode=0o700)
+    env = {**os.environ, "GNUPGHOME": str(home)}
+    gpg = ["gpg", "--batch", "--passphrase", ""]
+    subprocess.run([*gpg, "--quick-gen-key", "t <t@x.org>", "ed25519", "sign", "1d"], env=env, check=True)
+    listing = subprocess.run([*gpg, "--with-colons", "-k"], env=env, capture_output=True, text=True)
+    fpr = next(line.split(":")[9] for line in listing.stdout.splitlines() if line.startswith("fpr:"))
+    subprocess.run([*gpg, "--quick-add-key", fpr, "cv25519", "encr", "1d"], env=env, check=True)
+    key = tmp_path / "key.pub"
+    key.write_bytes(subprocess.run(["gpg", "--export", "--armor"], env=env, capture_output=True).stdout)
+    lib = ROOT / "efa_constructs/node/boot/lib.sh"
+    run = subprocess.run(["bash", "-c", f'. "{lib}"; key_fingerprints "$1"', "-", str(key)],
+                         capture_output=True, text=True)  # fmt: skip
+    assert (run.returncode, run.stdout) == (0, fpr + "\n"), run.stderr
+    (tmp_path / "junk").write_text("not a key")
+    run = subprocess.run(["bash", "-c", f'. "{lib}"; key_fingerprints "$1"', "-", str(tmp_path / "junk")])
+    assert run.returncode == 1
 
 
 def test_neuron_sdk_step_skips_an_image_that_has_it_and_refuses_other_oses(tmp_path: Path) -> None:

@@ -27,6 +27,9 @@ from .acknowledgements import acknowledge
 #: Fingerprint of the key that signs the CloudWatch agent's packages (CloudWatch user guide,
 #: "Verify the signature of the CloudWatch agent package": 9376 16F3 450B 7D80 6CBD 9725 D581 6730 3B78 9C72).
 CW_AGENT_FINGERPRINT = "937616F3450B7D806CBD9725D58167303B789C72"
+#: The first CloudWatch agent that collects EFA metrics (the `efa` section): 1.300068.0, May 2026 (the
+#: agent's release notes). The node step upgrades an older agent the image carries.
+CW_AGENT_MIN_VERSION = "1.300068.0"
 
 
 class EfaClusterMonitoring(Construct):
@@ -104,6 +107,7 @@ class EfaClusterMonitoring(Construct):
             ),
             "EFA_CDK_HEALTH_MINUTES": str(health_minutes),
             "EFA_CDK_CW_AGENT_FINGERPRINT": CW_AGENT_FINGERPRINT,
+            "EFA_CDK_CW_AGENT_MIN_VERSION": CW_AGENT_MIN_VERSION,
             "EFA_CDK_NODE_GROUP": "asg" if auto_scaling_group is not None else "explicit",
         }
 

@@ -31,7 +31,7 @@ from ..core.pcluster import (
     SharedStorage,
     SlurmQueue,
 )
-from ..core.software import NEURON_SDK_PACKAGES, EfaUserData, bootstrap_script
+from ..core.software import NEURON_REPO_KEY_ID, NEURON_SDK_PACKAGES, EfaUserData, bootstrap_script
 from .acknowledgements import acknowledge
 from .network import EfaNetwork, known_cidr
 from .security_group import EfaSecurityGroup
@@ -274,6 +274,7 @@ class EfaParallelCluster(Construct):
             "EFA_CDK_QUEUES": queue_name,
             "EFA_CDK_SHARED_DIR": SHARED_DIR,
             "EFA_CDK_NEURON_PACKAGES": " ".join(NEURON_SDK_PACKAGES),
+            "EFA_CDK_NEURON_KEY_ID": NEURON_REPO_KEY_ID,
         }
         (staged / PCLUSTER_BOOTSTRAP).write_text(bootstrap_script(settings))
         scripts = s3_assets.Asset(self, "NodeScripts", path=str(staged))

@@ -17,8 +17,13 @@ from .catalogue import InstanceType
 from .catalogue import instance_type as lookup
 from .errors import EfaConfigError
 
-#: The ParallelCluster version the model targets and its schema is tested against.
-PCLUSTER_VERSION = "3.16.1"
+#: The ParallelCluster version the configuration targets (its header, the custom-resource provider's
+#: template): 3.16.3, released 2026-11-17 (aws/aws-parallelcluster GitHub release v3.16.3; it pins EFA
+#: installer 1.51.0, as this library does).
+PCLUSTER_VERSION = "3.16.3"
+#: The version whose schema the tests load configurations in: the newest on PyPI when last checked
+#: (3.16.1 on 2026-11-23; 3.16.2 and 3.16.3 are GitHub releases whose notes change no configuration key).
+PCLUSTER_SCHEMA_VERSION = "3.16.1"
 #: Image.Os values ParallelCluster 3.16 accepts.
 SUPPORTED_OS = ("alinux2023", "ubuntu2204", "ubuntu2404", "rhel8", "rhel9", "rocky8", "rocky9")
 #: Values older versions accepted, with the version's reason for refusing them.

@@ -43,15 +43,20 @@ EFA_INSTALLER_SHA256 = ""
 EFA_INSTALLER_FINGERPRINT = "4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC"
 
 #: The Neuron SDK system packages a ParallelCluster compute node with Trainium gets (step
-#: ``neuron-sdk``): Neuron 2.29.0 (2026-04-09), the Neuron documentation's "Release Content" page,
-#: Trn1 packages (awsdocs-neuron.readthedocs-hosted.com/en/v2.29.0/release-notes/releasecontent.html).
-#: Newer releases exist (2.33.0, 2026-10-19); their package versions were not in the stored docs.
+#: ``neuron-sdk``): Neuron 2.33.0 (2026-10-19), the Neuron documentation's "Release content" page,
+#: Trn1 packages (awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/release-notes/releasecontent.html).
+#: A 2.33.1 exists (its docs list 2.33.0 under previous releases); its own package list was not seen.
 NEURON_SDK_PACKAGES = (
-    "aws-neuronx-dkms=2.27.4.0",
-    "aws-neuronx-collectives=2.31.24.0",
-    "aws-neuronx-runtime-lib=2.31.24.0",
-    "aws-neuronx-tools=2.29.18.0",
+    "aws-neuronx-dkms=2.31.7.0",
+    "aws-neuronx-collectives=2.35.43.0",
+    "aws-neuronx-runtime-lib=2.35.30.0",
+    "aws-neuronx-tools=2.33.38.0",
 )
+#: The Neuron apt repository's signing key, as the Neuron docs name it: long key id 5749CAD8646D9185
+#: ("Amazon AWS Neuron <neuron-maintainers@amazon.com>"; Neuron setup troubleshooting, "How to update
+#: Neuron repository GNU Privacy Guard (GPG) key for Ubuntu installation"). No full fingerprint is
+#: published; the step trusts the downloaded key only when it is one key whose fingerprint ends so.
+NEURON_REPO_KEY_ID = "5749CAD8646D9185"
 
 #: Steps the library ships, in the order they run; user steps go before ``verify-efa``.
 SETUP_STEPS = ("install-efa", "efa-env", "ssh-keys")

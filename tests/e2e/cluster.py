@@ -481,6 +481,8 @@ def _node_files(
         f'#!/bin/bash\necho "$*" >>{r}/ctl.log\n'
         'exec python3 -c "import json,sys; json.load(open(sys.argv[1][5:]))" "${@: -1}"\n',
     )
+    # the image's agent is new enough for EFA metrics (an older one is upgraded: tests/test_monitoring.py)
+    (r / "opt/aws/amazon-cloudwatch-agent/bin/CWAGENT_VERSION").write_text("1.300068.0b1500\n")
     executable(r / "harness-bin/systemctl", f'#!/bin/bash\necho "$*" >>{r}/systemctl.log\n')
     sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(r / "etc/ssh/host_key"))
     (r / "etc/ssh/sshd_config").write_text(

@@ -79,6 +79,21 @@ report_fault() {
   retry 5 10 curl -sS -f -X PUT -H 'Content-Type:' --data-binary "@$body" "${EFA_CDK_BENCHMARK_URL:?}"
 }
 
+# key_fingerprints KEYFILE: the fingerprint of each primary key in KEYFILE, one a line (a throwaway
+# keyring: nothing is trusted by importing it).
+key_fingerprints() {
+  local home status=0
+  home=$(mktemp -d)
+  chmod 700 "$home"
+  if GNUPGHOME=$home gpg --batch --quiet --import "$1" 2>/dev/null; then
+    GNUPGHOME=$home gpg --batch --with-colons --fingerprint | awk -F: '$1 == "pub" {p = 1; next} p && $1 == "fpr" {print $10; p = 0}'
+  else
+    status=1
+  fi
+  rm -rf "$home"
+  return $status
+}
+
 # verify_signed FILE SIGNATURE KEYFILE FINGERPRINT: FILE's detached SIGNATURE verifies against
 # KEYFILE, and KEYFILE carries exactly the pinned FINGERPRINT (whatever the download server says).
 # Uses a throwaway keyring; dies (fail closed) on any mismatch.

@@ -2,17 +2,26 @@
 # Watch the node after day one: the CloudWatch agent with the cluster's configuration (EFA counters
 # per node and for the cluster, GPU figures on NVIDIA, the node software's logs), and a systemd timer
 # that re-runs the light EFA checks (health-check.sh) every EFA_CDK_HEALTH_MINUTES.
-# The agent is installed unless the image has it: AWS's package, checked against the pinned key
-# fingerprint of the CloudWatch agent's signing key (CloudWatch user guide, "Verify the signature of
-# the CloudWatch agent package") BEFORE it is installed. The package is the documented `latest`:
-# its version floats, its signer does not.
+# The agent is installed unless the image has one at least EFA_CDK_CW_AGENT_MIN_VERSION (the first
+# that knows the `efa` metrics section; an older agent refuses the configuration): AWS's package,
+# checked against the pinned key fingerprint of the CloudWatch agent's signing key (CloudWatch user
+# guide, "Verify the signature of the CloudWatch agent package") BEFORE it is installed. The package
+# is the documented `latest`: its version floats, its signer does not.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 agent="$R/opt/aws/amazon-cloudwatch-agent"
 ctl="$agent/bin/amazon-cloudwatch-agent-ctl"
-if [ ! -x "$ctl" ]; then
+min=${EFA_CDK_CW_AGENT_MIN_VERSION:?}
+# The agent's own version file (bin/CWAGENT_VERSION, e.g. 1.300068.0b1337): its dotted number.
+agent_version() { sed -nE '1s/^([0-9]+(\.[0-9]+)*).*/\1/p' "$agent/bin/CWAGENT_VERSION" 2>/dev/null || true; }
+at_least() { [ -n "$1" ] && [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n 1)" = "$2" ]; }
+have=$(agent_version)
+if [ -x "$ctl" ] && ! at_least "$have" "$min"; then
+  log "the image's CloudWatch agent (${have:-version unknown}) is older than $min, the first with EFA metrics: upgrading"
+fi
+if [ ! -x "$ctl" ] || ! at_least "$have" "$min"; then
   case "$(uname -m)" in aarch64 | arm64) arch=arm64 ;; *) arch=amd64 ;; esac
   case "$(os_id)" in
     ubuntu | debian) pkg="ubuntu/$arch/latest/amazon-cloudwatch-agent.deb" install=(dpkg -i) ;;
@@ -28,6 +37,9 @@ if [ ! -x "$ctl" ]; then
   file="$work/$(basename "$pkg")"
   verify_signed "$file" "$file.sig" "$work/amazon-cloudwatch-agent.gpg" "${EFA_CDK_CW_AGENT_FINGERPRINT:?}"
   "${install[@]}" "$file" >/dev/null || die "could not install the CloudWatch agent ($(basename "$pkg"))"
+  have=$(agent_version)
+  at_least "$have" "$min" \
+    || die "the CloudWatch agent installed is ${have:-of unknown version}, older than $min (EFA metrics); use monitoring=False or an image with a newer agent"
 fi
 mkdir -p "$agent/etc"
 printf '%s\n' "${EFA_CDK_AGENT_CONFIG:?}" >"$agent/etc/efa-cdk.json"

@@ -3,8 +3,9 @@
 # images carry none, so nccom-test and the Neuron runtime would be missing): driver, runtime,
 # collectives and tools, pinned to one Neuron release (EFA_CDK_NEURON_PACKAGES, chosen in
 # efa_constructs/core/software.py with its source), from the Neuron repository the Neuron docs name.
-# apt checks every package against the repository's signing key (signed-by); the key is fetched over
-# HTTPS from the repository itself (no published fingerprint was found to pin).
+# apt checks every package against the repository's signing key (signed-by). The key, fetched over
+# HTTPS from the repository, is trusted only when it is one key whose fingerprint ends with the long
+# key id the Neuron docs publish (EFA_CDK_NEURON_KEY_ID; no full fingerprint is published).
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -21,6 +22,10 @@ keyring="$R/usr/share/keyrings/aws-neuron.gpg"
 mkdir -p "$(dirname "$keyring")" "$R/etc/apt/sources.list.d"
 retry 5 10 curl -sS -f -o "$STATE/neuron.pub" "$repo/GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB" \
   || die "could not download the Neuron repository key from $repo"
+key_fingerprints "$STATE/neuron.pub" >"$STATE/neuron.fpr" || die "the Neuron repository key is not a PGP key"
+if [ "$(wc -l <"$STATE/neuron.fpr")" != 1 ] || ! grep -q "${EFA_CDK_NEURON_KEY_ID:?}\$" "$STATE/neuron.fpr"; then
+  die "the Neuron repository key has fingerprint(s) $(tr '\n' ' ' <"$STATE/neuron.fpr"), expected one ending with $EFA_CDK_NEURON_KEY_ID; not trusting it"
+fi
 gpg --batch --yes --dearmor -o "$keyring" "$STATE/neuron.pub" || die "the Neuron repository key is not a PGP key"
 echo "deb [signed-by=/usr/share/keyrings/aws-neuron.gpg] $repo $codename main" >"$R/etc/apt/sources.list.d/neuron.list"
 export DEBIAN_FRONTEND=noninteractive
