@@ -125,6 +125,11 @@ args=" $* "
 case "$args" in
   *" signal-resource "*) [ -z "${STUB_SIGNAL_FAILS:-}" ] || exit 254; echo "$*" >>"$STUB_DIR/signals.log" ;;
   *" get-parameter "*"/ec2/keypair/"*) echo "-----BEGIN OPENSSH PRIVATE KEY-----"; echo fake ;;
+  *" get-parameter "*"last-replacement"*) cat "$STUB_DIR/last-replacement" 2>/dev/null || echo none ;;
+  *" put-parameter "*"last-replacement"*)  # --value "<epoch> <id>"; STUB_RACE: another node wrote after
+    v=${args#* --value }; v=${v% --overwrite *}
+    [ -z "${STUB_RACE:-}" ] || v="$v-other"
+    echo "$v" >"$STUB_DIR/last-replacement" ;;
   *" get-parameter "*) cat "$STUB_DIR/node-count" ;;
   *" describe-instances "*) cat "$STUB_DIR/instances" ;;
   *" put-metric-data "*)

@@ -11,6 +11,7 @@ import itertools
 import json
 import re
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -241,7 +242,9 @@ def test_health_check_publishes_the_verdict_and_an_asg_node_asks_to_be_replaced(
     tmp_path: Path, group: str
 ) -> None:
     node = Node(tmp_path)
-    _monitored(node, EFA_CDK_NODE_GROUP=group)
+    _monitored(node, EFA_CDK_NODE_GROUP=group, **ASG_LIMITS)
+    (node.root / "var/lib/efa-cdk/verified").write_text("2026-11-24T00:00:00Z\n")
+    node.setting("EFA_CDK_UNHEALTHY_AFTER", "1")
     r = node.run("health-check")
     assert r.returncode == 0, node.read("var/log/efa-cdk-health.log")
     metrics = node.stub_dir / "metrics.log"
@@ -256,7 +259,7 @@ def test_health_check_publishes_the_verdict_and_an_asg_node_asks_to_be_replaced(
         "Value=0" in metrics.read_text().splitlines()[-1]
         and "MetricName=EfaUnhealthyNodes,Value=1" in metrics.read_text()
     )
-    assert "UNHEALTHY: 7 of 8 EFA devices" in node.read("var/log/efa-cdk-health.log")
+    assert "UNHEALTHY (1 in a row): 7 of 8 EFA devices" in node.read("var/log/efa-cdk-health.log")
     replaced = (node.stub_dir / "health.log").exists()
     assert replaced is (group == "asg")
     if replaced:
@@ -264,6 +267,94 @@ def test_health_check_publishes_the_verdict_and_an_asg_node_asks_to_be_replaced(
             f"--instance-id {THIS_INSTANCE} --health-status Unhealthy"
             in (node.stub_dir / "health.log").read_text()
         )
+
+
+#: An Auto Scaling node's replacement limits, as EfaClusterMonitoring sets them by default.
+ASG_LIMITS = {
+    "EFA_CDK_UNHEALTHY_AFTER": "3",
+    "EFA_CDK_REPLACE_MINUTES": "60",
+    "EFA_CDK_REPLACEMENT_PARAMETER": "/efa-cdk/Trn1EfaCluster/Cluster/last-replacement",
+}
+
+
+def _failing_asg_node(tmp_path: Path, *, verified: bool = True) -> Node:
+    node = Node(tmp_path)
+    _monitored(node, EFA_CDK_NODE_GROUP="asg", **ASG_LIMITS)
+    if verified:
+        (node.root / "var/lib/efa-cdk/verified").write_text("2026-11-24T00:00:00Z\n")
+    node.set_devices(7)
+    return node
+
+
+def _health_log(node: Node) -> str:
+    return node.read("var/log/efa-cdk-health.log")
+
+
+def test_an_asg_node_asks_for_replacement_only_after_three_failures_in_a_row(tmp_path: Path) -> None:
+    """Issue 23 item 5: one failed check no longer replaces an expensive node; a pass resets the count."""
+    node = _failing_asg_node(tmp_path)
+    for _ in range(2):
+        assert node.run("health-check").returncode == 1
+    assert not (node.stub_dir / "health.log").exists()
+    assert "not asking for a replacement yet: 2 of 3 failed checks in a row" in _health_log(node)
+    node.set_devices(8)
+    assert node.run("health-check").returncode == 0
+    node.set_devices(7)
+    for _ in range(2):
+        node.run("health-check")
+    assert not (node.stub_dir / "health.log").exists()  # the pass started the count again
+    node.run("health-check")
+    assert "--health-status Unhealthy" in (node.stub_dir / "health.log").read_text()
+    when, instance = (node.stub_dir / "last-replacement").read_text().split()
+    assert instance == THIS_INSTANCE and abs(int(when) - time.time()) < 60
+
+
+def test_a_node_that_never_verified_is_not_replaced(tmp_path: Path) -> None:
+    node = _failing_asg_node(tmp_path, verified=False)
+    for _ in range(4):
+        node.run("health-check")
+    assert not (node.stub_dir / "health.log").exists()
+    assert "never verified EFA" in _health_log(node)
+
+
+@pytest.mark.parametrize(("minutes_ago", "replaced"), [(10, False), (61, True)])
+def test_one_replacement_per_group_per_hour_and_a_held_back_one_is_published(
+    tmp_path: Path, minutes_ago: int, replaced: bool
+) -> None:
+    node = _failing_asg_node(tmp_path)
+    (node.root / "var/lib/efa-cdk/health-failures").write_text("2\n")
+    last = int(time.time()) - minutes_ago * 60
+    (node.stub_dir / "last-replacement").write_text(f"{last} i-0aaaaaaaaaaaaaaaa\n")
+    assert node.run("health-check").returncode == 1
+    assert (node.stub_dir / "health.log").exists() is replaced
+    held = "MetricName=EfaReplacementsHeldBack,Value=1" in (node.stub_dir / "metrics.log").read_text()
+    assert held is not replaced
+    if not replaced:
+        assert "NOT REPLACED: the group replaced i-0aaaaaaaaaaaaaaaa 10 min ago" in _health_log(node)
+
+
+def test_of_two_nodes_failing_at_once_the_one_that_lost_the_claim_waits(tmp_path: Path) -> None:
+    node = _failing_asg_node(tmp_path)
+    (node.root / "var/lib/efa-cdk/health-failures").write_text("2\n")
+    assert node.run("health-check", STUB_RACE="1").returncode == 1
+    assert not (node.stub_dir / "health.log").exists()
+    assert "another node of the group claimed the replacement" in _health_log(node)
+
+
+def test_the_replacement_limit_is_in_the_template_with_its_alarm_and_least_privilege() -> None:
+    t = _stack("c5n.18xlarge", node_group="asg")
+    (param,) = [k for k, r in t["Resources"].items() if r["Type"] == "AWS::SSM::Parameter" and
+                r["Properties"]["Value"] == "none"]  # fmt: skip
+    assert "EfaReplacementsHeldBack" in [
+        a["Properties"]["MetricName"] for a in by_type(t, "AWS::CloudWatch::Alarm")
+    ]
+    statements = [
+        s for p in by_type(t, "AWS::IAM::Policy") for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    (ssm_put,) = [s for s in statements if "ssm:PutParameter" in s["Action"]]
+    assert json.dumps(ssm_put["Resource"]).count(param) == 1 and "*" not in json.dumps(ssm_put["Resource"])
+    user_data = json.dumps(by_type(t, "AWS::EC2::LaunchTemplate"))
+    assert "EFA_CDK_UNHEALTHY_AFTER='3'" in user_data and "EFA_CDK_REPLACE_MINUTES='60'" in user_data
 
 
 def test_benchmarks_publish_their_figures_and_on_demand_posts_nothing_to_cloudformation(

@@ -73,7 +73,9 @@ def test_resizing_an_auto_scaling_group_replaces_nothing(
     d = diff_templates(old, new)
     assert d.replaced == {} and d.added == {} and d.removed == {}
     (group,) = [k for k, v in new["Resources"].items() if v["Type"] == "AWS::AutoScaling::AutoScalingGroup"]
-    (count,) = [k for k, v in new["Resources"].items() if v["Type"] == "AWS::SSM::Parameter"]
+    (count,) = [
+        k for k, v in new["Resources"].items() if v["Type"] == "AWS::SSM::Parameter" and "NodeCount" in k
+    ]
     assert d.modified == {group: ["DesiredCapacity", "MaxSize", "MinSize"], count: ["Value"]}
 
 
@@ -94,7 +96,9 @@ def test_shrinking_explicit_nodes_removes_only_the_last_ones() -> None:
     ids = node_ids(old)
     assert d.replaced == {} and d.added == {}
     assert d.removed == {ids["2"]: "AWS::EC2::Instance", ids["3"]: "AWS::EC2::Instance"}
-    (count,) = [k for k, v in new["Resources"].items() if v["Type"] == "AWS::SSM::Parameter"]
+    (count,) = [
+        k for k, v in new["Resources"].items() if v["Type"] == "AWS::SSM::Parameter" and "NodeCount" in k
+    ]
     assert d.modified == {count: ["Value"]}  # the node count the nodes read; nothing else changes
 
 
@@ -102,8 +106,14 @@ def test_switching_mode_is_shown_as_replacing_every_node() -> None:
     old = synth(node_count="2")
     d = diff_templates(old, synth(node_count="2", node_group="asg"))
     assert set(d.removed) == set(node_ids(old).values())
-    # the group, and the policy that lets its nodes mark themselves Unhealthy (monitoring)
-    assert sorted(d.added.values()) == ["AWS::AutoScaling::AutoScalingGroup", "AWS::IAM::Policy"]
+    # the group, the policy that lets its nodes mark themselves Unhealthy (monitoring), the group's
+    # last replacement (an SSM parameter) and the alarm on replacements held back
+    assert sorted(d.added.values()) == [
+        "AWS::AutoScaling::AutoScalingGroup",
+        "AWS::CloudWatch::Alarm",
+        "AWS::IAM::Policy",
+        "AWS::SSM::Parameter",
+    ]
 
 
 # --- capacity -------------------------------------------------------------------------------

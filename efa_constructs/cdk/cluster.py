@@ -229,6 +229,7 @@ class EfaCluster(Construct):
             role=self.role,
             auto_scaling_group=group,
             alarm_email=alarm_email,
+            parameter_path=f"/efa-cdk/{Aws.STACK_NAME}/{self.path_in_stack}",
         )
 
     def _launch_template(

@@ -21,7 +21,14 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from ..core.catalogue import AcceleratorKind
-from ..core.monitoring import GREY_FAILURE_METRICS, UNHEALTHY_METRIC, agent_config, dashboard_body
+from ..core.errors import EfaConfigError
+from ..core.monitoring import (
+    GREY_FAILURE_METRICS,
+    HELD_BACK_METRIC,
+    UNHEALTHY_METRIC,
+    agent_config,
+    dashboard_body,
+)
 from .acknowledgements import acknowledge
 
 #: Fingerprint of the key that signs the CloudWatch agent's packages (CloudWatch user guide,
@@ -45,6 +52,13 @@ class EfaClusterMonitoring(Construct):
         auto_scaling_group: the node group, whose nodes may mark themselves Unhealthy. Default: none.
         alarm_email: an address subscribed to the alarms (it must confirm). Default: none.
         health_minutes: how often each node re-runs the health check. Default: 5.
+        unhealthy_after: consecutive failed checks before an Auto Scaling node asks to be replaced (never
+            before it was once verified). Default: 3 (15 minutes at the default interval).
+        replacement_interval: at most one replacement per group in this time; a node held back by it
+            publishes ``EfaReplacementsHeldBack`` (an alarm) and asks again at its next failed check.
+            Default: 60 minutes.
+        parameter_path: the SSM path under which the group's last replacement is kept
+            (``<path>/last-replacement``). Default: a name CloudFormation generates.
     """
 
     def __init__(
@@ -59,16 +73,40 @@ class EfaClusterMonitoring(Construct):
         auto_scaling_group: autoscaling.CfnAutoScalingGroup | None = None,
         alarm_email: str | None = None,
         health_minutes: int = 5,
+        unhealthy_after: int = 3,
+        replacement_interval: Duration | None = None,
+        parameter_path: str | None = None,
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
+        if isinstance(unhealthy_after, bool) or not isinstance(unhealthy_after, int) or unhealthy_after < 1:
+            raise EfaConfigError(
+                "unhealthy_after",
+                value=unhealthy_after,
+                why="it counts failed health checks in a row: a whole number of at least 1",
+                fix="pass e.g. unhealthy_after=3",
+            )
         self.namespace = namespace
+        #: In an Auto Scaling group: when the group last replaced a node ("<epoch> <instance-id>"), shared
+        #: by the nodes so that a systematic fault replaces at most one node per `replacement_interval`.
+        self.last_replacement = (
+            ssm.StringParameter(
+                self,
+                "LastReplacement",
+                parameter_name=f"{parameter_path}/last-replacement" if parameter_path else None,
+                simple_name=False if parameter_path else None,
+                string_value="none",
+                description=f"efa-cdk: when {scope.node.path}'s Auto Scaling group last replaced a node",
+            )
+            if auto_scaling_group is not None
+            else None
+        )
         self.log_group = logs.LogGroup(
             self, "Logs", retention=logs.RetentionDays.THREE_MONTHS, removal_policy=RemovalPolicy.RETAIN
         )
         self._grant(role, auto_scaling_group)
         self.topic = self._topic(alarm_email)
-        self.alarms = self._alarms()
+        self.alarms = self._alarms(held_back=auto_scaling_group is not None)
         body = dashboard_body(namespace, Aws.REGION, cluster_name)
         self.dashboard = cloudwatch.CfnDashboard(
             self, "Dashboard", dashboard_body=Stack.of(self).to_json_string(body)
@@ -110,10 +148,17 @@ class EfaClusterMonitoring(Construct):
             "EFA_CDK_CW_AGENT_MIN_VERSION": CW_AGENT_MIN_VERSION,
             "EFA_CDK_NODE_GROUP": "asg" if auto_scaling_group is not None else "explicit",
         }
+        if self.last_replacement is not None:
+            interval = replacement_interval or Duration.minutes(60)
+            self.settings |= {
+                "EFA_CDK_UNHEALTHY_AFTER": str(unhealthy_after),
+                "EFA_CDK_REPLACE_MINUTES": str(int(interval.to_minutes())),
+                "EFA_CDK_REPLACEMENT_PARAMETER": self.last_replacement.parameter_name,
+            }
 
     def _grant(self, role: iam.IRole, group: autoscaling.CfnAutoScalingGroup | None) -> None:
         """PutMetricData in the cluster's namespace only; the log group; in an Auto Scaling group,
-        SetInstanceHealth on that group only."""
+        SetInstanceHealth on that group only, and the group's last-replacement parameter."""
         role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["cloudwatch:PutMetricData"],
@@ -140,7 +185,13 @@ class EfaClusterMonitoring(Construct):
                 self,
                 "GroupHealth",
                 roles=[role],
-                statements=[iam.PolicyStatement(actions=["autoscaling:SetInstanceHealth"], resources=[arn])],
+                statements=[
+                    iam.PolicyStatement(actions=["autoscaling:SetInstanceHealth"], resources=[arn]),
+                    iam.PolicyStatement(
+                        actions=["ssm:GetParameter", "ssm:PutParameter"],
+                        resources=[self.last_replacement.parameter_arn],  # type: ignore[union-attr]
+                    ),
+                ],
             )
             group_id = Stack.of(self).resolve(group.logical_id)
             acknowledge(
@@ -164,11 +215,16 @@ class EfaClusterMonitoring(Construct):
             topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
         return topic
 
-    def _alarms(self) -> list[cloudwatch.Alarm]:
-        """One alarm per grey-failure counter (cluster total above 0 in 5 minutes) and one on failed
-        health checks, each to the topic."""
+    def _alarms(self, *, held_back: bool) -> list[cloudwatch.Alarm]:
+        """One alarm per grey-failure counter (cluster total above 0 in 5 minutes), one on failed
+        health checks and, in an Auto Scaling group, one on replacements the limit held back."""
         specs = [(m, f"EFA {m} above 0 on the cluster: a link works, badly") for m in GREY_FAILURE_METRICS]
         specs.append((UNHEALTHY_METRIC, "a node failed its EFA health check (device count or libfabric)"))
+        if held_back:
+            specs.append(
+                (HELD_BACK_METRIC, "an unhealthy node was not replaced: the group replaced one recently "
+                 "(a fault that follows every new node?); see the nodes' efa-cdk-health.log")
+            )  # fmt: skip
         out = []
         for metric, why in specs:
             alarm = cloudwatch.Alarm(

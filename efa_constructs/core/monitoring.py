@@ -62,8 +62,10 @@ NVIDIA_MEASUREMENTS = (
 #: What the node software itself publishes (health-check.sh, benchmarks.sh: put-metric-data).
 HEALTH_METRIC = "EfaHealthy"  # 1 healthy, 0 not; dimension InstanceId
 UNHEALTHY_METRIC = "EfaUnhealthyNodes"  # 1 per failing check, no dimension: the Sum is the count
+#: 1 when an Auto Scaling node that should be replaced is held back by the group's replacement limit.
+HELD_BACK_METRIC = "EfaReplacementsHeldBack"
 BENCHMARK_METRICS = ("BenchmarkPeakGBps", "BenchmarkLineRateFraction")  # dimension Benchmark
-NODE_METRICS = (HEALTH_METRIC, UNHEALTHY_METRIC, *BENCHMARK_METRICS)
+NODE_METRICS = (HEALTH_METRIC, UNHEALTHY_METRIC, HELD_BACK_METRIC, *BENCHMARK_METRICS)
 
 
 def emitted_metrics(accelerator: AcceleratorKind) -> frozenset[str]:

@@ -2,9 +2,12 @@
 # The light EFA checks, re-run by a systemd timer for the life of the node: libfabric lists the
 # provider, and the node still has every EFA device the launch template attached. The verdict goes
 # to CloudWatch (EfaHealthy per instance, EfaUnhealthyNodes for the cluster: the dashboard and the
-# alarm) and to /var/log/efa-cdk-health.log (shipped by the agent). In an Auto Scaling group a
-# failing node marks itself Unhealthy, so the group replaces it (in the same subnet, placement and
-# reservation: the launch template's), and the new node verifies itself like the others.
+# alarm) and to /var/log/efa-cdk-health.log (shipped by the agent). In an Auto Scaling group a node
+# that was once verified and then fails EFA_CDK_UNHEALTHY_AFTER checks in a row marks itself Unhealthy,
+# so the group replaces it (in the same subnet, placement and reservation: the launch template's) and
+# the new node verifies itself like the others; at most one node per EFA_CDK_REPLACE_MINUTES (the group's
+# last replacement is in EFA_CDK_REPLACEMENT_PARAMETER), so a fault that follows every new node cannot
+# replace expensive nodes without end: a node held back publishes EfaReplacementsHeldBack (an alarm).
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -22,14 +25,47 @@ healthy=1
 retry 3 5 aws_ cloudwatch put-metric-data --namespace "${EFA_CDK_METRICS_NAMESPACE:?}" --metric-data \
   "MetricName=EfaHealthy,Dimensions=[{Name=InstanceId,Value=$id}],Value=$healthy" \
   "MetricName=EfaUnhealthyNodes,Value=$((1 - healthy))" || log "could not publish the health metrics"
+failures="$STATE/health-failures"
 if [ "$healthy" = 1 ]; then
+  rm -f "$failures"
   log "healthy: $have EFA devices, provider $FABRIC"
   exit 0
 fi
+mkdir -p "$STATE"
+count=$(($(cat "$failures" 2>/dev/null || echo 0) + 1))
+echo "$count" >"$failures"
 reason=$(IFS=';'; echo "${problems[*]}")
-log "UNHEALTHY: $reason"
-if [ "${EFA_CDK_NODE_GROUP:-explicit}" = asg ]; then
-  retry 3 5 aws_ autoscaling set-instance-health --instance-id "$id" --health-status Unhealthy \
-    --no-should-respect-grace-period && log "marked Unhealthy: the Auto Scaling group replaces this node"
+log "UNHEALTHY ($count in a row): $reason"
+[ "${EFA_CDK_NODE_GROUP:-explicit}" = asg ] || exit 1
+
+# An Auto Scaling node: ask the group to replace it, within limits.
+if [ ! -f "$STATE/verified" ]; then
+  log "not asking for a replacement: this node never verified EFA (its creation signal reports that)"
+  exit 1
 fi
+after=${EFA_CDK_UNHEALTHY_AFTER:?}
+if [ "$count" -lt "$after" ]; then
+  log "not asking for a replacement yet: $count of $after failed checks in a row"
+  exit 1
+fi
+held_back() {
+  log "NOT REPLACED: $1; the next failed check asks again"
+  retry 3 5 aws_ cloudwatch put-metric-data --namespace "$EFA_CDK_METRICS_NAMESPACE" --metric-data \
+    "MetricName=EfaReplacementsHeldBack,Value=1" || log "could not publish EfaReplacementsHeldBack"
+  exit 1
+}
+param=${EFA_CDK_REPLACEMENT_PARAMETER:?}
+window=$((${EFA_CDK_REPLACE_MINUTES:?} * 60))
+now=$(date +%s)
+last=$(aws_ ssm get-parameter --name "$param" --query Parameter.Value) || held_back "could not read $param"
+last_time=${last%% *}
+if [[ $last_time =~ ^[0-9]+$ ]] && [ $((now - last_time)) -lt "$window" ]; then
+  held_back "the group replaced ${last#* } $(((now - last_time) / 60)) min ago (at most one per $EFA_CDK_REPLACE_MINUTES min)"
+fi
+# Claim the replacement, then read it back: of nodes failing at once, the last writer goes, the rest wait.
+aws_ ssm put-parameter --name "$param" --value "$now $id" --overwrite >/dev/null || held_back "could not write $param"
+[ "$(aws_ ssm get-parameter --name "$param" --query Parameter.Value)" = "$now $id" ] \
+  || held_back "another node of the group claimed the replacement"
+retry 3 5 aws_ autoscaling set-instance-health --instance-id "$id" --health-status Unhealthy \
+  --no-should-respect-grace-period && log "marked Unhealthy: the Auto Scaling group replaces this node"
 exit 1
