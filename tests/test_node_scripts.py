@@ -12,15 +12,29 @@ EC2 instance (no AWS account here): the stubs answer the way the documented APIs
 
 from __future__ import annotations
 
+import http.server
 import json
+import re
 import shutil
+import subprocess
+import threading
+import urllib.parse
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 
 from efa_constructs import EfaUserData
-from efa_constructs.core.software import EFA_INSTALLER_FINGERPRINT, EFA_INSTALLER_VERSION, Benchmark
-from tests.helpers import FIXTURES, THIS_INSTANCE, Node, executable
+from efa_constructs.core.software import (
+    EFA_INSTALLER_FINGERPRINT,
+    EFA_INSTALLER_VERSION,
+    Benchmark,
+    bootstrap_script,
+)
+from tests.helpers import BASH, FIXTURES, THIS_INSTANCE, Node, executable
 
 BOOT = ("install-efa", "efa-env", "ssh-keys", "verify-efa", "signal", "hostfile")
 
@@ -439,3 +453,96 @@ def test_a_success_nobody_waits_for_is_not_an_error(tmp_path: Path) -> None:
     assert failed.returncode == 0
     bad = node.run("verify-efa", "signal", STUB_SIGNAL_FAILS="1", STUB_FI_INFO="broken")
     assert bad.returncode == 1 and "could not signal FAILURE" in bad.log
+
+
+# --- an image without the AWS CLI (issue 23 item 9) ------------------------------------------------
+
+ROLE_CREDENTIALS = {
+    "Code": "Success",
+    "AccessKeyId": "ASIAEXAMPLEEXAMPLE12",
+    "SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "Token": "IQoJb3JpZ2luX2VjEXAMPLE//token+with/slashes=",
+}
+
+
+class _ImdsAndCloudFormation(http.server.BaseHTTPRequestHandler):
+    """IMDS's documented paths, and CloudFormation's query endpoint recording each POST."""
+
+    posts: ClassVar[list[tuple[dict[str, str], bytes]]] = []
+
+    def do_PUT(self) -> None:
+        self._answer("tok")
+
+    def do_GET(self) -> None:
+        answers = {
+            "/latest/meta-data/instance-id": THIS_INSTANCE,
+            "/latest/meta-data/tags/instance/efa-cdk:logical-id": "ClusterNode0ABCD1234",
+            "/latest/meta-data/iam/security-credentials/": "EfaNodeRole",
+            "/latest/meta-data/iam/security-credentials/EfaNodeRole": json.dumps(ROLE_CREDENTIALS, indent=2),
+        }
+        self._answer(answers[self.path]) if self.path in answers else self.send_error(404)
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).posts.append(({k.lower(): v for k, v in self.headers.items()}, body))
+        self._answer("<SignalResourceResponse/>")
+
+    def _answer(self, text: str) -> None:
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(text.encode())
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_an_image_without_the_aws_cli_fails_its_node_at_once_with_a_signed_signal(tmp_path: Path) -> None:
+    """No `aws` on PATH: the bootstrap stops before anything else and sends FAILURE to the node's
+    CreationPolicy itself, with Debian's real curl signing the request (--aws-sigv4) with the role's
+    credentials from IMDS; botocore's SigV4 signer, given the same request, computes the same signature."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ImdsAndCloudFormation)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    (tmp_path / "b.sh").write_text(
+        bootstrap_script({"EFA_CDK_STACK": "Trn1EfaCluster", "EFA_CDK_REGION": "us-east-1"})
+    )
+    try:
+        run = subprocess.run(
+            [BASH, str(tmp_path / "b.sh")],
+            env={"PATH": "/usr/bin:/bin", "EFA_CDK_ROOT": str(tmp_path / "root"), "EFA_CDK_IMDS_URL": url,
+                 "AWS_ENDPOINT_URL": url},
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+    assert run.returncode == 1 and "this image has no AWS CLI" in run.stdout + run.stderr
+    (headers, body), *_ = _ImdsAndCloudFormation.posts
+    form = urllib.parse.parse_qs(body.decode())
+    assert {k: v[0] for k, v in form.items()} == {
+        "Action": "SignalResource",
+        "Version": "2010-05-15",
+        "StackName": "Trn1EfaCluster",
+        "LogicalResourceId": "ClusterNode0ABCD1234",
+        "UniqueId": f"{THIS_INSTANCE}-no-aws-cli",
+        "Status": "FAILURE",
+    }
+    assert headers["x-amz-security-token"] == ROLE_CREDENTIALS["Token"]
+    scope, signed, signature = re.fullmatch(
+        r"AWS4-HMAC-SHA256 Credential=(\S+), SignedHeaders=(\S+), Signature=(\w+)", headers["authorization"]
+    ).groups()  # type: ignore[union-attr]
+    assert scope.startswith(ROLE_CREDENTIALS["AccessKeyId"] + "/") and scope.endswith(
+        "/us-east-1/cloudformation/aws4_request"
+    )
+    request = AWSRequest(
+        method="POST", url=url + "/", data=body, headers={h: headers[h] for h in signed.split(";")}
+    )
+    request.context["timestamp"] = headers["x-amz-date"]
+    signer = SigV4Auth(
+        Credentials(
+            ROLE_CREDENTIALS["AccessKeyId"], ROLE_CREDENTIALS["SecretAccessKey"], ROLE_CREDENTIALS["Token"]
+        ),
+        "cloudformation",
+        "us-east-1",
+    )
+    canonical = signer.canonical_request(request)
+    assert signer.signature(signer.string_to_sign(request, canonical), request) == signature
