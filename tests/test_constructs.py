@@ -164,11 +164,16 @@ def test_launch_template_is_secure_by_default(make_stack: Any) -> None:
 
 
 def _image_parameters(t: assertions.Template) -> list[str]:
-    """The SSM parameters the stack's one-time image lookups read (at create, never on update)."""
-    lookups = [
-        r["Properties"] for r in t.to_json()["Resources"].values() if r["Type"] == "Custom::EfaImageLookup"
-    ]
+    """The SSM parameters the stack's one-time image lookups read (at create, never on update). The
+    launch templates take the AMI id from the lookup's physical id (Ref), which an update of the lookup
+    keeps, never from its response data (GetAtt), which an update empties (issue 23 item 6)."""
+    resources = t.to_json()["Resources"]
+    ids = [k for k, r in resources.items() if r["Type"] == "Custom::EfaImageLookup"]
+    lookups = [resources[k]["Properties"] for k in ids]
     assert all("Update" not in r for r in lookups)
+    image_ids = [r["Properties"]["LaunchTemplateData"]["ImageId"] for r in resources.values()
+                 if r["Type"] == "AWS::EC2::LaunchTemplate"]  # fmt: skip
+    assert image_ids and all(i in [{"Ref": k} for k in ids] for i in image_ids), image_ids
     return [str(json.loads(r["Create"])["parameters"]["Name"]) for r in lookups]
 
 

@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass
 
 import jsii
-from aws_cdk import Aws, Stack, Token
+from aws_cdk import Aws, CustomResource, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import custom_resources as cr
 from constructs import Construct
@@ -128,9 +128,17 @@ class ImageReadOnce:
         return lookup
 
     def get_image(self, scope: Construct) -> ec2.MachineImageConfig:
-        """The image config: the lookup's answer (``ec2.IMachineImage``)."""
+        """The image config: the lookup's answer (``ec2.IMachineImage``).
+
+        The AMI id is the lookup's physical id (``Ref``), not its response data (``GetAtt``): the
+        lookup answers only on create, and an update of the resource (an aws-cdk-lib upgrade that
+        rewrites its properties, say) keeps the physical id but returns no data, so a ``GetAtt`` would
+        fail that update (aws-cdk-lib's AwsCustomResource handler: Update without a call keeps
+        ``PhysicalResourceId`` and answers an empty ``Data``)."""
+        resource = self.lookup(scope).node.default_child
+        assert isinstance(resource, CustomResource)
         return ec2.MachineImageConfig(
-            image_id=self.lookup(scope).get_response_field("Parameter.Value"),
+            image_id=resource.ref,
             os_type=ec2.OperatingSystemType.LINUX,
             user_data=ec2.UserData.for_linux(),
         )
