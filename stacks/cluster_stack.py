@@ -88,6 +88,7 @@ class EfaClusterStack(Stack):
             container=ContainerRun(params.container_image, params.container_ssh_port)
             if params.container_image
             else None,
+            node_replacements=dict(params.replace_nodes),
         )
         self._outputs(params)
 

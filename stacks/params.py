@@ -75,6 +75,22 @@ def choice(parse: Callable[[Any], Any]) -> Parser:
     return lambda _key, raw: parse(raw)
 
 
+def replacements(key: str, raw: Any) -> tuple[tuple[int, str], ...]:
+    """Comma-separated INDEX:LABEL pairs (the labels are checked where they are used)."""
+    out = []
+    for item in (i.strip() for i in str(raw).split(",") if i.strip()):
+        index, sep, label = item.partition(":")
+        if not sep or not index.strip().isdigit():
+            raise EfaConfigError(
+                key,
+                value=raw,
+                why=f"{item!r} is not INDEX:LABEL",
+                fix=f"pass e.g. -c {key}=1:2026-11-24,3:2026-11-24 (node index, then any label)",
+            )
+        out.append((int(index), label.strip()))
+    return tuple(out)
+
+
 def ssh_sources(key: str, raw: Any) -> tuple[str, ...]:
     """Comma-separated CIDRs or prefix list ids."""
     return tuple(parse_ssh_source(c) for c in str(raw).split(",") if c.strip())
@@ -137,6 +153,9 @@ FIELDS: tuple[Field, ...] = (
     Field("container_ssh_port", "the SSH port inside the containers", whole, "3022", frozenset({CLUSTER})),
     Field("node_group", "explicit (an instance resource per node) | asg (one Auto Scaling group)",
           choice(NodeGroup.parse), "explicit", frozenset({CLUSTER})),
+    Field("replace_nodes", "explicit nodes to replace, INDEX:LABEL,... (a new label launches a new "
+          "instance; keep it in cdk.json: removing it replaces the node again)", replacements, "none",
+          frozenset({CLUSTER})),
     Field("placement_group", "existing placement group to launch into (e.g. the reservation's)",
           text(r"^[\x21-\x7e]{1,255}$", "a placement group name", "my-group"),
           "On-Demand: a new one; reservation: none"),
@@ -345,6 +364,7 @@ class ClusterParams:
     alarm_email: str | None = None
     container_image: str | None = None
     container_ssh_port: int = 3022
+    replace_nodes: tuple[tuple[int, str], ...] = ()
 
     @property
     def region(self) -> str | None:

@@ -389,6 +389,25 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ),
     ("empty user step", call(lambda: EfaUserData().add_commands("x", " ")), "script", "the step is empty"),
     ("wait shorter than a minute", call(EfaUserData, wait_seconds=5), "wait_seconds", "out of range"),
+    (
+        "replacement of a node that does not exist",
+        cluster(node_count=2, node_replacements={2: "x"}),
+        "node_replacements",
+        "no node has index 2",
+    ),
+    (
+        "replacement label unfit for a logical id",
+        cluster(node_replacements={0: "24 Nov"}),
+        "node_replacements",
+        "part of the node's CloudFormation logical id",
+    ),
+    (
+        "replacement in an Auto Scaling group",
+        cluster(node_group="asg", node_replacements={0: "x"}),
+        "node_replacements",
+        "replaces its own nodes",
+    ),
+    ("replace_nodes without a label", ctx(replace_nodes="1"), "replace_nodes", "not INDEX:LABEL"),
     # context keys
     ("dashed context key", ctx(**{"node-count": "3"}), "context", "not a context key"),
     ("misspelt context key", ctx(instancetype="p5.48xlarge"), "context", "not a context key"),

@@ -102,6 +102,39 @@ def test_shrinking_explicit_nodes_removes_only_the_last_ones() -> None:
     assert d.modified == {count: ["Value"]}  # the node count the nodes read; nothing else changes
 
 
+def test_a_replacement_label_replaces_that_node_and_nothing_else() -> None:
+    """Issue 23 item 4: CloudFormation never recreates an instance deleted outside it; a label on node 1
+    gives it a new logical id (a new instance, the old one deleted), and only a new label does it again."""
+    old = synth(node_count="3")
+    labelled = synth(node_count="3", replace_nodes="1:2026-11-24")
+    d = diff_templates(old, labelled)
+    before, after = node_ids(old), node_ids(labelled)
+    assert d.removed == {before["1"]: "AWS::EC2::Instance"} and d.added == {after["1"]: "AWS::EC2::Instance"}
+    assert before["0"] == after["0"] and before["2"] == after["2"] and d.replaced == {}
+    assert after["1"].startswith(before["1"]) and after["1"] != before["1"]
+    tags = {t["Key"]: t["Value"] for t in labelled["Resources"][after["1"]]["Properties"]["Tags"]}
+    assert tags["efa-cdk:logical-id"] == after["1"]  # the node signals its own CreationPolicy
+    assert diff_templates(labelled, synth(node_count="3", replace_nodes="1:2026-11-24")).removed == {}
+    again = node_ids(synth(node_count="3", replace_nodes="1:2026-12-01"))
+    assert again["1"] not in (before["1"], after["1"])
+
+
+def test_a_replacement_label_also_renews_the_elastic_ip_interface() -> None:
+    """A public node's pre-created interface is held by the old instance: it is replaced with it."""
+    old = synth(node_count="2", public_ip="all")
+    new = synth(node_count="2", public_ip="all", replace_nodes="0:r1")
+    d = diff_templates(old, new)
+    assert (
+        sorted(d.removed.values())
+        == sorted(d.added.values())
+        == [
+            "AWS::EC2::Instance",
+            "AWS::EC2::NetworkInterface",
+        ]
+    )
+    assert all(v != "AWS::EC2::EIP" for v in d.removed.values())  # the address is kept
+
+
 def test_switching_mode_is_shown_as_replacing_every_node() -> None:
     old = synth(node_count="2")
     d = diff_templates(old, synth(node_count="2", node_group="asg"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
 import jsii
@@ -104,6 +104,12 @@ class EfaCluster(Construct):
         alarm_email: an address subscribed to the alarms. Default: none (subscribe to the topic).
         container: run this image on every node, with every EFA device, SSH inside for mpirun, and
             EFA checked inside it (:class:`ContainerRun`); needs the node software. Default: none.
+        node_replacements: explicit nodes to replace, as node index -> label (``{1: "2026-11-24"}``):
+            the label is part of the node's logical id, so setting or changing it launches a new
+            instance (and Elastic IP interface) for that node and deletes the old one on the next
+            deploy. CloudFormation never recreates an instance deleted outside it, so this is how a
+            lost or broken node comes back. Keep the labels for the life of the stack: removing one
+            replaces the node again. Default: none.
     """
 
     def __init__(
@@ -134,6 +140,7 @@ class EfaCluster(Construct):
         monitoring: bool | None = None,
         alarm_email: str | None = None,
         container: ContainerRun | None = None,
+        node_replacements: Mapping[int, str] | None = None,
     ) -> None:
         """Create the cluster; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
@@ -174,8 +181,10 @@ class EfaCluster(Construct):
                 root_volume_gib=_known(root_volume_gib),
                 monitoring=monitoring,
                 container=container is not None,
+                node_replacements=tuple((node_replacements or {}).items()),
             )
         )
+        self._replacements = dict(node_replacements or {})
         self.container = container
         monitoring_on = software is not None if monitoring is None else monitoring
         benchmarks = software.benchmarks_for(self.instance_type) if software else ()
@@ -309,6 +318,7 @@ class EfaCluster(Construct):
                     name=f"{id_}-node{i}",
                     public_subnet=eip_subnet if i < self.public_ip.count(node_count) else None,
                     security_group=self.security_group,
+                    replacement=self._replacements.get(i, ""),
                 )
             )
 

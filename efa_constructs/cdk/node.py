@@ -3,6 +3,8 @@ node group (`EfaNodeGroup`): the three ways an :class:`EfaCluster` launches its 
 
 from __future__ import annotations
 
+import hashlib
+
 import jsii
 from aws_cdk import (
     CfnAutoScalingReplacingUpdate,
@@ -23,14 +25,22 @@ from .launch_template import EfaLaunchTemplate
 
 @jsii.implements(IStringProducer)
 class _Suffixed:
-    """A logical id: the construct's own plus 8 hex digits of the launch template's fingerprint."""
+    """A logical id: the construct's own plus 8 hex digits of the launch template's fingerprint (and of
+    the node's replacement label, when it has one)."""
 
-    def __init__(self, logical_id: str, launch_template: EfaLaunchTemplate) -> None:
+    def __init__(self, logical_id: str, launch_template: EfaLaunchTemplate, replacement: str = "") -> None:
         self.logical_id = logical_id
         self.launch_template = launch_template
+        self.replacement = replacement
 
     def produce(self, context: IResolveContext) -> str:
-        return f"{self.logical_id}{self.launch_template.synth_fingerprint()[:8].upper()}"
+        fingerprint = self.launch_template.synth_fingerprint()[:8].upper()
+        return f"{self.logical_id}{fingerprint}{_label_hash(self.replacement)}"
+
+
+def _label_hash(label: str) -> str:
+    """ "" for no label, else "R" and 8 hex digits of it: what a replacement label adds to logical ids."""
+    return f"R{hashlib.sha256(label.encode()).hexdigest()[:8].upper()}" if label else ""
 
 
 class NodePublicAddress(Construct):
@@ -57,6 +67,7 @@ class NodePublicAddress(Construct):
         subnet: the public subnet (same AZ as the nodes).
         security_group: the cluster's EFA security group.
         description: the interface's description.
+        replacement: the node's replacement label (see :class:`EfaNode`). Default: none.
     """
 
     def __init__(
@@ -68,6 +79,7 @@ class NodePublicAddress(Construct):
         subnet: ec2.ISubnet,
         security_group: ec2.ISecurityGroup,
         description: str,
+        replacement: str = "",
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
@@ -80,7 +92,9 @@ class NodePublicAddress(Construct):
         )
         self.network_interface.override_logical_id(
             Lazy.uncached_string(
-                _Suffixed(Stack.of(self).resolve(self.network_interface.logical_id), launch_template)
+                _Suffixed(
+                    Stack.of(self).resolve(self.network_interface.logical_id), launch_template, replacement
+                )
             )
         )
         self.eip = ec2.CfnEIP(self, "Resource", domain="vpc")
@@ -112,6 +126,9 @@ class EfaNode(Construct):
         public_subnet: give the node an Elastic IP (a :class:`NodePublicAddress`, ``PublicAddress``)
             with its card-0 interface in this subnet. Default: no public address.
         security_group: the EFA security group (for the public interface). Default: none.
+        replacement: a label; set or changed, it gives the instance (and its Elastic IP interface) a
+            new logical id, so the next deploy launches a new instance and deletes the old one.
+            Default: none.
     """
 
     def __init__(
@@ -124,6 +141,7 @@ class EfaNode(Construct):
         name: str,
         public_subnet: ec2.ISubnet | None = None,
         security_group: ec2.ISecurityGroup | None = None,
+        replacement: str = "",
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
@@ -138,6 +156,7 @@ class EfaNode(Construct):
                 subnet=public_subnet,
                 security_group=security_group,
                 description=f"{name}: card 0 / device 0, with an Elastic IP",
+                replacement=replacement,
             )
             launch_template = self.public_address.launch_template
         self.instance = ec2.CfnInstance(
@@ -149,6 +168,10 @@ class EfaNode(Construct):
                 version=launch_template.latest_version_number,
             ),
         )
+        if replacement:
+            self.instance.override_logical_id(
+                Stack.of(self).resolve(self.instance.logical_id) + _label_hash(replacement)
+            )
         if self.public_address is not None:  # boot with the Elastic IP in place: the software is fetched
             self.instance.add_resource_dependency(self.public_address.association)
         Tags.of(self.instance).add("Name", name)

@@ -8,6 +8,7 @@ strings into values: the refusals live here, once. Pure Python, no CDK.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -50,6 +51,7 @@ class ClusterRequest:
     root_volume_gib: int | None = 200
     monitoring: bool | None = None
     container: bool = False
+    node_replacements: tuple[tuple[int, str], ...] = ()
 
 
 def check_container(r: ClusterRequest) -> None:
@@ -84,6 +86,36 @@ def check_node_count(r: ClusterRequest) -> None:
             why="a cluster needs at least one node",
             fix="set node_count to a whole number >= 1 (2 or more to use EFA between nodes)",
         )
+
+
+def check_node_replacements(r: ClusterRequest) -> None:
+    """A replacement label names an explicit node of the cluster and can be part of a logical id."""
+    for index, label in r.node_replacements:
+        if r.node_group is NodeGroup.ASG:
+            raise EfaConfigError(
+                "node_replacements",
+                value=f"{index}:{label}",
+                why="an Auto Scaling group replaces its own nodes",
+                fix="terminate the instance (aws ec2 terminate-instances): the group launches another",
+            )
+        if (
+            isinstance(index, bool)
+            or not isinstance(index, int)
+            or not (r.node_count is None or 0 <= index < r.node_count)
+        ):
+            raise EfaConfigError(
+                "node_replacements",
+                value=f"{index}:{label}",
+                why=f"no node has index {index} (nodes are 0 to node_count - 1)",
+                fix="name the index of the node to replace, as its efa-cdk:node-index tag says",
+            )
+        if not isinstance(label, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", label):
+            raise EfaConfigError(
+                "node_replacements",
+                value=f"{index}:{label}",
+                why="the label becomes part of the node's CloudFormation logical id",
+                fix="use 1 to 64 letters, digits, '.', '_' or '-' (a date such as 2026-11-24)",
+            )
 
 
 def check_explicit_node_limit(r: ClusterRequest) -> None:
@@ -216,6 +248,7 @@ CLUSTER_CHECKS: tuple[Callable[[ClusterRequest], None], ...] = (
     check_monitoring,
     check_container,
     check_explicit_node_limit,
+    check_node_replacements,
     check_root_volume,
     check_placement_group,
     check_user_data,
