@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+import re
 from typing import Any
 
 import pytest
@@ -121,10 +123,52 @@ def test_elastic_ip_nodes_can_be_replaced() -> None:
     )
     assocs = {k for k, v in old["Resources"].items() if v["Type"] == "AWS::EC2::EIPAssociation"}
     assert assocs <= set(d.replaced)  # re-associated with the new interface
-    assert d.stateful_losses == []  # the Elastic IPs stay
+    assert d.stateful_losses == nodes  # the Elastic IPs stay; the nodes' root volumes do not
     # every node launches after its Elastic IP is associated (its boot fetches the software)
     for node in nodes:
         assert any(dep in assocs for dep in new["Resources"][node]["DependsOn"])
     # a resize touches no interface
     resized = diff_templates(old, _cluster("P5EfaCluster", public_ip="all", node_count="3"))
     assert not (set(resized.removed) & enis) and not resized.replaced
+
+
+def test_replaced_nodes_are_stateful_losses_and_strict_says_so(templates: dict[str, Any]) -> None:
+    """Issue 23 item 7: every instance replaced takes its root volume with it; --strict must not pass."""
+    old = templates["Trn1EfaCluster"]
+    new = copy.deepcopy(old)
+    (lt,) = [k for k, v in new["Resources"].items() if v["Type"] == "AWS::EC2::LaunchTemplate"]
+    new["Resources"][lt]["Properties"]["LaunchTemplateData"]["Monitoring"] = {"Enabled": False}
+    d = diff_templates(old, new)
+    nodes = sorted(k for k, v in old["Resources"].items() if v["Type"] == "AWS::EC2::Instance")
+    assert d.stateful_losses == nodes
+    assert f"!!! STATEFUL REPLACED: {nodes[0]} (AWS::EC2::Instance) - their root volumes" in render("T", d)
+
+
+def test_a_new_node_scripts_asset_is_named_as_the_cause(templates: dict[str, Any]) -> None:
+    """A library upgrade changes the scripts' asset hash in the user data: the diff says that is why."""
+    old = templates["P4dEfaCluster"]
+    text = json.dumps(old)
+    (asset,) = set(re.findall(r"/([0-9a-f]{64})\.zip", text))
+    new = json.loads(text.replace(asset, "f" * 64))
+    d = diff_templates(old, new)
+    (lt,) = [k for k, v in old["Resources"].items() if v["Type"] == "AWS::EC2::LaunchTemplate"]
+    out = render("P4dEfaCluster", d)
+    assert f"cause: {lt}: the node scripts changed" in out and "a new efa-cdk version" in out
+    assert out.count("cause:") == 1  # the launch template, not the role's policy that names the asset too
+    assert out.count("! REPLACE ClusterNode") == 2
+    assert "cause:" not in render(
+        "P4dEfaCluster", diff_templates(old, _cluster("P4dEfaCluster", node_count="3"))
+    )
+
+
+def test_an_auto_scaling_group_is_replaced_by_a_new_launch_template_version_not_by_a_resize() -> None:
+    """CloudFormation's UpdatePolicy: AutoScalingReplacingUpdate replaces the group (and its nodes) when
+    its launch template changes; a size change updates it in place."""
+    base = _cluster("P4dEfaCluster", node_group="asg")
+    (group,) = [k for k, v in base["Resources"].items() if v["Type"] == "AWS::AutoScaling::AutoScalingGroup"]
+    assert (
+        group
+        not in diff_templates(base, _cluster("P4dEfaCluster", node_group="asg", node_count="4")).replaced
+    )
+    d = diff_templates(base, _cluster("P4dEfaCluster", node_group="asg", root_volume_gib="300"))
+    assert "LaunchTemplate refers to" in d.replaced[group] and group in d.stateful_losses

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -27,9 +28,12 @@ from typing import Any
 
 from ..core.errors import EfaConfigError
 
-#: Resource types whose deletion or replacement loses data or an address someone relies on.
+#: Resource types whose deletion or replacement loses data or an address someone relies on. Instances
+#: count: their root volumes (and instance stores) go with them, and so does the group's nodes'.
 STATEFUL_TYPES = frozenset(
     {
+        "AWS::EC2::Instance",
+        "AWS::AutoScaling::AutoScalingGroup",
         "AWS::EC2::Volume",
         "AWS::EC2::EIP",
         "AWS::EFS::FileSystem",
@@ -57,6 +61,24 @@ def create_only_properties(resource_type: str, region: str = "us-east-1") -> fro
         return frozenset()
     paths = schema.get("createOnlyProperties", [])
     return frozenset(p.split("/")[2] for p in paths if p.startswith("/properties/"))
+
+
+#: What an Auto Scaling group with ``AutoScalingReplacingUpdate: WillReplace`` is replaced for (with
+#: all its nodes): CloudFormation user guide, "UpdatePolicy attribute" (the policy applies when the
+#: launch configuration or template, the VPCZoneIdentifier or the MixedInstancesPolicy changes).
+ASG_REPLACING = frozenset(
+    {"LaunchConfigurationName", "LaunchTemplate", "VPCZoneIdentifier", "MixedInstancesPolicy"}
+)
+
+
+def _replacing_properties(resource: Mapping[str, Any], region: str) -> frozenset[str]:
+    """Properties whose change replaces this resource: the schema's create-only ones, and for an Auto
+    Scaling group under a replacing update policy, the ones that policy applies to."""
+    props = create_only_properties(resource["Type"], region)
+    policy = (resource.get("UpdatePolicy") or {}).get("AutoScalingReplacingUpdate") or {}
+    if resource["Type"] == "AWS::AutoScaling::AutoScalingGroup" and policy.get("WillReplace"):
+        props |= ASG_REPLACING
+    return props
 
 
 def _references(node: Any) -> Iterator[tuple[str, str]]:
@@ -99,6 +121,7 @@ class StackDiff:
     replaced: dict[str, str] = field(default_factory=dict)  # logical id -> why
     types: dict[str, str] = field(default_factory=dict)
     outputs_changed: list[str] = field(default_factory=list)
+    causes: list[str] = field(default_factory=list)  # root causes worth naming (a new node-scripts asset)
 
     @property
     def empty(self) -> bool:
@@ -127,10 +150,17 @@ def diff_templates(old: Mapping[str, Any], new: Mapping[str, Any], region: str =
         paths = _changed_paths(before.get("Properties", {}), after.get("Properties", {}))
         if paths:
             d.modified[rid] = paths
-            create_only = create_only_properties(after["Type"], region)
+            create_only = _replacing_properties(after, region)
             hit = sorted({p.split(".")[0].split("[")[0] for p in paths} & create_only)
             if hit:
                 d.replaced[rid] = f"create-only {', '.join(hit)} changed"
+    for rid in sorted(set(old_r) & set(new_r)):
+        old_asset, new_asset = _scripts_assets(old_r[rid]), _scripts_assets(new_r[rid])
+        if rid in d.modified and old_asset != new_asset and d.types[rid] == "AWS::EC2::LaunchTemplate":
+            d.causes.append(
+                f"{rid}: the node scripts changed (their asset hash is in the user data: a new efa-cdk "
+                "version, or a change under efa_constructs/node), so every node launched from it is replaced"
+            )
     changed = True
     while changed:  # propagate through references
         changed = False
@@ -144,7 +174,7 @@ def diff_templates(old: Mapping[str, Any], new: Mapping[str, Any], region: str =
                         changed = True
                         break
             props = new_r[rid].get("Properties", {})
-            for prop in sorted(create_only_properties(new_r[rid]["Type"], region) & set(props)):
+            for prop in sorted(_replacing_properties(new_r[rid], region) & set(props)):
                 for kind, target in _references(props[prop]):
                     if target in d.replaced or (kind == "GetAtt" and target in d.modified):
                         d.replaced[rid] = f"create-only {prop} refers to {target}, which changes"
@@ -157,6 +187,15 @@ def diff_templates(old: Mapping[str, Any], new: Mapping[str, Any], region: str =
     return d
 
 
+#: The node-scripts asset in user data: a CDK asset is named by its content hash (64 hex digits).
+_ASSET = re.compile(r"/([0-9a-f]{64})\.zip")
+
+
+def _scripts_assets(resource: Mapping[str, Any]) -> set[str]:
+    """Content hashes of the zip assets a resource's properties name (the node scripts)."""
+    return set(_ASSET.findall(json.dumps(resource.get("Properties", {}))))
+
+
 def render(stack: str, d: StackDiff) -> str:
     """Plain text for a pull-request comment."""
     if d.empty:
@@ -164,7 +203,13 @@ def render(stack: str, d: StackDiff) -> str:
     lines = [f"Stack {stack}:"]
     for rid in d.stateful_losses:
         verb = "DELETED" if rid in d.removed else "REPLACED"
-        lines.append(f"  !!! STATEFUL {verb}: {rid} ({d.types[rid]}) - data or addresses are lost")
+        lost = (
+            "their root volumes and instance stores are lost"
+            if d.types[rid] in ("AWS::EC2::Instance", "AWS::AutoScaling::AutoScalingGroup")
+            else "data or addresses are lost"
+        )
+        lines.append(f"  !!! STATEFUL {verb}: {rid} ({d.types[rid]}) - {lost}")
+    lines += [f"  cause: {c}" for c in d.causes]
     for rid, typ in d.added.items():
         lines.append(f"  + {rid} ({typ})")
     for rid, typ in d.removed.items():
