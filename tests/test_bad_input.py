@@ -408,6 +408,37 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
         "replaces its own nodes",
     ),
     ("replace_nodes without a label", ctx(replace_nodes="1"), "replace_nodes", "not INDEX:LABEL"),
+    # construct arguments of the wrong type (issue 23 item 14): one line, not a crash inside CDK
+    (
+        "a str for the VPC",
+        cluster(vpc=lambda _s: "vpc-0123456789abcdef0"),
+        "vpc",
+        "takes ec2.IVpc here (a construct",
+    ),
+    ("None for the VPC", cluster(vpc=lambda _s: None), "vpc", "needs ec2.IVpc here (None given)"),
+    ("a str for node_count", cluster(node_count="3"), "node_count", "takes int here, not a str"),
+    (
+        "None for the instance type",
+        cluster(instance_type=None),
+        "instance_type",
+        "takes str or ec2.InstanceType",
+    ),
+    ("a CIDR string for ssh_peers", cluster(ssh_peers="10.0.0.0/8"), "ssh_peers", "(a list), not a str"),
+    ("CIDR strings in ssh_peers", cluster(ssh_peers=["10.0.0.0/8"]), "ssh_peers", "item 0 is a str"),
+    ("a subnet id for subnet", cluster(subnet="subnet-0123456789abcdef0"), "subnet", "ec2.ISubnet or None"),
+    (
+        "a list for node_replacements",
+        cluster(node_replacements=[1]),
+        "node_replacements",
+        "a mapping of int to str",
+    ),
+    (
+        "a str for the security group's VPC",
+        lambda make: EfaSecurityGroup(make(), "Sg", vpc="vpc-1"),
+        "vpc",
+        "EfaSecurityGroup takes ec2.IVpc",
+    ),
+    ("an unknown keyword", cluster(nodes=3), "EfaCluster", "unexpected keyword argument 'nodes'"),
     # context keys
     ("dashed context key", ctx(**{"node-count": "3"}), "context", "not a context key"),
     ("misspelt context key", ctx(instancetype="p5.48xlarge"), "context", "not a context key"),

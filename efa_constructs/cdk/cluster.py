@@ -33,6 +33,7 @@ from ..core.layout import LayoutMode, NicLayout, resolve_layout
 from ..core.options import InternetEgress, NodeGroup, PublicIp
 from ..core.software import Benchmark, EfaUserData
 from .acknowledgements import acknowledge
+from .arguments import checked
 from .launch_template import EfaLaunchTemplate, instance_type_name
 from .limits import check_limits
 from .machine_image import EfaMachineImage
@@ -112,6 +113,7 @@ class EfaCluster(Construct):
             replaces the node again. Default: none.
     """
 
+    @checked
     def __init__(
         self,
         scope: Construct,

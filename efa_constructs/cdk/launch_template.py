@@ -24,6 +24,7 @@ from ..core.checks import check_root_volume_gib
 from ..core.errors import EfaConfigError
 from ..core.layout import LayoutMode, NicLayout, resolve_layout
 from .acknowledgements import acknowledge
+from .arguments import checked
 from .machine_image import EfaMachineImage
 
 
@@ -131,6 +132,7 @@ class EfaLaunchTemplate(Construct):
             host-networked containers (efa-cdk's container step) reach IMDS, bridged containers do not.
     """
 
+    @checked
     def __init__(
         self,
         scope: Construct,

@@ -30,6 +30,7 @@ from ..core.monitoring import (
     dashboard_body,
 )
 from .acknowledgements import acknowledge
+from .arguments import checked
 
 #: Fingerprint of the key that signs the CloudWatch agent's packages (CloudWatch user guide,
 #: "Verify the signature of the CloudWatch agent package": 9376 16F3 450B 7D80 6CBD 9725 D581 6730 3B78 9C72).
@@ -61,6 +62,7 @@ class EfaClusterMonitoring(Construct):
             (``<path>/last-replacement``). Default: a name CloudFormation generates.
     """
 
+    @checked
     def __init__(
         self,
         scope: Construct,

@@ -9,6 +9,7 @@ from constructs import Construct
 
 from ..core.errors import EfaConfigError
 from .acknowledgements import explain_cdk_lambda_lint
+from .arguments import checked
 
 
 def known_cidr(vpc: ec2.IVpc) -> str | None:
@@ -35,6 +36,7 @@ class EfaNetwork(Construct):
         flow_log_retention: how long flow logs are kept. Default: one year.
     """
 
+    @checked
     def __init__(
         self,
         scope: Construct,

@@ -20,6 +20,7 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from .acknowledgements import acknowledge
+from .arguments import checked
 from .launch_template import EfaLaunchTemplate
 
 
@@ -70,6 +71,7 @@ class NodePublicAddress(Construct):
         replacement: the node's replacement label (see :class:`EfaNode`). Default: none.
     """
 
+    @checked
     def __init__(
         self,
         scope: Construct,
@@ -131,6 +133,7 @@ class EfaNode(Construct):
             Default: none.
     """
 
+    @checked
     def __init__(
         self,
         scope: Construct,
@@ -202,6 +205,7 @@ class EfaNodeGroup(Construct):
         name: the instances' Name tag.
     """
 
+    @checked
     def __init__(
         self,
         scope: Construct,

@@ -14,6 +14,7 @@ from constructs import Construct
 
 from ..core.software import Benchmark, EfaUserData
 from .acknowledgements import REASONS, acknowledge
+from .arguments import checked
 
 
 class BenchmarkReport(Construct):
@@ -25,6 +26,7 @@ class BenchmarkReport(Construct):
         timeout_minutes: how long CloudFormation waits for the report.
     """
 
+    @checked
     def __init__(
         self, scope: Construct, id_: str, *, nodes: Sequence[CfnResource], timeout_minutes: int
     ) -> None:
@@ -80,6 +82,7 @@ class NodeSoftwareInstallation(Construct):
         benchmarks: the benchmarks the leader runs. benchmark_url: where it reports them.
     """
 
+    @checked
     def __init__(
         self,
         scope: Construct,

@@ -33,6 +33,7 @@ from ..core.pcluster import (
 )
 from ..core.software import NEURON_REPO_KEY_ID, NEURON_SDK_PACKAGES, EfaUserData, bootstrap_script
 from .acknowledgements import acknowledge
+from .arguments import checked
 from .network import EfaNetwork, known_cidr
 from .security_group import EfaSecurityGroup
 from .storage import EfaSharedStorage
@@ -81,6 +82,7 @@ class EfaParallelCluster(Construct):
             Default: False (deploy the YAML output with ``pcluster create-cluster``).
     """
 
+    @checked
     def __init__(
         self,
         scope: Construct,

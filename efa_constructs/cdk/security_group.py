@@ -9,6 +9,7 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from ..core.options import InternetEgress, parse_ssh_source
+from .arguments import checked
 
 
 def ssh_peer(source: str) -> ec2.IPeer:
@@ -64,6 +65,7 @@ class EfaSecurityGroup(ec2.SecurityGroup):
         description: the group's description. Default: says what the group is for.
     """
 
+    @checked
     def __init__(
         self,
         scope: Construct,

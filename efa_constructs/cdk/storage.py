@@ -9,6 +9,7 @@ from aws_cdk import aws_fsx as fsx
 from constructs import Construct
 
 from ..core.errors import EfaConfigError
+from .arguments import checked
 from .security_group import keep_default_egress_closed
 
 
@@ -31,6 +32,7 @@ class EfaSharedStorage(Construct):
         removal_policy: what deleting the stack does to the file systems. Default: RETAIN.
     """
 
+    @checked
     def __init__(
         self,
         scope: Construct,

@@ -1,0 +1,133 @@
+"""Argument types checked at the construct's door, with the library's one-line error.
+
+A str where a list, a number or a construct is expected (or None where one is required) would
+otherwise surface as a TypeError or a jsii error from deep inside aws-cdk-lib. ``@checked`` on a
+construct's ``__init__`` compares each argument with its annotation first. The checking is
+typeguard's (the checker jsii itself uses for aws-cdk-lib's arguments, pinned by jsii); what it
+does not cover is added here: jsii interfaces (``ec2.IVpc``...) are protocols typeguard lets
+anything through, so a plain value (str, number, list...) given for one is refused. CDK tokens
+(unresolved values such as a CloudFormation parameter) are left to the checks that know them.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import functools
+import inspect
+import types
+import typing
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typeguard
+from aws_cdk import Token
+
+from ..core.errors import EfaConfigError
+
+F = TypeVar("F", bound=Callable[..., None])
+#: How to make the CDK objects users most often pass as plain strings.
+EXAMPLES = {
+    "IPeer": "ec2.Peer.ipv4('10.0.0.0/8'), or efa_constructs.cdk.ssh_peer('10.0.0.0/8' or 'pl-...')",
+    "IVpc": "an ec2.Vpc, or ec2.Vpc.from_lookup(self, 'Vpc', vpc_id='vpc-...') for an existing one",
+    "ISubnet": "vpc.private_subnets[0], or ec2.Subnet.from_subnet_attributes(...) for an existing one",
+    "IKeyPair": "ec2.KeyPair.from_key_pair_name(self, 'Key', 'my-key')",
+    "IPlacementGroup": "ec2.PlacementGroup.from_placement_group_name(self, 'Pg', 'my-group')",
+}
+_PLAIN = (str, int, float, bool, list, tuple, dict, set)
+
+
+def _normal(hint: Any) -> Any:
+    """``X | Y`` (types.UnionType, which typeguard 2 does not know) as ``typing.Union[X, Y]``."""
+    if isinstance(hint, types.UnionType):
+        return typing.Union[tuple(_normal(a) for a in typing.get_args(hint))]  # noqa: UP007
+    return hint
+
+
+def _name(hint: Any) -> str:
+    """A readable type: ``ec2.IVpc``, ``int``, ``a sequence of ec2.IPeer``, ``str or None``."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Union:
+        return " or ".join(_name(a) for a in args)
+    if origin is not None and args:
+        kind = getattr(origin, "__name__", str(origin)).lower()
+        if kind in ("mapping", "dict"):
+            return f"a mapping of {_name(args[0])} to {_name(args[1])}"
+        return f"a {kind} of {' or '.join(_name(a) for a in args if a is not Ellipsis)}"
+    if hint is type(None):
+        return "None"
+    module = getattr(hint, "__module__", "")
+    name = getattr(hint, "__name__", str(hint))
+    if module.startswith("aws_cdk.aws_"):
+        return f"{module.removeprefix('aws_cdk.aws_')}.{name}"
+    return name
+
+
+def _is_jsii_interface(hint: Any) -> bool:
+    return isinstance(hint, type) and hasattr(hint, "__jsii_proxy_class__")
+
+
+def _problem(owner: str, value: Any, hint: Any) -> str | None:
+    """Why `value` is not a `hint`, or None. typeguard first; then what it lets through: None where the
+    hint has no None, a plain value where a jsii interface is wanted, a str where a sequence is."""
+    wanted = _name(hint)
+    try:
+        typeguard.check_type("argument", value, hint)
+    except TypeError:
+        return f"{owner} takes {wanted} here, not a {type(value).__name__}"
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    options = args if origin is typing.Union else (hint,)
+    if value is None:
+        return None if type(None) in options or hint is Any else f"{owner} needs {wanted} here (None given)"
+    for option in options:
+        if (
+            _is_jsii_interface(option)
+            and isinstance(value, _PLAIN)
+            and not any(
+                isinstance(value, o) for o in options if isinstance(o, type) and not _is_jsii_interface(o)
+            )
+        ):
+            return f"{owner} takes {wanted} here (a construct or a CDK object), not a {type(value).__name__}"
+        sequence = typing.get_origin(option) in (collections.abc.Sequence, list, tuple)
+        if sequence and isinstance(value, str) and str not in options:
+            return f"{owner} takes {wanted} here (a list), not a str"
+        inner = typing.get_args(option)
+        if sequence and inner and isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                if _problem(owner, item, inner[0]) is not None:
+                    return f"{owner} takes {wanted} here; item {i} is a {type(item).__name__}"
+    return None
+
+
+def check_argument(owner: str, name: str, value: Any, hint: Any) -> None:
+    """Refuse `value` for argument `name` of `owner` when it is not of type `hint`."""
+    hint = _normal(hint)
+    problem = _problem(owner, value, hint)
+    # Asked only on a problem: each question is a call into Node (jsii), and most arguments pass.
+    if problem is not None and not (isinstance(value, (str, int, float)) and Token.is_unresolved(value)):
+        shown = value if len(repr(value)) <= 80 else f"{repr(value)[:77]}..."
+        example = next((e for k, e in EXAMPLES.items() if k in repr(hint)), None)
+        fix = f"pass {name}=<{_name(hint)}>" + (f", e.g. {example}" if example else "")
+        raise EfaConfigError(name, value=shown, why=problem, fix=fix)
+
+
+def checked(init: F) -> F:
+    """Check every argument of a construct's ``__init__`` against its annotation before it runs."""
+    signature = inspect.signature(init)
+    hints: dict[str, Any] = {}
+
+    @functools.wraps(init)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> None:
+        if not hints:  # resolved at the first call, when every module the annotations name is loaded
+            hints.update(typing.get_type_hints(init))
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+        except TypeError as err:  # a missing or unknown keyword: Python's own message says which
+            raise EfaConfigError(
+                type(self).__name__, value="(arguments)", why=str(err), fix="see the class docstring"
+            ) from None
+        for name, value in list(bound.arguments.items())[1:]:
+            if name in hints and name != "scope":
+                check_argument(type(self).__name__, name, value, hints[name])
+        init(self, *args, **kwargs)
+
+    return typing.cast(F, wrapper)
