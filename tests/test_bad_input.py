@@ -408,6 +408,32 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
         "replaces its own nodes",
     ),
     ("replace_nodes without a label", ctx(replace_nodes="1"), "replace_nodes", "not INDEX:LABEL"),
+    # values that contradict the rest (issue 23 item 15)
+    (
+        "a subnet of another VPC",
+        cluster(per_stack=lambda stack: {"subnet": ec2.Vpc(stack, "Other", max_azs=1).private_subnets[0]}),
+        "subnet",
+        "belongs to the VPC Scratch/Other",
+    ),
+    (
+        "a reservation declared in a zone of another region",
+        cluster(
+            env=Environment(region="us-east-1"),
+            capacity=Capacity.reservation("cr-0123456789abcdef0", availability_zone="us-west-2a"),
+        ),
+        "capacity",
+        "deploys to us-east-1, and this zone is not in it",
+    ),
+    (
+        "a reservation group of another region",
+        cluster(
+            vpc=network(availability_zone="us-east-1a"),
+            env=Environment(region="us-east-1"),
+            capacity=Capacity.reservation_group("arn:aws:resource-groups:us-west-2:123456789012:group/trn1"),
+        ),
+        "capacity_reservation",
+        "the reservation group is in us-west-2",
+    ),
     # construct arguments of the wrong type (issue 23 item 14): one line, not a crash inside CDK
     (
         "a str for the VPC",

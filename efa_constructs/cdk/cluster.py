@@ -47,6 +47,21 @@ __all__ = ["EfaCluster", "NodeGroup", "PublicIp"]
 T = TypeVar("T")
 
 
+def _check_subnet_of(vpc: ec2.IVpc, subnet: ec2.ISubnet, what: str) -> None:
+    """Refuse a subnet made in this app under another VPC (its construct path says which). An imported
+    subnet's VPC is not known at synth: EC2 refuses the launch then (interfaces and security groups in
+    different VPCs)."""
+    owner = next((s for s in reversed(subnet.node.scopes[:-1]) if hasattr(s, "select_subnets")), None)
+    if owner is not None and owner is not vpc and isinstance(vpc, Construct):
+        raise EfaConfigError(
+            what,
+            value=subnet.node.path,
+            why=f"it belongs to the VPC {owner.node.path}, the cluster is in {vpc.node.path}; "
+            "an instance's interfaces and its security group must be in one VPC",
+            fix=f"pass a subnet of {vpc.node.path} (vpc.private_subnets[0]), or that subnet's VPC as vpc=",
+        )
+
+
 def _known(value: T) -> T | None:
     """The value, or None when it is an unresolved token (checked at deploy, not at synth)."""
     return None if Token.is_unresolved(value) else value
@@ -156,6 +171,9 @@ class EfaCluster(Construct):
         self._vpc = vpc
         self.subnet = subnet or self._default_subnet(vpc)
         eip_subnet = public_subnet or (vpc.public_subnets[0] if vpc.public_subnets else None)
+        _check_subnet_of(vpc, self.subnet, "subnet")
+        if eip_subnet is not None:
+            _check_subnet_of(vpc, eip_subnet, "public_subnet")
         self.layout: NicLayout = resolve_layout(self.instance_type, nic_layout, efa_count=efa_count)
         if self.node_group is NodeGroup.EXPLICIT and Token.is_unresolved(node_count):
             raise EfaConfigError(
@@ -184,6 +202,7 @@ class EfaCluster(Construct):
                 monitoring=monitoring,
                 container=container is not None,
                 node_replacements=tuple((node_replacements or {}).items()),
+                region=_known(Stack.of(self).region),
             )
         )
         self._replacements = dict(node_replacements or {})

@@ -52,6 +52,7 @@ class ClusterRequest:
     monitoring: bool | None = None
     container: bool = False
     node_replacements: tuple[tuple[int, str], ...] = ()
+    region: str | None = None  # the stack's, when it is known at synth
 
 
 def check_container(r: ClusterRequest) -> None:
@@ -225,6 +226,30 @@ def check_capacity(r: ClusterRequest) -> None:
         )
 
 
+def check_region(r: ClusterRequest) -> None:
+    """The subnet's zone and the capacity (a reservation group's ARN, a declared zone) are in the stack's
+    region. An Availability Zone's name starts with its region's (us-east-1a, us-east-1-bos-1a)."""
+    if r.region is None:
+        return
+    zones = [("availability_zone", r.availability_zone), ("capacity", r.capacity.availability_zone)]
+    for what, zone in zones:
+        if zone and not zone.startswith((r.region, "dummy")):  # dummy1a: CDK's stand-in before a lookup
+            raise EfaConfigError(
+                what,
+                value=zone,
+                why=f"the stack deploys to {r.region}, and this zone is not in it",
+                fix=f"use a zone of {r.region}, or deploy the stack to the zone's region (env=...)",
+            )
+    target = r.capacity.target or ""
+    if target.startswith("arn:") and target.split(":")[3] != r.region:
+        raise EfaConfigError(
+            "capacity_reservation",
+            value=target,
+            why=f"the reservation group is in {target.split(':')[3]}, the stack deploys to {r.region}",
+            fix=f"use a reservation group of {r.region}, or deploy the stack to {target.split(':')[3]}",
+        )
+
+
 def check_root_volume(r: ClusterRequest) -> None:
     """The root volume is a gp3 size that holds an image."""
     check_root_volume_gib(r.root_volume_gib)
@@ -255,6 +280,7 @@ CLUSTER_CHECKS: tuple[Callable[[ClusterRequest], None], ...] = (
     check_egress_for_software,
     check_public_ip,
     check_capacity,
+    check_region,
 )
 
 
