@@ -248,17 +248,18 @@ def test_health_check_publishes_the_verdict_and_an_asg_node_asks_to_be_replaced(
     r = node.run("health-check")
     assert r.returncode == 0, node.read("var/log/efa-cdk-health.log")
     metrics = node.stub_dir / "metrics.log"
+    healthy_call = metrics.read_text().splitlines()[-1]  # this run's put-metric-data, both metrics
     assert (
         f"MetricName=EfaHealthy,Dimensions=[{{Name=InstanceId,Value={THIS_INSTANCE}}}],Value=1"
-        in metrics.read_text()
+        in healthy_call
     )
+    assert "MetricName=EfaUnhealthyNodes,Value=0" in healthy_call
     node.set_devices(7)  # one EFA gone
     r = node.run("health-check")
     assert r.returncode == 1
-    assert (
-        "Value=0" in metrics.read_text().splitlines()[-1]
-        and "MetricName=EfaUnhealthyNodes,Value=1" in metrics.read_text()
-    )
+    unhealthy_call = next(c for c in reversed(metrics.read_text().splitlines()) if "EfaHealthy," in c)
+    assert f"Value={THIS_INSTANCE}}}],Value=0" in unhealthy_call
+    assert "MetricName=EfaUnhealthyNodes,Value=1" in unhealthy_call
     assert "UNHEALTHY (1 in a row): 7 of 8 EFA devices" in node.read("var/log/efa-cdk-health.log")
     replaced = (node.stub_dir / "health.log").exists()
     assert replaced is (group == "asg")
@@ -317,13 +318,14 @@ def test_a_node_that_never_verified_is_not_replaced(tmp_path: Path) -> None:
     assert "never verified EFA" in _health_log(node)
 
 
-@pytest.mark.parametrize(("minutes_ago", "replaced"), [(10, False), (61, True)])
+@pytest.mark.parametrize(("seconds_ago", "replaced"), [(600, False), (3630, True)])
 def test_one_replacement_per_group_per_hour_and_a_held_back_one_is_published(
-    tmp_path: Path, minutes_ago: int, replaced: bool
+    tmp_path: Path, seconds_ago: int, replaced: bool
 ) -> None:
+    """60 minutes is 3,600 seconds: a replacement 60.5 minutes ago no longer holds the next one back."""
     node = _failing_asg_node(tmp_path)
     (node.root / "var/lib/efa-cdk/health-failures").write_text("2\n")
-    last = int(time.time()) - minutes_ago * 60
+    last = int(time.time()) - seconds_ago
     (node.stub_dir / "last-replacement").write_text(f"{last} i-0aaaaaaaaaaaaaaaa\n")
     assert node.run("health-check").returncode == 1
     assert (node.stub_dir / "health.log").exists() is replaced

@@ -546,3 +546,27 @@ def test_an_image_without_the_aws_cli_fails_its_node_at_once_with_a_signed_signa
     )
     canonical = signer.canonical_request(request)
     assert signer.signature(signer.string_to_sign(request, canonical), request) == signature
+
+
+def test_twelve_nodes_are_listed_in_numeric_index_order(tmp_path: Path) -> None:
+    """Node 10 comes after node 9, not after node 1 (a text sort of the index would put it there), and
+    index order is not address order here (addresses descend)."""
+    node = Node(tmp_path)
+    ips = [f"10.0.1.{100 - i}" for i in range(12)]
+    node.cluster(ips, count=12)
+    r = node.run("hostfile")
+    assert r.returncode == 0, r.log
+    hosts = [line.split()[0] for line in node.read("etc/efa-cdk/hostfile").splitlines()]
+    assert hosts == ips
+
+
+def test_verify_efa_refuses_a_libfabric_that_lists_another_provider(tmp_path: Path) -> None:
+    """fi_info exits 0 but lists tcp, not efa (the EFA provider missing from the libfabric on PATH)."""
+    node = Node(tmp_path)
+    executable(
+        node.stub_dir / "bin" / "fi_info", "#!/bin/bash\nprintf 'provider: tcp\\n    fabric: tcp\\n'\n"
+    )
+    r = node.run("verify-efa", "signal")
+    assert r.returncode == 1 and "fi_info did not list the efa provider" in r.log
+    (signal,) = node.signals()
+    assert "--status FAILURE" in signal

@@ -157,6 +157,15 @@ def launch_data(t: dict[str, Any]) -> dict[str, Any]:
     return lt["Properties"]["LaunchTemplateData"]  # type: ignore[no-any-return]
 
 
+def test_a_reservation_exactly_the_cluster_s_size_is_accepted() -> None:
+    """A reservation of 4 instances holds a 4-node cluster (one more node is refused: test_bad_input)."""
+    t = synth(
+        capacity_reservation="cr-0123456789abcdef0", availability_zone="us-east-1a", capacity_instances="4",
+        node_count="4",
+    )  # fmt: skip
+    assert len(by_type(t, "AWS::EC2::Instance")) == 4
+
+
 def test_on_demand_reservation_without_its_own_placement_group() -> None:
     t = synth(
         capacity_reservation="cr-0123456789abcdef0", availability_zone="us-east-1a", capacity_instances="4"
