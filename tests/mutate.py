@@ -106,20 +106,29 @@ def changed(base: str) -> list[Mutant]:
             start, _, count = re.search(r"\+(\d+)(?:,(\d+))?", text).group(0)[1:].partition(",")  # type: ignore[union-attr]
             lines = (ROOT / path).read_text().splitlines()
             for n in range(int(start), int(start) + int(count or 1)):
-                line = lines[n - 1]
-                if line.lstrip().startswith("#") or '"""' in line:
-                    continue
-                for pattern, repl in OPERATORS[Path(path).suffix]:
-                    for m in re.finditer(pattern, line):
-                        before = line[: m.start()]
-                        if before.count('"') % 2 or before.count("'") % 2:
-                            continue  # inside a string: text, not logic
-                        if repl == "<+1>":
-                            new = line[: m.start(1)] + str(int(m.group(1)) + 1) + line[m.end(1) :]
-                        else:
-                            new = line[: m.start()] + m.expand(repl) + line[m.end() :]
-                        if new != line:
-                            out.append(Mutant(path, n, line, new))
+                out += [
+                    Mutant(path, n, lines[n - 1], new)
+                    for new in line_mutants(Path(path).suffix, lines[n - 1])
+                ]
+    return out
+
+
+def line_mutants(suffix: str, line: str) -> list[str]:
+    """Every mutant of one line of a .py or .sh file (none for comments, docstrings, string contents)."""
+    if line.lstrip().startswith("#") or '"""' in line:
+        return []
+    out = []
+    for pattern, repl in OPERATORS[suffix]:
+        for m in re.finditer(pattern, line):
+            before, after = line[: m.start()], line[m.end() :]
+            if any(before.count(q) % 2 and after.count(q) % 2 for q in "\"'"):
+                continue  # between quotes on this line: text, not logic
+            if repl == "<+1>":
+                new = line[: m.start(1)] + str(int(m.group(1)) + 1) + line[m.end(1) :]
+            else:
+                new = line[: m.start()] + m.expand(repl) + line[m.end() :]
+            if new != line:
+                out.append(new)
     return out
 
 
