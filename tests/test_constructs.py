@@ -277,6 +277,38 @@ def test_launch_template_composes_with_cdk_grants_and_connections(make_stack: An
     )
 
 
+def test_an_aws_cdk_lib_auto_scaling_group_launches_from_the_efa_launch_template(make_stack: Any) -> None:
+    """EfaLaunchTemplate is an ec2.ILaunchTemplate: aws-cdk-lib's AutoScalingGroup takes it and launches
+    the template's latest version in the subnets it is given (the template names none)."""
+    from aws_cdk import RemovalPolicy
+    from aws_cdk import aws_autoscaling as autoscaling
+
+    stack = make_stack()
+    vpc = isolated_vpc(stack)
+    sg = EfaSecurityGroup(stack, "Sg", vpc=vpc)
+    lt = EfaLaunchTemplate(stack, "Lt", instance_type="c5n.18xlarge", security_groups=[sg])
+    autoscaling.AutoScalingGroup(
+        stack, "Group", vpc=vpc, launch_template=lt, min_capacity=2, max_capacity=2,
+        vpc_subnets=ec2.SubnetSelection(subnets=[vpc.isolated_subnets[0]]),
+    )  # fmt: skip
+    lt.apply_removal_policy(RemovalPolicy.RETAIN)
+    t = assertions.Template.from_stack(stack)
+    (lt_id,) = t.find_resources("AWS::EC2::LaunchTemplate")
+    t.has_resource_properties(
+        "AWS::AutoScaling::AutoScalingGroup",
+        {
+            "LaunchTemplate": {
+                "LaunchTemplateId": {"Ref": lt_id},
+                "Version": {"Fn::GetAtt": [lt_id, "LatestVersionNumber"]},
+            },
+            "MinSize": "2",
+            "VPCZoneIdentifier": [{"Ref": Match.string_like_regexp("^VpcPSubnet1")}],
+        },
+    )
+    t.has_resource("AWS::EC2::LaunchTemplate", {"DeletionPolicy": "Retain"})
+    assert lt.stack is stack and lt.env.region == stack.region
+
+
 @pytest.mark.parametrize("bad", [0, -2, True])
 def test_cluster_node_count(make_stack: Any, bad: Any) -> None:
     stack = make_stack()

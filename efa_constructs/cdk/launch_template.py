@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import Stack, Token
+from aws_cdk import RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk.interfaces import ResourceEnvironment
 from constructs import Construct
 
 from ..core.capacity import Capacity
@@ -97,12 +98,14 @@ def session_manager_role(scope: Construct, id_: str, description: str) -> iam.Ro
     return role
 
 
-@jsii.implements(ec2.IConnectable, iam.IGrantable)
+@jsii.implements(ec2.ILaunchTemplate, ec2.IConnectable, iam.IGrantable)
 class EfaLaunchTemplate(Construct):
     """A launch template for EFA nodes.
 
-    It is ``IConnectable`` (its security groups) and ``IGrantable`` (its instance role), so
-    ``bucket.grant_read(template)`` and ``db.connections.allow_default_port_from(template)`` work.
+    It is an ``ec2.ILaunchTemplate`` (aws-cdk-lib's Auto Scaling groups and other constructs that launch
+    from a template take it; they launch its latest version), ``IConnectable`` (its security groups) and
+    ``IGrantable`` (its instance role), so ``bucket.grant_read(template)`` and
+    ``db.connections.allow_default_port_from(template)`` work.
 
     IMDSv2 is required, the root volume is an encrypted gp3 volume, and the network interfaces
     come from the layout engine with the security groups on every interface.
@@ -309,3 +312,28 @@ class EfaLaunchTemplate(Construct):
     def latest_version_number(self) -> str:
         """The template's latest version number (a token)."""
         return self.launch_template.latest_version_number
+
+    # ec2.ILaunchTemplate (an IResource), answered by the template inside.
+    @property
+    def version_number(self) -> str:
+        """The version those who launch from this template use: the latest (``ILaunchTemplate``)."""
+        return self.launch_template.latest_version_number
+
+    @property
+    def launch_template_name(self) -> str | None:
+        """The template's name (``ILaunchTemplate``)."""
+        return self.launch_template.launch_template_name
+
+    @property
+    def stack(self) -> Stack:
+        """The stack the template is in (``IResource``)."""
+        return Stack.of(self)
+
+    @property
+    def env(self) -> ResourceEnvironment:
+        """The template's account and region (``IResource``)."""
+        return self.launch_template.env
+
+    def apply_removal_policy(self, policy: RemovalPolicy) -> None:
+        """Apply a removal policy to the template (``IResource``)."""
+        self.launch_template.apply_removal_policy(policy)
