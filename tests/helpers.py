@@ -89,6 +89,46 @@ def masked(template: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+#: The stack every other cluster snapshot is written against (its parts shared by all are stored once).
+SNAPSHOT_BASE = "Trn1EfaCluster"
+
+
+def readable(value: Any) -> Any:
+    """A template as a reviewer reads it in a snapshot diff: text with newlines (user data: the bootstrap
+    and its settings) as a list of lines, so a one-line change is one line; long one-line JSON
+    (dashboards, agent configuration) cut after each comma that starts a new member, one piece a line."""
+    if isinstance(value, dict):
+        return {k: readable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [readable(v) for v in value]
+    if isinstance(value, str) and "\n" in value:
+        out: list[str] = []
+        for line in value.split("\n"):
+            out.extend(readable(line) if len(line) > 120 else [line])
+        return {"<text>": out}
+    if isinstance(value, str) and len(value) > 120:
+        return re.split(r'(?<=,)(?=["{\[])', value)
+    return value
+
+
+def _leaves(value: Any, path: str = "") -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        return {k: v for key, item in value.items() for k, v in _leaves(item, f"{path}/{key}").items()}
+    if isinstance(value, list) and value:
+        return {k: v for i, item in enumerate(value) for k, v in _leaves(item, f"{path}/{i}").items()}
+    return {path: value}
+
+
+def against(base: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """`other` written as what differs from `base`: changed or added leaves by path, removed paths."""
+    a, b = _leaves(base), _leaves(other)
+    return {
+        "base": SNAPSHOT_BASE,
+        "changed": {k: v for k, v in b.items() if a.get(k, object()) != v},
+        "removed": sorted(k for k in a if k not in b),
+    }
+
+
 def by_type(template: dict[str, Any], cfn_type: str) -> list[dict[str, Any]]:
     return [r for r in template["Resources"].values() if r["Type"] == cfn_type]
 
