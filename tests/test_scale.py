@@ -235,12 +235,16 @@ def test_too_many_resources_stop_synthesis() -> None:
     )
     app = new_app()
     EfaClusterStack(app, "TooBig", params=params)
-    with pytest.raises(RuntimeError, match="greater than allowed maximum of 500"):
+    with pytest.raises(
+        RuntimeError, match=r"\[TooBig/Cluster\] TooBig: 5\d\d resources; CloudFormation allows 500"
+    ) as err:
         app.synth()
+    assert "Fix: use node_group=asg" in str(err.value)
 
 
-def test_the_limits_plugin_stops_synthesis_with_the_fix() -> None:
-    """201 outputs next to a cluster: the plugin the cluster registered fails synthesis."""
+def test_the_limits_validation_stops_synthesis_with_the_fix() -> None:
+    """201 outputs next to a cluster: the validation on the cluster's own node fails synthesis; the app
+    gains no construct and no plugin (a library construct changes nothing around it)."""
     from aws_cdk import CfnOutput
 
     params = ClusterParams.from_context({}, default_instance_type="p4d.24xlarge")
@@ -248,6 +252,9 @@ def test_the_limits_plugin_stops_synthesis_with_the_fix() -> None:
     stack = EfaClusterStack(app, "ManyOutputs", params=params)
     for i in range(200):
         CfnOutput(stack, f"Extra{i}", value=str(i))
+    assert [c.node.id for c in app.node.children] == ["ManyOutputs"]
     with pytest.raises(RuntimeError, match="ValidationFailed") as err:
         app.synth()
-    assert "efa-cdk-cloudformation-limits" in str(err.value) or "outputs" in str(err.value)
+    assert "[ManyOutputs/Cluster] ManyOutputs: 2" in str(
+        err.value
+    ) and "outputs; CloudFormation allows 200" in str(err.value)

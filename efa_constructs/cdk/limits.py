@@ -1,75 +1,67 @@
-"""CloudFormation's per-template limits, checked on the synthesized templates at synth time.
+"""CloudFormation's per-template limits, checked at synth through the cluster's own node.
 
-Every :class:`EfaCluster` registers :class:`CloudFormationLimits` (a CDK policy-validation plugin)
-on its app once, so a template that CloudFormation would refuse fails ``cdk synth`` instead, with
-the numbers and the fix. The checks themselves are one pure function over a template
-(:func:`efa_constructs.core.limits.limit_violations`).
+Every :class:`EfaCluster` adds :class:`CloudFormationLimits` to its own node's validations (it changes
+nothing in the app around it): before anything is written, the stack the cluster is in is measured
+(resources, outputs and parameters counted in the construct tree, the template's size estimated from
+the resources' properties) and a stack CloudFormation would refuse fails ``cdk synth`` with the
+numbers and the fix. The checks are one pure function (:func:`..core.limits.limit_violations`).
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jsii
-from aws_cdk import (
-    IPolicyValidationContext,
-    IPolicyValidationPlugin,
-    PolicyValidationPluginReport,
-    PolicyViolatingResource,
-    PolicyViolation,
-    Validations,
-)
-from constructs import Construct, IConstruct
+from aws_cdk import CfnOutput, CfnParameter, CfnResource, Stack
+from constructs import Construct, IConstruct, IValidation
 
-from ..core import __version__
 from ..core.limits import limit_violations
 
+#: What CDK adds when it writes a template (the BootstrapVersion parameter, the CDKMetadata resource,
+#: the bootstrap-version rule) and the JSON around each resource: counted so the estimate errs high.
+CDK_PARAMETERS, CDK_RESOURCES, BYTES_PER_RESOURCE = 1, 1, 200
 
-@jsii.implements(IPolicyValidationPlugin)
+
+def _in_stack(stack: Stack) -> list[IConstruct]:
+    """Every construct of `stack`, not those of its nested stacks (templates of their own)."""
+    out, todo = [], list(stack.node.children)
+    while todo:
+        c = todo.pop()
+        out.append(c)
+        if not isinstance(c, Stack):
+            todo.extend(c.node.children)
+    return out
+
+
+@jsii.implements(IValidation)
 class CloudFormationLimits:
-    """A CDK validation plugin that fails synthesis when a template exceeds CloudFormation's limits."""
+    """A node validation: the stack holding `scope` stays within CloudFormation's per-template limits."""
 
-    @property
-    def name(self) -> str:
-        """Shown in the validation report."""
-        return "efa-cdk-cloudformation-limits"
+    def __init__(self, scope: Construct) -> None:
+        self.stack = Stack.of(scope)
 
-    @property
-    def rule_ids(self) -> list[str]:
-        """The checks."""
-        return ["resources", "outputs", "parameters", "template-size"]
-
-    @property
-    def version(self) -> str:
-        """Plugin version (the package's)."""
-        return __version__
-
-    def validate(self, context: IPolicyValidationContext) -> PolicyValidationPluginReport:
-        """Check every template of the app."""
-        violations = []
-        for path in context.template_paths:
-            text = Path(path).read_bytes()
-            for v in limit_violations(json.loads(text), len(text)):
-                violations.append(
-                    PolicyViolation(
-                        rule_name=v.rule,
-                        description=f"{Path(path).name}: {v.message}",
-                        fix=v.fix,
-                        violating_resources=[
-                            PolicyViolatingResource(
-                                resource_logical_id=Path(path).name, template_path=path, locations=[v.rule]
-                            )
-                        ],
-                    )
-                )
-        return PolicyValidationPluginReport(success=not violations, violations=violations)
+    def validate(self) -> list[str]:
+        """The exceeded limits, each with the fix (empty: none)."""
+        constructs = _in_stack(self.stack)
+        resources = [c for c in constructs if isinstance(c, CfnResource)]
+        template = {
+            "Resources": dict.fromkeys(range(len(resources) + CDK_RESOURCES)),
+            "Outputs": dict.fromkeys(c.node.path for c in constructs if isinstance(c, CfnOutput)),
+            "Parameters": dict.fromkeys(
+                range(sum(isinstance(c, CfnParameter) for c in constructs) + CDK_PARAMETERS)
+            ),
+        }
+        size = sum(
+            len(json.dumps(self.stack.resolve(r._cfn_properties), default=str)) + BYTES_PER_RESOURCE
+            for r in resources
+        )
+        out = []
+        for v in limit_violations(template, size):
+            estimate = " (an estimate)" if v.rule == "template-size" else ""
+            out.append(f"{self.stack.stack_name}: {v.message}{estimate}. Fix: {v.fix}")
+        return out
 
 
-def check_limits(scope: IConstruct) -> None:
-    """Register :class:`CloudFormationLimits` on the app that holds `scope` (once per app)."""
-    root = scope.node.root
-    if root.node.try_find_child("EfaCdkLimits") is None:
-        assert isinstance(root, Construct)
-        Construct(root, "EfaCdkLimits")  # marker: registered
-        Validations.of(root).add_plugins(CloudFormationLimits())
+def check_limits(scope: Construct) -> None:
+    """Validate the limits of the stack holding `scope` through `scope`'s own node."""
+    scope.node.add_validation(CloudFormationLimits(scope))
