@@ -331,3 +331,26 @@ def test_isolated_subnet_warns(make_stack: Any) -> None:
         "*", assertions.Match.string_like_regexp("VPC endpoints")
     )
     assert warnings
+
+
+# (type, EFA devices, RDMA read, MPI slots, line rate Gbps) from the sources, not from the code: EFA-FACTS.md
+# section 3 (reference counts), the EC2 EFA page's RDMA tables (p4d and trn1 read; c5n and dl1 neither),
+# ranks per node = GPUs, Gaudi cards or NeuronCores (trn1.32xlarge: 16 Trainium x 2 NeuronCore-v2),
+# physical cores elsewhere (c5n.18xlarge: 36).
+PINNED_SETTINGS = [
+    ("trn1.32xlarge", "8", "1", "32", "800"),
+    ("p4d.24xlarge", "4", "1", "8", "400"),
+    ("p5.48xlarge", "32", "1", "8", "3200"),
+    ("dl1.24xlarge", "4", "0", "8", "400"),
+    ("c5n.18xlarge", "1", "0", "36", "100"),
+]
+
+
+@pytest.mark.parametrize(("itype", "efas", "rdma", "slots", "gbps"), PINNED_SETTINGS)
+def test_a_nodes_settings_are_the_documented_facts(
+    itype: str, efas: str, rdma: str, slots: str, gbps: str
+) -> None:
+    it = instance_type(itype)
+    s = node_settings(it, plan_layout(it), default_benchmarks(it))
+    got = (s["EFA_CDK_EFA_COUNT"], s["EFA_CDK_RDMA_READ"], s["EFA_CDK_SLOTS"], s["EFA_CDK_LINE_RATE_GBPS"])
+    assert got == (efas, rdma, slots, gbps)

@@ -9,7 +9,6 @@ import pytest
 from aws_cdk import assertions
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from efa_constructs import plan_layout
 from efa_constructs.tools.template_diff import diff_templates
 from stacks.cluster_stack import READY_CLUSTERS, EfaClusterStack
 from stacks.parallel_cluster_stack import READY_PCLUSTERS
@@ -25,6 +24,18 @@ def test_ready_stack_is_cfn_lint_clean(templates: dict[str, Any], name: str) -> 
     assert lint_results()[name] == []  # linted in the background as soon as the templates existed
 
 
+#: EFA interfaces per node, from the sources (EFA-FACTS.md section 3's reference counts, the EC2 user
+#: guide): not from the layout engine under test.
+EFAS_PER_NODE = {
+    "Trn1EfaCluster": 8,
+    "Trn1nEfaCluster": 16,
+    "P4dEfaCluster": 4,
+    "P5EfaCluster": 32,
+    "P3dnEfaCluster": 1,
+    "Dl1EfaCluster": 4,
+}
+
+
 @pytest.mark.parametrize(("name", "itype"), list(READY_CLUSTERS.items()))
 def test_ready_stack_launches_its_type_with_the_recommended_layout(
     templates: dict[str, Any], name: str, itype: str
@@ -33,9 +44,12 @@ def test_ready_stack_launches_its_type_with_the_recommended_layout(
     (lt,) = by_type(t, "AWS::EC2::LaunchTemplate")
     data = lt["Properties"]["LaunchTemplateData"]
     assert data["InstanceType"] == itype
-    layout = plan_layout(itype)
     nics = data["NetworkInterfaces"]
-    assert sum(1 for n in nics if n.get("InterfaceType") in ("efa", "efa-only")) == layout.efa_count
+    efas = [n for n in nics if n.get("InterfaceType") in ("efa", "efa-only")]
+    assert len(efas) == EFAS_PER_NODE[name]
+    # the recommended layout: one ENA primary at card 0 / device 0, one EFA per card (EFA-FACTS.md section 3)
+    assert [(n["NetworkCardIndex"], n["DeviceIndex"]) for n in nics if "InterfaceType" not in n] == [(0, 0)]
+    assert len({n["NetworkCardIndex"] for n in efas}) == len(efas)
     assert data["MetadataOptions"]["HttpTokens"] == "required"
     assert len(by_type(t, "AWS::EC2::Instance")) == 2
     assert by_type(t, "AWS::EC2::PlacementGroup")[0]["Properties"]["Strategy"] == "cluster"
