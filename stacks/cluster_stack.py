@@ -9,7 +9,7 @@ from aws_cdk import CfnOutput, Environment, Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from efa_constructs.cdk import EfaCluster, EfaMachineImage, EfaNetwork, ssh_peer
+from efa_constructs.cdk import EfaCluster, EfaMachineImage, EfaNetwork, OsFamily, ssh_peer
 from efa_constructs.core import EfaUserData, PublicIp, instance_type
 from efa_constructs.core.catalogue import CARDS_SOURCE
 from efa_constructs.core.containers import ContainerRun
@@ -64,7 +64,7 @@ class EfaClusterStack(Stack):
             "Cluster",
             vpc=vpc,
             subnet=subnet,
-            instance_type=params.instance_type,
+            instance_type=ec2.InstanceType(params.instance_type),
             machine_image=self._machine_image(params),
             node_count=params.node_count,
             nic_layout=params.nic_layout,
@@ -111,10 +111,12 @@ class EfaClusterStack(Stack):
         """ami_id; else the default image read once (ami_refresh re-reads it); for a type with no
         default image (p3dn), an ImageId parameter that `cdk deploy` asks for."""
         if params.ami_id:
-            return EfaMachineImage.from_ami_id(params.ami_id, os_family=params.ami_os)
+            return EfaMachineImage.from_ami_id(params.ami_id, os_family=OsFamily.parse(params.ami_os))
         it = instance_type(params.instance_type)
         if not EfaMachineImage.has_default(it):
-            return EfaMachineImage.from_ami_id(image_id_parameter(self, it.name), os_family=params.ami_os)
+            return EfaMachineImage.from_ami_id(
+                image_id_parameter(self, it.name), os_family=OsFamily.parse(params.ami_os)
+            )
         return EfaMachineImage.default_for(it, refresh=params.ami_refresh)
 
     def _outputs(self, params: ClusterParams) -> None:

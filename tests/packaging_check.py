@@ -29,14 +29,18 @@ from efa_constructs import EfaCluster, EfaLaunchTemplate, EfaSecurityGroup
 app = cdk.App(outdir="out")
 stack = cdk.Stack(app, "Tiny")
 vpc = ec2.Vpc(stack, "Vpc", max_azs=1)
-cluster = EfaCluster(stack, "Training", vpc=vpc, instance_type="p4d.24xlarge", node_count=2)
+cluster = EfaCluster(stack, "Training", vpc=vpc, instance_type=ec2.InstanceType("p4d.24xlarge"), node_count=2)
 data = s3.Bucket(stack, "TrainingData")
 data.grant_read(cluster)
 db = ec2.SecurityGroup(stack, "Database", vpc=vpc, allow_all_outbound=False)
 db.connections.allow_from(cluster, ec2.Port.tcp(5432), "training nodes to Postgres")
 sg = EfaSecurityGroup(stack, "Sg", vpc=vpc)
 lt = EfaLaunchTemplate(
-    stack, "Lt", instance_type="p4d.24xlarge", security_groups=[sg], subnet=vpc.private_subnets[0]
+    stack,
+    "Lt",
+    instance_type=ec2.InstanceType("p4d.24xlarge"),
+    security_groups=[sg],
+    subnet=vpc.private_subnets[0],
 )
 s3.Bucket(stack, "Checkpoints").grant_read_write(lt)
 app.synth()

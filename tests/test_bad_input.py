@@ -24,8 +24,12 @@ from efa_constructs import (
     EfaSecurityGroup,
     EfaUserData,
     ImageReadOnce,
+    InternetEgress,
+    LayoutMode,
     NetworkInterfaceSpec,
     NicLayout,
+    NodeGroup,
+    PublicIp,
     plan_layout,
 )
 from efa_constructs.cdk.security_group import ssh_peer
@@ -59,7 +63,7 @@ def cluster(
 
     def build(make: Any) -> Any:
         stack = make(env=env) if env else make()
-        props = {"instance_type": "trn1.32xlarge", **kwargs, **per_stack(stack)}
+        props = {"instance_type": ec2.InstanceType("trn1.32xlarge"), **kwargs, **per_stack(stack)}
         return EfaCluster(stack, "C", vpc=vpc(stack), **props)
 
     return build
@@ -84,7 +88,9 @@ def template(**kwargs: Any) -> Callable[[Any], Any]:
         vpc = isolated_vpc(stack)
         sg = EfaSecurityGroup(stack, "Sg", vpc=vpc)
         return EfaLaunchTemplate(
-            stack, "Lt", **{"instance_type": "trn1.32xlarge", "security_groups": [sg], **kwargs}
+            stack,
+            "Lt",
+            **{"instance_type": ec2.InstanceType("trn1.32xlarge"), "security_groups": [sg], **kwargs},
         )
 
     return build
@@ -101,7 +107,7 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ("type without EFA", ctx(instance_type="m5.large"), "instance_type", "does not support EFA"),
     (
         "type without EFA in a construct",
-        cluster(instance_type="t3.micro"),
+        cluster(instance_type=ec2.InstanceType("t3.micro")),
         "instance_type",
         "does not support EFA",
     ),
@@ -177,7 +183,12 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ("unknown node group", ctx(node_group="fleet"), "node_group", "not a node-group mode"),
     (
         "Elastic IPs on an Auto Scaling group",
-        cluster(vpc=network(), instance_type="p5.48xlarge", node_group="asg", public_ip="leader"),
+        cluster(
+            vpc=network(),
+            instance_type=ec2.InstanceType("p5.48xlarge"),
+            node_group=NodeGroup.ASG,
+            public_ip=PublicIp.LEADER,
+        ),
         "public_ip",
         "needs explicit nodes",
     ),
@@ -286,7 +297,7 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
     # images
     (
         "p3dn (V100) without an image",
-        cluster(instance_type="p3dn.24xlarge"),
+        cluster(instance_type=ec2.InstanceType("p3dn.24xlarge")),
         "machine_image",
         "older than Turing",
     ),
@@ -342,18 +353,23 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ("unknown public IP choice", ctx(public_ip="yes"), "public_ip", "not a public IP choice"),
     (
         "Elastic IP on an EFA primary interface",
-        cluster(public_ip="leader", nic_layout="legacy"),
+        cluster(public_ip=PublicIp.LEADER, nic_layout=LayoutMode.LEGACY),
         "public_ip",
         "puts an EFA on card 0",
     ),
-    ("Elastic IP without a public subnet", cluster(public_ip="all"), "public_subnet", "the VPC has none"),
+    (
+        "Elastic IP without a public subnet",
+        cluster(public_ip=PublicIp.ALL),
+        "public_subnet",
+        "the VPC has none",
+    ),
     (
         "Elastic IP in an existing VPC without its public subnet",
         ctx(
             vpc_id="vpc-0123456789abcdef0",
             subnet_id="subnet-0123456789abcdef0",
             availability_zone="us-west-2d",
-            public_ip="leader",
+            public_ip=PublicIp.LEADER,
         ),
         "public_subnet_id",
         "needs its public subnet",
@@ -373,7 +389,12 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
         "user_data",
         "replaces the node software",
     ),
-    ("node software without egress", cluster(internet_egress="none"), "internet_egress", "calls AWS APIs"),
+    (
+        "node software without egress",
+        cluster(internet_egress=InternetEgress.NONE),
+        "internet_egress",
+        "calls AWS APIs",
+    ),
     (
         "installer checksum that is not a SHA-256",
         call(EfaInstaller, version="1.49.0", sha256="d41d8cd98f00b204e9800998ecf8427e"),
@@ -403,7 +424,7 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ),
     (
         "replacement in an Auto Scaling group",
-        cluster(node_group="asg", node_replacements={0: "x"}),
+        cluster(node_group=NodeGroup.ASG, node_replacements={0: "x"}),
         "node_replacements",
         "replaces its own nodes",
     ),
@@ -442,12 +463,30 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
         "takes ec2.IVpc here (a construct",
     ),
     ("None for the VPC", cluster(vpc=lambda _s: None), "vpc", "needs ec2.IVpc here (None given)"),
+    (
+        "a str for the instance type",
+        cluster(instance_type="trn1.32xlarge"),
+        "instance_type",
+        "not a str. Fix: pass instance_type=<ec2.InstanceType>, e.g. ec2.InstanceType(",
+    ),
+    (
+        "a str for node_group",
+        cluster(node_group="asg"),
+        "node_group",
+        "takes NodeGroup here, not a str. Fix: pass node_group=<NodeGroup>, e.g. NodeGroup.EXPLICIT or",
+    ),
+    (
+        "a str for the os family",
+        call(lambda: EfaMachineImage.from_ami_id("ami-0123456789abcdef0", os_family="al2023")),
+        "os_family",
+        "takes an OsFamily",
+    ),
     ("a str for node_count", cluster(node_count="3"), "node_count", "takes int here, not a str"),
     (
         "None for the instance type",
         cluster(instance_type=None),
         "instance_type",
-        "takes str or ec2.InstanceType",
+        "takes ec2.InstanceType here",
     ),
     ("a CIDR string for ssh_peers", cluster(ssh_peers="10.0.0.0/8"), "ssh_peers", "(a list), not a str"),
     ("CIDR strings in ssh_peers", cluster(ssh_peers=["10.0.0.0/8"]), "ssh_peers", "item 0 is a str"),
@@ -490,7 +529,12 @@ def test_unresolved_tokens_are_not_rejected(make_stack: Any) -> None:
     assert Token.is_unresolved(size) and Token.is_unresolved(cidr)
     vpc = isolated_vpc(stack)
     EfaCluster(
-        stack, "C", vpc=vpc, instance_type="p4d.24xlarge", root_volume_gib=size, ssh_peers=[ssh_peer(cidr)]
+        stack,
+        "C",
+        vpc=vpc,
+        instance_type=ec2.InstanceType("p4d.24xlarge"),
+        root_volume_gib=size,
+        ssh_peers=[ssh_peer(cidr)],
     )
 
 

@@ -10,7 +10,16 @@ from aws_cdk import assertions
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_s3 as s3
 
-from efa_constructs import EfaCluster, EfaLaunchTemplate, EfaSecurityGroup, InternetEgress, plan_layout
+from efa_constructs import (
+    EfaCluster,
+    EfaLaunchTemplate,
+    EfaSecurityGroup,
+    InternetEgress,
+    LayoutMode,
+    NodeGroup,
+    PublicIp,
+    plan_layout,
+)
 from efa_constructs.cdk.security_group import ssh_peer
 from efa_constructs.core.errors import EfaConfigError
 from tests.helpers import isolated_vpc
@@ -62,7 +71,7 @@ def test_security_group_egress_all(make_stack: Any) -> None:
 
 def test_security_group_egress_none_really_blocks_the_internet(make_stack: Any) -> None:
     """Without an inline egress rule EC2 keeps its default allow-all egress; the placeholder prevents that."""
-    inline, separate = _egress(_sg_template(make_stack, internet_egress="none"))
+    inline, separate = _egress(_sg_template(make_stack, internet_egress=InternetEgress.NONE))
     assert [r["CidrIp"] for r in inline] == ["255.255.255.255/32"]
     assert len(separate) == 1
     assert "DestinationSecurityGroupId" in separate[0]  # only the self rule EFA needs
@@ -109,7 +118,7 @@ def _lt(make_stack: Any, **kwargs: Any) -> tuple[EfaLaunchTemplate, assertions.T
     ],
 )
 def test_launch_template_interfaces_follow_the_layout(make_stack: Any, itype: str, mode: str) -> None:
-    _, t = _lt(make_stack, instance_type=itype, nic_layout=mode)
+    _, t = _lt(make_stack, instance_type=ec2.InstanceType(itype), nic_layout=LayoutMode(mode))
     data = next(iter(t.find_resources("AWS::EC2::LaunchTemplate").values()))["Properties"][
         "LaunchTemplateData"
     ]
@@ -129,13 +138,13 @@ def test_imds_is_one_hop_away_unless_bridged_containers_are_asked_for(
 ) -> None:
     """Hop limit 1: the node and host-networked containers reach IMDS; a container on a bridge, one
     hop further, cannot take the node role's credentials (AWS Control Tower's IMDS hop-limit control)."""
-    _, t = _lt(make_stack, instance_type="p4d.24xlarge", bridged_containers=bridged)
+    _, t = _lt(make_stack, instance_type=ec2.InstanceType("p4d.24xlarge"), bridged_containers=bridged)
     (lt,) = t.find_resources("AWS::EC2::LaunchTemplate").values()
     assert lt["Properties"]["LaunchTemplateData"]["MetadataOptions"]["HttpPutResponseHopLimit"] == hops
 
 
 def test_launch_template_is_secure_by_default(make_stack: Any) -> None:
-    _, t = _lt(make_stack, instance_type="p4d.24xlarge")
+    _, t = _lt(make_stack, instance_type=ec2.InstanceType("p4d.24xlarge"))
     t.has_resource_properties(
         "AWS::EC2::LaunchTemplate",
         {
@@ -190,7 +199,7 @@ def _image_parameters(t: assertions.Template) -> list[str]:
     ],
 )
 def test_default_ami_by_accelerator(make_stack: Any, itype: str, ssm_path: str) -> None:
-    _, t = _lt(make_stack, instance_type=itype)
+    _, t = _lt(make_stack, instance_type=ec2.InstanceType(itype))
     assert _image_parameters(t) == [ssm_path]
     assert not [
         p
@@ -201,19 +210,21 @@ def test_default_ami_by_accelerator(make_stack: Any, itype: str, ssm_path: str) 
 
 def test_launch_template_rejects_a_layout_for_another_type(make_stack: Any) -> None:
     with pytest.raises(EfaConfigError, match="another type"):
-        _lt(make_stack, instance_type="trn1.32xlarge", nic_layout=plan_layout("p5.48xlarge"))
+        _lt(
+            make_stack, instance_type=ec2.InstanceType("trn1.32xlarge"), nic_layout=plan_layout("p5.48xlarge")
+        )
 
 
 @pytest.mark.parametrize("bad", [4, 20000])
 def test_root_volume_size(make_stack: Any, bad: int) -> None:
     with pytest.raises(EfaConfigError, match="root_volume_gib"):
-        _lt(make_stack, instance_type="trn1.32xlarge", root_volume_gib=bad)
+        _lt(make_stack, instance_type=ec2.InstanceType("trn1.32xlarge"), root_volume_gib=bad)
 
 
 def test_cluster_wires_placement_group_and_nodes(make_stack: Any) -> None:
     stack = make_stack()
     vpc = isolated_vpc(stack)
-    cluster = EfaCluster(stack, "C", vpc=vpc, instance_type="trn1.32xlarge", node_count=3)
+    cluster = EfaCluster(stack, "C", vpc=vpc, instance_type=ec2.InstanceType("trn1.32xlarge"), node_count=3)
     t = assertions.Template.from_stack(stack)
     t.resource_count_is("AWS::EC2::Instance", 3)
     t.has_resource_properties("AWS::EC2::PlacementGroup", {"Strategy": "cluster"})
@@ -237,7 +248,9 @@ def test_cluster_composes_with_cdk_grants_and_connections(make_stack: Any) -> No
     """`bucket.grant_read(cluster)` and `db.connections.allow_from(cluster, ...)`, through CDK itself."""
     stack = make_stack()
     vpc = isolated_vpc(stack)
-    cluster = EfaCluster(stack, "C", vpc=vpc, instance_type="p4d.24xlarge", node_software=False)
+    cluster = EfaCluster(
+        stack, "C", vpc=vpc, instance_type=ec2.InstanceType("p4d.24xlarge"), node_software=False
+    )
     bucket = s3.Bucket(stack, "Data")
     bucket.grant_read(cluster)
     db = ec2.SecurityGroup(stack, "Db", vpc=vpc, allow_all_outbound=False)
@@ -262,7 +275,7 @@ def test_launch_template_composes_with_cdk_grants_and_connections(make_stack: An
     stack = make_stack()
     vpc = isolated_vpc(stack)
     sg = EfaSecurityGroup(stack, "Sg", vpc=vpc)
-    lt = EfaLaunchTemplate(stack, "Lt", instance_type="trn1.32xlarge", security_groups=[sg])
+    lt = EfaLaunchTemplate(stack, "Lt", instance_type=ec2.InstanceType("trn1.32xlarge"), security_groups=[sg])
     s3.Bucket(stack, "Ckpt").grant_write(lt)
     cache = ec2.SecurityGroup(stack, "Cache", vpc=vpc)
     cache.connections.allow_from(lt, ec2.Port.tcp(6379))
@@ -286,7 +299,7 @@ def test_an_aws_cdk_lib_auto_scaling_group_launches_from_the_efa_launch_template
     stack = make_stack()
     vpc = isolated_vpc(stack)
     sg = EfaSecurityGroup(stack, "Sg", vpc=vpc)
-    lt = EfaLaunchTemplate(stack, "Lt", instance_type="c5n.18xlarge", security_groups=[sg])
+    lt = EfaLaunchTemplate(stack, "Lt", instance_type=ec2.InstanceType("c5n.18xlarge"), security_groups=[sg])
     autoscaling.AutoScalingGroup(
         stack, "Group", vpc=vpc, launch_template=lt, min_capacity=2, max_capacity=2,
         vpc_subnets=ec2.SubnetSelection(subnets=[vpc.isolated_subnets[0]]),
@@ -313,7 +326,13 @@ def test_an_aws_cdk_lib_auto_scaling_group_launches_from_the_efa_launch_template
 def test_cluster_node_count(make_stack: Any, bad: Any) -> None:
     stack = make_stack()
     with pytest.raises(EfaConfigError, match="node_count"):
-        EfaCluster(stack, "C", vpc=isolated_vpc(stack), instance_type="trn1.32xlarge", node_count=bad)
+        EfaCluster(
+            stack,
+            "C",
+            vpc=isolated_vpc(stack),
+            instance_type=ec2.InstanceType("trn1.32xlarge"),
+            node_count=bad,
+        )
 
 
 def test_a_token_node_count_needs_the_auto_scaling_group(make_stack: Any) -> None:
@@ -324,11 +343,22 @@ def test_a_token_node_count_needs_the_auto_scaling_group(make_stack: Any) -> Non
     stack = make_stack()
     count = CfnParameter(stack, "Nodes", type="Number", default=2).value_as_number
     with pytest.raises(EfaConfigError, match=r"^node_count=.*token.*node_group=NodeGroup\.ASG"):
-        EfaCluster(stack, "C", vpc=isolated_vpc(stack), instance_type="trn1.32xlarge", node_count=count)
+        EfaCluster(
+            stack,
+            "C",
+            vpc=isolated_vpc(stack),
+            instance_type=ec2.InstanceType("trn1.32xlarge"),
+            node_count=count,
+        )
     other = make_stack()
     count = CfnParameter(other, "Nodes", type="Number", default=2).value_as_number
     EfaCluster(
-        other, "C", vpc=isolated_vpc(other), instance_type="trn1.32xlarge", node_count=count, node_group="asg"
+        other,
+        "C",
+        vpc=isolated_vpc(other),
+        instance_type=ec2.InstanceType("trn1.32xlarge"),
+        node_count=count,
+        node_group=NodeGroup.ASG,
     )
     (group,) = (
         assertions.Template.from_stack(other).find_resources("AWS::AutoScaling::AutoScalingGroup").values()
@@ -341,7 +371,7 @@ def test_ssh_without_a_key_pair_is_warned(make_stack: Any, with_key: bool) -> No
     stack = make_stack()
     key = ec2.KeyPair.from_key_pair_name(stack, "Key", "mine") if with_key else None
     EfaCluster(
-        stack, "C", vpc=isolated_vpc(stack), instance_type="c5n.18xlarge", key_pair=key,
+        stack, "C", vpc=isolated_vpc(stack), instance_type=ec2.InstanceType("c5n.18xlarge"), key_pair=key,
         ssh_peers=[ssh_peer("203.0.113.0/24")],
     )  # fmt: skip
     found = assertions.Annotations.from_stack(stack).find_warning(
@@ -385,7 +415,14 @@ def test_nodes_wait_for_their_route_out_and_elastic_ips_for_the_internet_gateway
 
     stack = make_stack()
     net = EfaNetwork(stack, "Net")
-    EfaCluster(stack, "C", vpc=net.vpc, instance_type="p4d.24xlarge", node_count=2, public_ip="leader")
+    EfaCluster(
+        stack,
+        "C",
+        vpc=net.vpc,
+        instance_type=ec2.InstanceType("p4d.24xlarge"),
+        node_count=2,
+        public_ip=PublicIp.LEADER,
+    )
     t = assertions.Template.from_stack(stack).to_json()["Resources"]
     (nat_route,) = [
         k for k, v in t.items() if v["Type"] == "AWS::EC2::Route" and "NatGatewayId" in v["Properties"]

@@ -172,7 +172,9 @@ def test_benchmark_list_parsing() -> None:
 def synth(make_stack: Any, **kwargs: Any) -> dict[str, Any]:
     stack = make_stack()
     network = EfaNetwork(stack, "Net")
-    cluster = EfaCluster(stack, "Cluster", vpc=network.vpc, **{"instance_type": "p4d.24xlarge", **kwargs})
+    cluster = EfaCluster(
+        stack, "Cluster", vpc=network.vpc, **{"instance_type": ec2.InstanceType("p4d.24xlarge"), **kwargs}
+    )
     cluster.benchmark_output(stack)
     return assertions.Template.from_stack(stack).to_json()  # type: ignore[no-any-return]
 
@@ -277,7 +279,7 @@ def test_benchmarks_off(make_stack: Any) -> None:
 def test_the_nodes_get_the_vpc_cidr_for_their_ssh_config(make_stack: Any) -> None:
     stack = make_stack()
     vpc = isolated_vpc(stack)
-    EfaCluster(stack, "C", vpc=vpc, instance_type="p4d.24xlarge", node_count=1)
+    EfaCluster(stack, "C", vpc=vpc, instance_type=ec2.InstanceType("p4d.24xlarge"), node_count=1)
     (lt,) = of_type(assertions.Template.from_stack(stack).to_json(), "AWS::EC2::LaunchTemplate").values()
     user_data = json.dumps(lt["Properties"]["LaunchTemplateData"]["UserData"])
     assert "EFA_CDK_VPC_CIDR='" in user_data and '"CidrBlock"' in user_data
@@ -326,7 +328,7 @@ def test_elastic_ips_on_the_primary_interface(make_stack: Any, choice: PublicIp,
 
 def test_isolated_subnet_warns(make_stack: Any) -> None:
     stack = make_stack()
-    EfaCluster(stack, "C", vpc=isolated_vpc(stack), instance_type="p4d.24xlarge")
+    EfaCluster(stack, "C", vpc=isolated_vpc(stack), instance_type=ec2.InstanceType("p4d.24xlarge"))
     warnings = assertions.Annotations.from_stack(stack).find_warning(
         "*", assertions.Match.string_like_regexp("VPC endpoints")
     )

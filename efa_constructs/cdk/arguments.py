@@ -12,6 +12,7 @@ anything through, so a plain value (str, number, list...) given for one is refus
 from __future__ import annotations
 
 import collections.abc
+import enum
 import functools
 import inspect
 import types
@@ -32,7 +33,21 @@ EXAMPLES = {
     "ISubnet": "vpc.private_subnets[0], or ec2.Subnet.from_subnet_attributes(...) for an existing one",
     "IKeyPair": "ec2.KeyPair.from_key_pair_name(self, 'Key', 'my-key')",
     "IPlacementGroup": "ec2.PlacementGroup.from_placement_group_name(self, 'Pg', 'my-group')",
+    "InstanceType": "ec2.InstanceType('trn1.32xlarge')",
 }
+
+
+def _enum_example(hint: Any) -> str | None:
+    """``NodeGroup.EXPLICIT or NodeGroup.ASG`` for an option that takes an enum (a str is parsed only at
+    the edge: ``NodeGroup.parse("asg")``)."""
+    options = typing.get_args(hint) if typing.get_origin(hint) is typing.Union else (hint,)
+    enum_type = next((o for o in options if isinstance(o, type) and issubclass(o, enum.Enum)), None)
+    if enum_type is None:
+        return None
+    members = " or ".join(f"{enum_type.__name__}.{m.name}" for m in enum_type)
+    return f"{members} ({enum_type.__name__}.parse reads a string)"
+
+
 _PLAIN = (str, int, float, bool, list, tuple, dict, set)
 
 
@@ -105,7 +120,7 @@ def check_argument(owner: str, name: str, value: Any, hint: Any) -> None:
     # Asked only on a problem: each question is a call into Node (jsii), and most arguments pass.
     if problem is not None and not (isinstance(value, (str, int, float)) and Token.is_unresolved(value)):
         shown = value if len(repr(value)) <= 80 else f"{repr(value)[:77]}..."
-        example = next((e for k, e in EXAMPLES.items() if k in repr(hint)), None)
+        example = _enum_example(hint) or next((e for k, e in EXAMPLES.items() if k in repr(hint)), None)
         fix = f"pass {name}=<{_name(hint)}>" + (f", e.g. {example}" if example else "")
         raise EfaConfigError(name, value=shown, why=problem, fix=fix)
 

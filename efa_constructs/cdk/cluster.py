@@ -34,7 +34,7 @@ from ..core.options import InternetEgress, NodeGroup, PublicIp
 from ..core.software import Benchmark, EfaUserData
 from .acknowledgements import acknowledge
 from .arguments import checked
-from .launch_template import EfaLaunchTemplate, instance_type_name
+from .launch_template import EfaLaunchTemplate
 from .limits import check_limits
 from .machine_image import EfaMachineImage
 from .monitoring import EfaClusterMonitoring
@@ -87,7 +87,7 @@ class EfaCluster(Construct):
 
     Args:
         vpc: the VPC.
-        instance_type: an EFA-capable instance type (a name or CDK's ``ec2.InstanceType``).
+        instance_type: an EFA-capable instance type, e.g. ``ec2.InstanceType("trn1.32xlarge")``.
         node_count: number of nodes. Default: 2.
         subnet: the one subnet for every node's EFA interfaces. Default: the VPC's first private
             subnet (EFA traffic stays inside one subnet).
@@ -135,24 +135,24 @@ class EfaCluster(Construct):
         id_: str,
         *,
         vpc: ec2.IVpc,
-        instance_type: str | ec2.InstanceType,
+        instance_type: ec2.InstanceType,
         node_count: int = 2,
         subnet: ec2.ISubnet | None = None,
-        nic_layout: LayoutMode | str | NicLayout = LayoutMode.RECOMMENDED,
+        nic_layout: LayoutMode | NicLayout = LayoutMode.RECOMMENDED,
         efa_count: int | None = None,
         machine_image: EfaMachineImage | None = None,
         key_pair: ec2.IKeyPair | None = None,
         ssh_peers: Sequence[ec2.IPeer] = (),
-        internet_egress: InternetEgress | str = InternetEgress.WEB,
+        internet_egress: InternetEgress = InternetEgress.WEB,
         placement_group: ec2.IPlacementGroup | None = None,
         use_placement_group: bool = True,
         root_volume_gib: int = 200,
         node_software: EfaUserData | bool = True,
         user_data: ec2.UserData | None = None,
         role: iam.IRole | None = None,
-        public_ip: PublicIp | str = PublicIp.NONE,
+        public_ip: PublicIp = PublicIp.NONE,
         public_subnet: ec2.ISubnet | None = None,
-        node_group: NodeGroup | str = NodeGroup.EXPLICIT,
+        node_group: NodeGroup = NodeGroup.EXPLICIT,
         capacity: Capacity | None = None,
         monitoring: bool | None = None,
         alarm_email: str | None = None,
@@ -161,13 +161,12 @@ class EfaCluster(Construct):
     ) -> None:
         """Create the cluster; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
-        instance_type = instance_type_name(instance_type)
         self.node_group = NodeGroup.parse(node_group)
         self.public_ip = PublicIp.parse(public_ip)
         egress = InternetEgress.parse(internet_egress)
         self.capacity = capacity or Capacity.on_demand()
         software = EfaUserData() if node_software is True else node_software or None
-        self.instance_type: InstanceType = lookup(instance_type)
+        self.instance_type: InstanceType = lookup(instance_type.to_string())
         self._vpc = vpc
         self.subnet = subnet or self._default_subnet(vpc)
         eip_subnet = public_subnet or (vpc.public_subnets[0] if vpc.public_subnets else None)
@@ -263,7 +262,11 @@ class EfaCluster(Construct):
         )
 
     def _launch_template(
-        self, instance_type: str, key_pair: ec2.IKeyPair | None, role: iam.IRole | None, root_volume_gib: int
+        self,
+        instance_type: ec2.InstanceType,
+        key_pair: ec2.IKeyPair | None,
+        role: iam.IRole | None,
+        root_volume_gib: int,
     ) -> EfaLaunchTemplate:
         """The nodes' template (``LaunchTemplate``): the layout, the EFA group on every interface."""
         return EfaLaunchTemplate(

@@ -63,11 +63,6 @@ def network_interfaces(
     return out
 
 
-def instance_type_name(instance_type: str | ec2.InstanceType) -> str:
-    """The type's name, from a string or from CDK's own ``ec2.InstanceType``."""
-    return instance_type.to_string() if isinstance(instance_type, ec2.InstanceType) else instance_type
-
-
 def session_manager_role(scope: Construct, id_: str, description: str) -> iam.Role:
     """An EC2 role that can do exactly what the SSM agent needs for Session Manager, nothing more.
 
@@ -111,8 +106,7 @@ class EfaLaunchTemplate(Construct):
     come from the layout engine with the security groups on every interface.
 
     Args:
-        instance_type: an EFA-capable instance type, e.g. ``"trn1.32xlarge"`` or
-            ``ec2.InstanceType("trn1.32xlarge")``.
+        instance_type: an EFA-capable instance type, e.g. ``ec2.InstanceType("trn1.32xlarge")``.
         security_groups: groups put on every interface; include an :class:`EfaSecurityGroup`.
         nic_layout: a :class:`LayoutMode` (or its string) or a ready :class:`NicLayout`.
             Default: ``LayoutMode.RECOMMENDED`` (ENA primary + efa-only on every EFA card).
@@ -141,9 +135,9 @@ class EfaLaunchTemplate(Construct):
         scope: Construct,
         id_: str,
         *,
-        instance_type: str | ec2.InstanceType,
+        instance_type: ec2.InstanceType,
         security_groups: Sequence[ec2.ISecurityGroup],
-        nic_layout: LayoutMode | str | NicLayout = LayoutMode.RECOMMENDED,
+        nic_layout: LayoutMode | NicLayout = LayoutMode.RECOMMENDED,
         efa_count: int | None = None,
         subnet: ec2.ISubnet | None = None,
         machine_image: EfaMachineImage | None = None,
@@ -158,8 +152,7 @@ class EfaLaunchTemplate(Construct):
     ) -> None:
         """Create the template; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
-        instance_type = instance_type_name(instance_type)
-        self.instance_type: InstanceType = lookup(instance_type)
+        self.instance_type: InstanceType = lookup(instance_type.to_string())
         self.layout = resolve_layout(self.instance_type, nic_layout, efa_count=efa_count)
         if not security_groups:
             raise EfaConfigError(

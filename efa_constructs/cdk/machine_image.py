@@ -209,7 +209,7 @@ class EfaMachineImage:
 
     @staticmethod
     def from_ami_id(
-        ami_id: str, *, os_family: OsFamily | str = OsFamily.UBUNTU, min_root_volume_gib: int = 8
+        ami_id: str, *, os_family: OsFamily = OsFamily.UBUNTU, min_root_volume_gib: int = 8
     ) -> EfaMachineImage:
         """One AMI (``ami-...``, or a token such as a CfnParameter's value); the node software
         installs EFA on it unless it is there already."""
@@ -220,7 +220,14 @@ class EfaMachineImage:
                 why="an AMI id is 'ami-' and 8 or 17 hex digits",
                 fix="copy the id from `aws ec2 describe-images` (in the region you deploy to)",
             )
-        family = OsFamily.parse(os_family)
+        if not isinstance(os_family, OsFamily):
+            raise EfaConfigError(
+                "os_family",
+                value=os_family,
+                why="EfaMachineImage.from_ami_id takes an OsFamily",
+                fix="pass OsFamily.UBUNTU or OsFamily.AMAZON_LINUX_2023 (OsFamily.parse reads a string)",
+            )
+        family = os_family
         return EfaMachineImage(
             _FixedImage(ami_id), family.root_device_name, family, False, f"AMI {ami_id}", min_root_volume_gib
         )

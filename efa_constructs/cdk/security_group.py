@@ -73,7 +73,7 @@ class EfaSecurityGroup(ec2.SecurityGroup):
         *,
         vpc: ec2.IVpc,
         ssh_peers: Sequence[ec2.IPeer] = (),
-        internet_egress: InternetEgress | str = InternetEgress.WEB,
+        internet_egress: InternetEgress = InternetEgress.WEB,
         description: str = "EFA cluster: all traffic to and from itself (required by EFA)",
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
