@@ -27,6 +27,7 @@ from efa_constructs.core import (
     parse_ssh_source,
 )
 from efa_constructs.core.checks import AMI_ID_PATTERN, REFRESH_LABEL_PATTERN, has_default_image
+from efa_constructs.core.options import DEFAULT_NODE_COUNT, DEFAULT_ROOT_VOLUME_GIB
 
 #: The two kinds of ready stack; a field says which of them read it.
 CLUSTER, PCLUSTER = "cluster", "pcluster"
@@ -121,7 +122,7 @@ FIELDS: tuple[Field, ...] = (
     Field("capacity_block", "Capacity Block for ML reservation id (cr-...) to launch into", any_text, "none"),
     Field("capacity_instances", "instances the reservation or block holds (checked against the node count)",
           whole, "unknown"),
-    Field("node_count", "number of nodes", whole, "2", frozenset({CLUSTER})),
+    Field("node_count", "number of nodes", whole, str(DEFAULT_NODE_COUNT), frozenset({CLUSTER})),
     Field("nic_layout", "recommended | max-bandwidth | legacy", choice(LayoutMode.parse), "recommended",
           frozenset({CLUSTER})),
     Field("efa_count", "EFA interfaces per node", whole, "the type's maximum", frozenset({CLUSTER})),
@@ -134,7 +135,8 @@ FIELDS: tuple[Field, ...] = (
     Field("public_subnet_id", "existing public subnet: Elastic IP interfaces (with public_ip), or the "
           "ParallelCluster head node (needed with vpc_id there)",
           text(r"^subnet-[0-9a-f]{8}([0-9a-f]{9})?$", "a subnet id", "subnet-0123456789abcdef0"), "none"),
-    Field("root_volume_gib", "encrypted gp3 root volume size in GiB", whole, "200", frozenset({CLUSTER})),
+    Field("root_volume_gib", "encrypted gp3 root volume size in GiB", whole, str(DEFAULT_ROOT_VOLUME_GIB),
+          frozenset({CLUSTER})),
     Field("public_ip", "none | leader | all: Elastic IP on card 0 / device 0 of those nodes",
           choice(PublicIp.parse), "none", frozenset({CLUSTER})),
     Field("benchmarks", "auto | none | comma-separated nccl-tests, nccom-test, fi_pingpong, hccl_demo",
@@ -339,7 +341,7 @@ class ClusterParams:
     """Parameters of a ready cluster stack (names as the context keys)."""
 
     instance_type: str
-    node_count: int = 2
+    node_count: int = DEFAULT_NODE_COUNT
     nic_layout: LayoutMode = LayoutMode.RECOMMENDED
     efa_count: int | None = None
     availability_zone: str | None = None
@@ -348,7 +350,7 @@ class ClusterParams:
     internet_egress: InternetEgress = InternetEgress.WEB
     vpc_id: str | None = None
     subnet_id: str | None = None
-    root_volume_gib: int = 200
+    root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB
     public_ip: PublicIp = PublicIp.NONE
     public_subnet_id: str | None = None
     benchmarks: tuple[Benchmark, ...] | None = None

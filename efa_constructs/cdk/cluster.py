@@ -30,7 +30,7 @@ from ..core.checks import ClusterRequest, check_cluster
 from ..core.containers import ContainerRun
 from ..core.errors import EfaConfigError
 from ..core.layout import LayoutMode, NicLayout, resolve_layout
-from ..core.options import InternetEgress, NodeGroup, PublicIp
+from ..core.options import DEFAULT_NODE_COUNT, DEFAULT_ROOT_VOLUME_GIB, InternetEgress, NodeGroup, PublicIp
 from ..core.software import Benchmark, EfaUserData
 from .acknowledgements import acknowledge
 from .arguments import checked
@@ -136,7 +136,7 @@ class EfaCluster(Construct):
         *,
         vpc: ec2.IVpc,
         instance_type: ec2.InstanceType,
-        node_count: int = 2,
+        node_count: int = DEFAULT_NODE_COUNT,
         subnet: ec2.ISubnet | None = None,
         nic_layout: LayoutMode | NicLayout = LayoutMode.RECOMMENDED,
         efa_count: int | None = None,
@@ -146,7 +146,7 @@ class EfaCluster(Construct):
         internet_egress: InternetEgress = InternetEgress.WEB,
         placement_group: ec2.IPlacementGroup | None = None,
         use_placement_group: bool = True,
-        root_volume_gib: int = 200,
+        root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
         node_software: EfaUserData | bool = True,
         user_data: ec2.UserData | None = None,
         role: iam.IRole | None = None,

@@ -24,6 +24,7 @@ from ..core.catalogue import instance_type as lookup
 from ..core.checks import check_root_volume_gib
 from ..core.errors import EfaConfigError
 from ..core.layout import LayoutMode, NicLayout, resolve_layout
+from ..core.options import DEFAULT_ROOT_VOLUME_GIB
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .machine_image import EfaMachineImage
@@ -144,7 +145,7 @@ class EfaLaunchTemplate(Construct):
         key_pair: ec2.IKeyPair | None = None,
         role: iam.IRole | None = None,
         user_data: ec2.UserData | None = None,
-        root_volume_gib: int = 200,
+        root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
         placement_group: ec2.IPlacementGroup | None = None,
         primary_network_interface_id: str | None = None,
         capacity: Capacity | None = None,
@@ -186,7 +187,8 @@ class EfaLaunchTemplate(Construct):
                 value=root_volume_gib,
                 why=f"the image ({self.machine_image.description}) needs a root volume of at least "
                 f"{self.machine_image.min_root_volume_gib} GiB: EC2 refuses one smaller than its snapshot",
-                fix=f"use {self.machine_image.min_root_volume_gib} or more (default 200)",
+                fix=f"use {self.machine_image.min_root_volume_gib} GiB or more (the default is "
+                f"{DEFAULT_ROOT_VOLUME_GIB})",
             )
         self.user_data = user_data or ec2.UserData.for_linux()
         self.role: iam.IRole = role or session_manager_role(

@@ -16,7 +16,7 @@ from .capacity import Capacity
 from .catalogue import AcceleratorKind, InstanceType
 from .errors import EfaConfigError
 from .layout import NicLayout
-from .options import InternetEgress, NodeGroup, PublicIp
+from .options import DEFAULT_ROOT_VOLUME_GIB, InternetEgress, NodeGroup, PublicIp
 
 #: Explicit nodes cost one resource each (more with an Elastic IP); CloudFormation allows 500 per
 #: template, and the rest of a cluster stack needs room too. Larger clusters use node_group=asg.
@@ -48,7 +48,7 @@ class ClusterRequest:
     availability_zone: str | None = None
     public_subnet: bool = True
     public_subnet_availability_zone: str | None = None
-    root_volume_gib: int | None = 200
+    root_volume_gib: int | None = DEFAULT_ROOT_VOLUME_GIB
     monitoring: bool | None = None
     container: bool = False
     node_replacements: tuple[tuple[int, str], ...] = ()
