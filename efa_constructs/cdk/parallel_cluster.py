@@ -19,7 +19,6 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from ..core.capacity import Capacity, CapacityKind
-from ..core.catalogue import AcceleratorKind
 from ..core.catalogue import instance_type as lookup
 from ..core.checks import check_placement_for_capacity
 from ..core.errors import EfaConfigError
@@ -31,7 +30,15 @@ from ..core.pcluster import (
     SharedStorage,
     SlurmQueue,
 )
-from ..core.software import NEURON_REPO_KEY_ID, NEURON_SDK_PACKAGES, EfaUserData, bootstrap_script
+from ..core.software import (
+    NEURON_REPO_KEY_ID,
+    NEURON_SDK_PACKAGES,
+    PCLUSTER_HEAD_START_STEPS,
+    EfaUserData,
+    bootstrap_script,
+    pcluster_compute_steps,
+    pcluster_head_steps,
+)
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .network import EfaNetwork, known_cidr
@@ -196,10 +203,7 @@ class EfaParallelCluster(Construct):
         ssh_peers: Sequence[ec2.IPeer],
     ) -> ParallelClusterConfig:
         """The ParallelCluster configuration that refers to everything this construct created."""
-        compute_steps = ["efa-env", "pcluster-hosts"]
-        if lookup(instance_type).accelerator.kind is AcceleratorKind.NEURON:
-            compute_steps.append("neuron-sdk")  # ParallelCluster's images carry no Neuron SDK
-        compute_steps.append("pyxis")
+        compute_steps = pcluster_compute_steps(lookup(instance_type))
         compute = ComputeResource(
             name=instance_type.replace(".", "-")[:25],
             instance_types=(instance_type,),
@@ -239,14 +243,14 @@ class EfaParallelCluster(Construct):
             head_node_security_group_ids=(self.security_group.security_group_id,),
             head_node_on_node_start=self._entry_url if tree else None,
             head_node_on_node_start_args=(
-                *self._bootstrap_args("slurm-topology-init"),
+                *self._bootstrap_args(",".join(PCLUSTER_HEAD_START_STEPS)),
                 f"EFA_CDK_SLURM_NODES={' '.join(queue.slurm_nodes)}",
             )
             if tree
             else (),
             head_node_on_node_configured=self._entry_url,
             head_node_on_node_configured_args=self._bootstrap_args(
-                "efa-env,slurm-jobs,pyxis" + (",slurm-topology" if tree else "")
+                ",".join(pcluster_head_steps(topology_tree=tree))
             ),
             head_node_s3_read=self._read,
             head_node_policies=(self._topology_policy().managed_policy_arn,) if tree else (),

@@ -62,6 +62,23 @@ NEURON_REPO_KEY_ID = "5749CAD8646D9185"
 SETUP_STEPS = ("install-efa", "efa-env", "ssh-keys")
 VERIFY_STEPS = ("verify-efa", "signal")
 AFTER_SIGNAL_STEPS = ("hostfile",)
+
+
+def pcluster_compute_steps(it: InstanceType) -> tuple[str, ...]:
+    """A ParallelCluster compute node's steps (OnNodeConfigured): the EFA environment, the hosts fix,
+    the Neuron SDK on Trainium/Inferentia (ParallelCluster's images carry none), Enroot and Pyxis."""
+    neuron = ("neuron-sdk",) if it.accelerator.kind is AcceleratorKind.NEURON else ()
+    return ("efa-env", "pcluster-hosts", *neuron, "pyxis")
+
+
+def pcluster_head_steps(*, topology_tree: bool) -> tuple[str, ...]:
+    """The head node's steps (OnNodeConfigured); with Slurm's topology/tree, its timer too. Its first
+    topology.conf is written earlier, at OnNodeStart (:data:`PCLUSTER_HEAD_START_STEPS`)."""
+    return ("efa-env", "slurm-jobs", "pyxis", *(("slurm-topology",) if topology_tree else ()))
+
+
+#: The head node's OnNodeStart steps with topology/tree (before ParallelCluster starts slurmctld).
+PCLUSTER_HEAD_START_STEPS = ("slurm-topology-init",)
 #: Where the scripts and settings live on a node.
 NODE_BIN = "/opt/efa-cdk/bin"
 NODE_ENV = "/etc/efa-cdk/node.env"
