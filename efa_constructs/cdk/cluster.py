@@ -159,21 +159,91 @@ class EfaCluster(Construct):
         container: ContainerRun | None = None,
         node_replacements: Mapping[int, str] | None = None,
     ) -> None:
-        """Create the cluster; the arguments are described in the class docstring."""
+        """Create the cluster; the arguments are described in the class docstring.
+
+        In three phases, each reading only what the one before set: resolve what was asked once (the
+        catalogue entry, the layout, the subnets, the software) and refuse what cannot work, before any
+        child exists; then the pieces every node shares (security group, placement group, launch
+        template); then the nodes and what watches them (node software, monitoring, limits)."""
         super().__init__(scope, id_)
-        self.node_group = NodeGroup.parse(node_group)
-        self.public_ip = PublicIp.parse(public_ip)
-        egress = InternetEgress.parse(internet_egress)
+        # 1. resolved once, checked once
+        self.node_group, self.public_ip = node_group, public_ip
         self.capacity = capacity or Capacity.on_demand()
         software = EfaUserData() if node_software is True else node_software or None
         self.instance_type: InstanceType = lookup(instance_type.to_string())
+        self.layout: NicLayout = resolve_layout(self.instance_type, nic_layout, efa_count=efa_count)
         self._vpc = vpc
         self.subnet = subnet or self._default_subnet(vpc)
         eip_subnet = public_subnet or (vpc.public_subnets[0] if vpc.public_subnets else None)
-        _check_subnet_of(vpc, self.subnet, "subnet")
+        self._replacements = dict(node_replacements or {})
+        self._check(
+            node_count=node_count,
+            eip_subnet=eip_subnet,
+            internet_egress=internet_egress,
+            software=software,
+            user_data=user_data,
+            placement_group=placement_group,
+            use_placement_group=use_placement_group,
+            root_volume_gib=root_volume_gib,
+            monitoring=monitoring,
+            container=container,
+        )
+        # 2. what every node shares
+        self.container = container
+        monitoring_on = software is not None if monitoring is None else monitoring
+        benchmarks = software.benchmarks_for(self.instance_type) if software else ()
+        if software is not None:
+            self._warn_if_isolated(vpc)
+        self.machine_image = machine_image or EfaMachineImage.default_for(self.instance_type)
+        if container is not None:
+            self._warn_if_gaudi_without_runtime()
+        self.security_group = EfaSecurityGroup(
+            self, "SecurityGroup", vpc=vpc, ssh_peers=ssh_peers, internet_egress=internet_egress
+        )
+        self.node_user_data = user_data or ec2.UserData.for_linux()
+        self.placement_group = placement_group
+        if use_placement_group and placement_group is None and self.capacity.creates_placement_group:
+            self.placement_group = ec2.PlacementGroup(
+                self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
+            )
+        self.launch_template = self._launch_template(instance_type, key_pair, role, root_volume_gib)
+        if ssh_peers and key_pair is None:
+            self._warn_ssh_without_key_pair(ssh_peers)
+        self.role = self.launch_template.role
+        self._tag()
+        # 3. the nodes, and what watches them
+        self._launch(id_, node_count, eip_subnet)
+        # The nodes fetch their software at boot: launch them once their subnet's route out (NAT) exists.
+        for launched in self._launched:
+            launched.node.add_dependency(self.subnet.internet_connectivity_established)
+        self.node_software = software
+        self.software: NodeSoftwareInstallation | None = None
+        self.benchmark_report: BenchmarkReport | None = None
+        self.monitoring = self._monitoring(alarm_email) if monitoring_on else None
+        if software is not None:
+            self._add_node_software(software, node_count, benchmarks)
+        acknowledge(self, "AwsSolutions-EC29")
+        check_limits(self)
+
+    def _check(
+        self,
+        *,
+        node_count: int,
+        eip_subnet: ec2.ISubnet | None,
+        internet_egress: InternetEgress,
+        software: EfaUserData | None,
+        user_data: ec2.UserData | None,
+        placement_group: ec2.IPlacementGroup | None,
+        use_placement_group: bool,
+        root_volume_gib: int,
+        monitoring: bool | None,
+        container: ContainerRun | None,
+    ) -> None:
+        """Every refusal, before any child exists: the subnets belong to the VPC, explicit nodes are
+        counted at synth, and the request passes :func:`check_cluster` (the core's one list of checks)."""
+        _check_subnet_of(self._vpc, self.subnet, "subnet")
         if eip_subnet is not None:
-            _check_subnet_of(vpc, eip_subnet, "public_subnet")
-        self.layout: NicLayout = resolve_layout(self.instance_type, nic_layout, efa_count=efa_count)
+            _check_subnet_of(self._vpc, eip_subnet, "public_subnet")
         if self.node_group is NodeGroup.EXPLICIT and Token.is_unresolved(node_count):
             raise EfaConfigError(
                 "node_count",
@@ -188,7 +258,7 @@ class EfaCluster(Construct):
                 node_count=_known(node_count),
                 node_group=self.node_group,
                 public_ip=self.public_ip,
-                internet_egress=egress,
+                internet_egress=internet_egress,
                 node_software=software is not None,
                 user_data=user_data is not None,
                 placement_group=None if placement_group is None else placement_group.placement_group_name,
@@ -200,50 +270,18 @@ class EfaCluster(Construct):
                 root_volume_gib=_known(root_volume_gib),
                 monitoring=monitoring,
                 container=container is not None,
-                node_replacements=tuple((node_replacements or {}).items()),
+                node_replacements=tuple(self._replacements.items()),
                 region=_known(Stack.of(self).region),
             )
         )
-        self._replacements = dict(node_replacements or {})
-        self.container = container
-        monitoring_on = software is not None if monitoring is None else monitoring
-        benchmarks = software.benchmarks_for(self.instance_type) if software else ()
-        if software is not None:
-            self._warn_if_isolated(vpc)
-        self.machine_image = machine_image or EfaMachineImage.default_for(self.instance_type)
-        if container is not None:
-            self._warn_if_gaudi_without_runtime()
-        self.security_group = EfaSecurityGroup(
-            self, "SecurityGroup", vpc=vpc, ssh_peers=ssh_peers, internet_egress=egress
+
+    def _warn_ssh_without_key_pair(self, ssh_peers: Sequence[ec2.IPeer]) -> None:
+        Annotations.of(self).add_warning_v2(
+            "efa-cdk:ssh-without-key-pair",
+            f"TCP 22 is open to {', '.join(p.unique_id for p in ssh_peers)} but no key_pair is named: "
+            "your own SSH login needs one (-c key_pair=<name>); without it only the cluster's own key, "
+            "kept in SSM, logs in. Leave ssh_cidr out to keep port 22 closed and use Session Manager.",
         )
-        self.node_user_data = user_data or ec2.UserData.for_linux()
-        self.placement_group = placement_group
-        if use_placement_group and placement_group is None and self.capacity.creates_placement_group:
-            self.placement_group = ec2.PlacementGroup(
-                self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
-            )
-        self.launch_template = self._launch_template(instance_type, key_pair, role, root_volume_gib)
-        if ssh_peers and key_pair is None:
-            Annotations.of(self).add_warning_v2(
-                "efa-cdk:ssh-without-key-pair",
-                f"TCP 22 is open to {', '.join(p.unique_id for p in ssh_peers)} but no key_pair is named: "
-                "your own SSH login needs one (-c key_pair=<name>); without it only the cluster's own key, "
-                "kept in SSM, logs in. Leave ssh_cidr out to keep port 22 closed and use Session Manager.",
-            )
-        self.role = self.launch_template.role
-        self._tag()
-        self._launch(id_, node_count, eip_subnet)
-        # The nodes fetch their software at boot: launch them once their subnet's route out (NAT) exists.
-        for launched in self._launched:
-            launched.node.add_dependency(self.subnet.internet_connectivity_established)
-        self.node_software = software
-        self.software: NodeSoftwareInstallation | None = None
-        self.benchmark_report: BenchmarkReport | None = None
-        self.monitoring = self._monitoring(alarm_email) if monitoring_on else None
-        if software is not None:
-            self._add_node_software(software, node_count, benchmarks)
-        acknowledge(self, "AwsSolutions-EC29")
-        check_limits(self)
 
     def _monitoring(self, alarm_email: str | None) -> EfaClusterMonitoring:
         """Metrics, dashboard, alarms and on-demand benchmarks (``Monitoring``), in the cluster's own
