@@ -148,6 +148,16 @@ def _monitored(node: Node, **extra: str) -> None:
         node.setting(key, value)
 
 
+def _agent_downloads(node: Node) -> None:
+    """AWS's agent package, its signature and its key, where the node downloads them from."""
+    for f in (
+        "amazon-cloudwatch-agent.deb",
+        "amazon-cloudwatch-agent.deb.sig",
+        "amazon-cloudwatch-agent.gpg",
+    ):
+        (node.stub_dir / "downloads" / f).write_text("x")
+
+
 def test_monitoring_step_configures_the_agent_and_starts_the_health_timer(tmp_path: Path) -> None:
     node = Node(tmp_path)
     _monitored(node)
@@ -187,12 +197,7 @@ def test_an_agent_older_than_the_first_with_efa_metrics_is_upgraded(
     )
     if image_has:
         (bin_dir / "CWAGENT_VERSION").write_text(image_has + "\n")
-    for f in (
-        "amazon-cloudwatch-agent.deb",
-        "amazon-cloudwatch-agent.deb.sig",
-        "amazon-cloudwatch-agent.gpg",
-    ):
-        (node.stub_dir / "downloads" / f).write_text("x")
+    _agent_downloads(node)
     version = bin_dir / "CWAGENT_VERSION"
     executable(
         node.stub_dir / "bin" / "dpkg",
@@ -208,12 +213,7 @@ def test_an_agent_older_than_the_first_with_efa_metrics_is_upgraded(
 def test_an_agent_still_too_old_after_the_install_stops_the_node(tmp_path: Path) -> None:
     node = Node(tmp_path)
     _monitored(node)
-    for f in (
-        "amazon-cloudwatch-agent.deb",
-        "amazon-cloudwatch-agent.deb.sig",
-        "amazon-cloudwatch-agent.gpg",
-    ):
-        (node.stub_dir / "downloads" / f).write_text("x")
+    _agent_downloads(node)
     bin_dir = node.root / "opt/aws/amazon-cloudwatch-agent/bin"
     executable(
         node.stub_dir / "bin" / "dpkg",
@@ -226,12 +226,7 @@ def test_an_agent_still_too_old_after_the_install_stops_the_node(tmp_path: Path)
 def test_the_agent_package_is_refused_unless_its_pinned_key_signed_it(tmp_path: Path) -> None:
     node = Node(tmp_path)
     _monitored(node)
-    for f in (
-        "amazon-cloudwatch-agent.deb",
-        "amazon-cloudwatch-agent.deb.sig",
-        "amazon-cloudwatch-agent.gpg",
-    ):
-        (node.stub_dir / "downloads" / f).write_text("x")
+    _agent_downloads(node)
     r = node.run("monitoring", STUB_KEY_FPR="0000000000000000000000000000000000000000")
     assert r.returncode == 1 and "expected 937616F3450B7D806CBD9725D58167303B789C72; not installing" in r.log
     assert not node.calls("dpkg")
