@@ -164,19 +164,12 @@ class EfaLaunchTemplate(Construct):
             )
         check_root_volume_gib(None if Token.is_unresolved(root_volume_gib) else root_volume_gib)
         self._synth_fingerprint: str | None = None
-        self._props: dict[str, Any] = dict(
-            instance_type=instance_type,
-            security_groups=security_groups,
-            nic_layout=self.layout,
-            subnet=subnet,
-            machine_image=machine_image,
-            key_pair=key_pair,
-            user_data=user_data,
-            root_volume_gib=root_volume_gib,
-            placement_group=placement_group,
-            capacity=capacity,
-            bridged_containers=bridged_containers,
-        )
+        # What a copy with another primary interface is made of (with_primary_interface): the values
+        # as resolved here (layout, image, role), never resolved again.
+        self._ec2_instance_type = instance_type
+        self._subnet, self._key_pair, self._root_volume_gib = subnet, key_pair, root_volume_gib
+        self._placement_group, self._bridged_containers = placement_group, bridged_containers
+        self.capacity = capacity or Capacity.on_demand()
         self.machine_image = machine_image or EfaMachineImage.default_for(self.instance_type)
         if (
             not Token.is_unresolved(root_volume_gib)
@@ -203,10 +196,9 @@ class EfaLaunchTemplate(Construct):
                 subnet_id=subnet.subnet_id if subnet else None,
                 primary_network_interface_id=primary_network_interface_id,
             ),
-            capacity or Capacity.on_demand(),
+            self.capacity,
         )
         self._connections = ec2.Connections(security_groups=self.security_groups)
-        self._props["role"] = self.role
 
     def _create(
         self,
@@ -219,7 +211,7 @@ class EfaLaunchTemplate(Construct):
         return ec2.LaunchTemplate(
             self,
             "Resource",
-            instance_type=ec2.InstanceType(self.instance_type.name),
+            instance_type=self._ec2_instance_type,
             machine_image=self.machine_image.machine_image,
             user_data=self.user_data,
             key_pair=key_pair,
@@ -277,7 +269,7 @@ class EfaLaunchTemplate(Construct):
             stack.resolve(cfn.launch_template_data),  # image, user data, role, volumes, IMDS, key, placement
             repr(self.layout),  # the interfaces (written as an override, like the capacity)
             [stack.resolve(sg.security_group_id) for sg in self.security_groups],
-            repr(self._props["capacity"]),
+            repr(self.capacity),
         ]
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -295,7 +287,21 @@ class EfaLaunchTemplate(Construct):
     ) -> EfaLaunchTemplate:
         """The same template (role, user data, layout...) attaching a pre-created ENI as card 0 / device 0."""
         return EfaLaunchTemplate(
-            scope, id_, **{**self._props, "primary_network_interface_id": network_interface_id}
+            scope,
+            id_,
+            instance_type=self._ec2_instance_type,
+            security_groups=self.security_groups,
+            nic_layout=self.layout,
+            subnet=self._subnet,
+            machine_image=self.machine_image,
+            key_pair=self._key_pair,
+            role=self.role,
+            user_data=self.user_data,
+            root_volume_gib=self._root_volume_gib,
+            placement_group=self._placement_group,
+            primary_network_interface_id=network_interface_id,
+            capacity=self.capacity,
+            bridged_containers=self._bridged_containers,
         )
 
     @property
