@@ -28,6 +28,7 @@ from efa_constructs.core import (
 )
 from efa_constructs.core.checks import AMI_ID_PATTERN, REFRESH_LABEL_PATTERN, has_default_image
 from efa_constructs.core.options import DEFAULT_NODE_COUNT, DEFAULT_ROOT_VOLUME_GIB
+from efa_constructs.core.pcluster import DEFAULT_HEAD_NODE_TYPE
 
 #: The two kinds of ready stack; a field says which of them read it.
 CLUSTER, PCLUSTER = "cluster", "pcluster"
@@ -172,7 +173,7 @@ FIELDS: tuple[Field, ...] = (
     Field("min_count", "static compute nodes", whole, "0", frozenset({PCLUSTER})),
     Field("max_count", "static + dynamic compute nodes", whole, "2", frozenset({PCLUSTER})),
     Field("head_node_instance_type", "head node type",
-          text(r"^[a-z0-9-]+\.[a-z0-9-]+$", "an instance type name", "c5.2xlarge"), "c5.2xlarge",
+          text(r"^[a-z0-9-]+\.[a-z0-9-]+$", "an instance type name", "c5.2xlarge"), DEFAULT_HEAD_NODE_TYPE,
           frozenset({PCLUSTER})),
     Field("image_os", "Image.Os, e.g. ubuntu2204, alinux2023", any_text, "ubuntu2204", frozenset({PCLUSTER})),
     Field("efs_throughput_mibps", "EFS provisioned throughput in MiB/s (billed whether used or not)", whole,
@@ -412,7 +413,7 @@ class PclusterParams:
     min_count: int = 0
     max_count: int = 2
     availability_zone: str | None = None
-    head_node_instance_type: str = "c5.2xlarge"
+    head_node_instance_type: str = DEFAULT_HEAD_NODE_TYPE
     image_os: str = "ubuntu2204"
     key_pair: str | None = None
     ssh_cidr: tuple[str, ...] = ()

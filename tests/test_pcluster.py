@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import yaml
 from aws_cdk import Stack, assertions
+from aws_cdk import aws_ec2 as ec2
 
 from efa_constructs.cdk import EfaParallelCluster
 from efa_constructs.core.errors import EfaConfigError
@@ -222,7 +223,7 @@ def synth(**context: Any) -> dict[str, Any]:
 def synth_construct(itype: str) -> ParallelClusterConfig:
     """The construct's configuration for a compute type."""
     return EfaParallelCluster(
-        Stack(new_app(), "S"), "P", instance_type=itype, availability_zone="us-east-1a"
+        Stack(new_app(), "S"), "P", instance_type=ec2.InstanceType(itype), availability_zone="us-east-1a"
     ).config
 
 
@@ -550,7 +551,9 @@ def test_neuron_sdk_step_skips_an_image_that_has_it_and_refuses_other_oses(tmp_p
 
 def test_gpu_compute_nodes_get_no_neuron_step() -> None:
     stack = Stack(new_app(), "P5Pc")
-    pc = EfaParallelCluster(stack, "Pc", instance_type="p5.48xlarge", availability_zone="us-east-1a")
+    pc = EfaParallelCluster(
+        stack, "Pc", instance_type=ec2.InstanceType("p5.48xlarge"), availability_zone="us-east-1a"
+    )
     text = json.dumps(stack.resolve(pc.config_yaml))
     assert "efa-env,pcluster-hosts" in text and "neuron-sdk" not in text
 

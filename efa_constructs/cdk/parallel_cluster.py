@@ -23,6 +23,7 @@ from ..core.catalogue import instance_type as lookup
 from ..core.checks import check_placement_for_capacity
 from ..core.errors import EfaConfigError
 from ..core.pcluster import (
+    DEFAULT_HEAD_NODE_TYPE,
     PCLUSTER_MANAGED_TOPOLOGY_PREFIXES,
     PCLUSTER_VERSION,
     ComputeResource,
@@ -67,7 +68,7 @@ class EfaParallelCluster(Construct):
         compute_subnet: with ``vpc``: the compute nodes' private subnet (with a route out).
         availability_zone: the AZ of a created network (pick one that offers the type).
             Default: the region's first.
-        head_node_instance_type: the head node's type. Default: c5.2xlarge.
+        head_node_instance_type: the head node's type. Default: ``ec2.InstanceType("c5.2xlarge")``.
         image_os: ParallelCluster's Image.Os. Default: ubuntu2204.
         queue_name: the Slurm partition. Default: ``compute``.
         key_pair: an EC2 key pair for SSH to the head node. Default: one is created
@@ -95,14 +96,14 @@ class EfaParallelCluster(Construct):
         scope: Construct,
         id_: str,
         *,
-        instance_type: str,
+        instance_type: ec2.InstanceType,
         min_count: int = 0,
         max_count: int = 2,
         vpc: ec2.IVpc | None = None,
         head_node_subnet: ec2.ISubnet | None = None,
         compute_subnet: ec2.ISubnet | None = None,
         availability_zone: str | None = None,
-        head_node_instance_type: str = "c5.2xlarge",
+        head_node_instance_type: ec2.InstanceType | None = None,
         image_os: str = "ubuntu2204",
         queue_name: str = "compute",
         key_pair: ec2.IKeyPair | None = None,
@@ -116,7 +117,8 @@ class EfaParallelCluster(Construct):
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
-        it = lookup(instance_type)
+        it = lookup(instance_type.to_string())
+        head_type = (head_node_instance_type or ec2.InstanceType(DEFAULT_HEAD_NODE_TYPE)).to_string()
         capacity = capacity or Capacity.on_demand()
         _check_inputs(vpc, head_node_subnet, compute_subnet, ssh_peers, capacity)
         self.network: EfaNetwork | None = None
@@ -156,12 +158,12 @@ class EfaParallelCluster(Construct):
 
         self._add_bootstrap(it.rdma_read, it.mpi_slots, queue_name)
         self.config = self._render_config(
-            instance_type=instance_type,
+            instance_type=it.name,
             min_count=min_count,
             max_count=max_count,
             capacity=capacity,
             image_os=image_os,
-            head_node_instance_type=head_node_instance_type,
+            head_node_instance_type=head_type,
             head_node_subnet=head_node_subnet,
             compute_subnet=compute_subnet,
             queue_name=queue_name,

@@ -24,6 +24,8 @@ PCLUSTER_VERSION = "3.16.3"
 #: The version whose schema the tests load configurations in: the newest on PyPI when last checked
 #: (3.16.1 on 2026-11-23; 3.16.2 and 3.16.3 are GitHub releases whose notes change no configuration key).
 PCLUSTER_SCHEMA_VERSION = "3.16.1"
+#: The head node's type when none is given: it runs Slurm's controller, not the training.
+DEFAULT_HEAD_NODE_TYPE = "c5.2xlarge"
 #: Image.Os values ParallelCluster 3.16 accepts.
 SUPPORTED_OS = ("alinux2023", "ubuntu2204", "ubuntu2404", "rhel8", "rhel9", "rocky8", "rocky9")
 #: Values older versions accepted, with the version's reason for refusing them.
