@@ -105,11 +105,25 @@ def changed(base: str) -> list[Mutant]:
         elif text.startswith("@@") and path and Path(path).suffix in OPERATORS:
             start, _, count = re.search(r"\+(\d+)(?:,(\d+))?", text).group(0)[1:].partition(",")  # type: ignore[union-attr]
             lines = (ROOT / path).read_text().splitlines()
+            prose = _docstring_lines(lines) if path.endswith(".py") else set()
             for n in range(int(start), int(start) + int(count or 1)):
+                if n in prose:
+                    continue
                 out += [
                     Mutant(path, n, lines[n - 1], new)
                     for new in line_mutants(Path(path).suffix, lines[n - 1])
                 ]
+    return out
+
+
+def _docstring_lines(lines: list[str]) -> set[int]:
+    """Line numbers (1-based) inside triple-quoted strings: prose, not logic."""
+    inside, out = False, set()
+    for n, line in enumerate(lines, 1):
+        if inside or '"""' in line:
+            out.add(n)
+        if line.count('"""') % 2:
+            inside = not inside
     return out
 
 
@@ -123,6 +137,8 @@ def line_mutants(suffix: str, line: str) -> list[str]:
             before, after = line[: m.start()], line[m.end() :]
             if any(before.count(q) % 2 and after.count(q) % 2 for q in "\"'"):
                 continue  # between quotes on this line: text, not logic
+            if re.search(r"(^|\s)#", before) and not any(before.count(q) % 2 for q in "\"'"):
+                continue  # in a trailing comment
             if repl == "<+1>":
                 new = line[: m.start(1)] + str(int(m.group(1)) + 1) + line[m.end(1) :]
             else:

@@ -30,3 +30,10 @@ def test_operators_make_the_bugs_they_name() -> None:
     assert mutate.line_mutants(".py", '    why = "a and b > c"') == []  # text, not logic
     assert mutate.line_mutants(".py", "    # x > 1") == []
     assert "MAX = 1025" in mutate.line_mutants(".py", "MAX = 1024")
+
+
+def test_prose_is_not_mutated() -> None:
+    """Docstrings and trailing comments are text: `or` in a sentence is not logic."""
+    lines = ['"""A module.', "", 'A str or a list.', '"""', "x = a or b  # one or the other"]
+    assert mutate._docstring_lines(lines) == {1, 2, 3, 4}
+    assert mutate.line_mutants(".py", lines[4]) == ["x = a and b  # one or the other"]
