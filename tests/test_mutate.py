@@ -34,6 +34,6 @@ def test_operators_make_the_bugs_they_name() -> None:
 
 def test_prose_is_not_mutated() -> None:
     """Docstrings and trailing comments are text: `or` in a sentence is not logic."""
-    lines = ['"""A module.', "", 'A str or a list.', '"""', "x = a or b  # one or the other"]
+    lines = ['"""A module.', "", "A str or a list.", '"""', "x = a or b  # one or the other"]
     assert mutate._docstring_lines(lines) == {1, 2, 3, 4}
     assert mutate.line_mutants(".py", lines[4]) == ["x = a and b  # one or the other"]
