@@ -525,3 +525,22 @@ def test_the_first_topology_names_every_node_before_slurmctld_starts(tmp_path: P
     (node.root / "opt/slurm/etc/topology.conf").write_text("kept\n")
     assert node.run("slurm-topology-init").returncode == 0
     assert node.read("opt/slurm/etc/topology.conf") == "kept\n"
+
+
+def test_an_image_without_the_agent_gets_it_installed_and_is_not_called_old(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    _monitored(node)
+    _agent_downloads(node)
+    bin_dir = node.root / "opt/aws/amazon-cloudwatch-agent/bin"
+    staged = node.stub_dir / "agent-ctl"  # what the package installs
+    executable(staged, '#!/bin/bash\necho "ctl $*" >>"$STUB_DIR/calls.log"\n')
+    executable(
+        node.stub_dir / "bin" / "dpkg",
+        f'#!/bin/bash\necho "dpkg $*" >>"$STUB_DIR/calls.log"\nmkdir -p "{bin_dir}"\n'
+        f'cp "{staged}" "{bin_dir}/amazon-cloudwatch-agent-ctl"\n'
+        f'echo 1.300070.1 >"{bin_dir}/CWAGENT_VERSION"\n',
+    )
+    r = node.run("monitoring", STUB_KEY_FPR="937616F3450B7D806CBD9725D58167303B789C72")
+    assert r.returncode == 0, r.log
+    assert len(node.calls("dpkg")) == 1 and node.calls("ctl")
+    assert "the image's CloudWatch agent" not in r.log  # there was none to call old
