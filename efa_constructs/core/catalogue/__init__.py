@@ -111,8 +111,13 @@ class InstanceType:
     @property
     def efa_bandwidth_gbps(self) -> float:
         """Line rate over EFA when every EFA card carries one (see :meth:`line_rate`)."""
+        return self._full_line_rate[0]
+
+    @property
+    def _full_line_rate(self) -> tuple[float, str]:
+        """:meth:`line_rate` over the fastest EFA cards, as many as the type takes EFAs."""
         cards = sorted(self.efa_cards, key=lambda c: c.peak_bandwidth_gbps, reverse=True)
-        return self.line_rate(sum(c.peak_bandwidth_gbps for c in cards[: self.max_efa_interfaces]))[0]
+        return self.line_rate(sum(c.peak_bandwidth_gbps for c in cards[: self.max_efa_interfaces]))
 
     def line_rate(self, cards_gbps: float) -> tuple[float, str]:
         """The line rate EFA traffic can reach over cards adding up to `cards_gbps`, and what set it:
@@ -127,9 +132,7 @@ class InstanceType:
     @property
     def line_rate_label(self) -> str:
         """Which figure sets :attr:`efa_bandwidth_gbps`: cards, instance, baseline or efa-max."""
-        cards = sorted(self.efa_cards, key=lambda c: c.peak_bandwidth_gbps, reverse=True)
-        source = self.line_rate(sum(c.peak_bandwidth_gbps for c in cards[: self.max_efa_interfaces]))[1]
-        return LINE_RATE_LABELS.get(source, "efa-max")
+        return LINE_RATE_LABELS.get(self._full_line_rate[1], "efa-max")
 
     def card(self, index: int) -> NetworkCard:
         """The card with this NetworkCardIndex."""
