@@ -28,6 +28,7 @@ from aws_cdk import aws_ec2 as ec2
 from efa_constructs.cdk import EfaParallelCluster
 from efa_constructs.core.errors import EfaConfigError
 from efa_constructs.core.pcluster import (
+    PCLUSTER_SCHEMA_VERSION,
     ComputeResource,
     ParallelClusterConfig,
     SharedStorage,
@@ -89,6 +90,14 @@ def schema_check(configs: list[dict[str, Any]]) -> list[str]:
     )
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout)  # type: ignore[no-any-return]
+
+
+def test_the_schema_check_installs_the_version_the_model_names() -> None:
+    """scripts/setup pins the aws-parallelcluster whose schema the configurations are checked against."""
+    assert (
+        f'pcluster_pin="aws-parallelcluster=={PCLUSTER_SCHEMA_VERSION}"'
+        in (ROOT / "scripts/setup").read_text()
+    )
 
 
 QUEUE_TYPES = ["trn1.32xlarge", "trn1n.32xlarge", "p4d.24xlarge", "p5.48xlarge"]
