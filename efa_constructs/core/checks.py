@@ -24,7 +24,7 @@ MAX_EXPLICIT_NODES = 400
 
 #: An AMI id: "ami-" and 8 or 17 hex digits (EC2's short and long resource ids).
 AMI_ID_PATTERN = r"^ami-[0-9a-f]{8}([0-9a-f]{9})?$"
-#: An image refresh label: it becomes part of a CloudFormation logical id.
+#: An image refresh or node replacement label: it becomes part of a CloudFormation logical id.
 REFRESH_LABEL_PATTERN = r"^[A-Za-z0-9._-]{0,64}$"
 #: gp3 sizes (EBS user guide, "Amazon EBS volume types"); DLAMIs need more than 8 GiB.
 ROOT_VOLUME_GIB = (8, 16384)
@@ -110,7 +110,7 @@ def check_node_replacements(r: ClusterRequest) -> None:
                 why=f"no node has index {index} (nodes are 0 to node_count - 1)",
                 fix="name the index of the node to replace, as its efa-cdk:node-index tag says",
             )
-        if not isinstance(label, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", label):
+        if not isinstance(label, str) or not label or not re.fullmatch(REFRESH_LABEL_PATTERN, label):
             raise EfaConfigError(
                 "node_replacements",
                 value=f"{index}:{label}",
@@ -241,12 +241,13 @@ def check_region(r: ClusterRequest) -> None:
                 fix=f"use a zone of {r.region}, or deploy the stack to the zone's region (env=...)",
             )
     target = r.capacity.target or ""
-    if target.startswith("arn:") and target.split(":")[3] != r.region:
+    group_region = target.split(":")[3] if target.startswith("arn:") else r.region
+    if group_region != r.region:
         raise EfaConfigError(
             "capacity_reservation",
             value=target,
-            why=f"the reservation group is in {target.split(':')[3]}, the stack deploys to {r.region}",
-            fix=f"use a reservation group of {r.region}, or deploy the stack to {target.split(':')[3]}",
+            why=f"the reservation group is in {group_region}, the stack deploys to {r.region}",
+            fix=f"use a reservation group of {r.region}, or deploy the stack to {group_region}",
         )
 
 
