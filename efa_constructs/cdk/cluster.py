@@ -290,13 +290,13 @@ class EfaCluster(Construct):
         return EfaClusterMonitoring(
             self,
             "Monitoring",
-            namespace=f"EfaCdk/{Aws.STACK_NAME}/{self.path_in_stack}",
+            namespace=f"EfaCdk/{self.cluster_tag}",
             cluster_name=self.cluster_tag,
             accelerator=self.instance_type.accelerator.kind,
             role=self.role,
             auto_scaling_group=group,
             alarm_email=alarm_email,
-            parameter_path=f"/efa-cdk/{Aws.STACK_NAME}/{self.path_in_stack}",
+            parameter_path=self.parameter_path,
         )
 
     def _launch_template(
@@ -353,6 +353,8 @@ class EfaCluster(Construct):
             r"[^A-Za-z0-9_.-]+", "-", self.node.path[len(Stack.of(self).node.path) + 1 :]
         )
         self.cluster_tag = f"{Aws.STACK_NAME}/{self.path_in_stack}"
+        #: Where the cluster's SSM parameters live (node count, last replacement).
+        self.parameter_path = f"/efa-cdk/{self.cluster_tag}"
         Tags.of(self).add("efa-cdk:cluster", self.cluster_tag)
 
     def _launch(self, id_: str, node_count: int, eip_subnet: ec2.ISubnet | None) -> None:
@@ -435,7 +437,7 @@ class EfaCluster(Construct):
             role=self.role,
             user_data=self.node_user_data,
             node_count=node_count,
-            parameter_path=f"/efa-cdk/{Aws.STACK_NAME}/{self.path_in_stack}",
+            parameter_path=self.parameter_path,
             benchmarks=benchmarks,
             benchmark_url=self.benchmark_report.url if self.benchmark_report else None,
         )
