@@ -21,7 +21,7 @@ fingerprint=${EFA_CDK_INSTALLER_FINGERPRINT:?}
 os=$(. "$R/etc/os-release" && printf '%s %s' "$ID" "$VERSION_ID")
 while read -r id release dropped; do
   [ "$os" = "$id $release" ] || continue
-  [ "$(printf '%s\n%s\n' "$dropped" "$version" | sort -V | head -n1)" = "$dropped" ] || continue
+  version_at_least "$version" "$dropped" || continue
   die "EFA installer $version does not support $os (dropped in $dropped): use an image with a supported OS (Amazon Linux 2023, Ubuntu 22.04/24.04, RHEL/Rocky 8-9) or pin an older installer with EfaInstaller(version=...)"
 done <<'DROPPED'
 debian 10 1.40.0

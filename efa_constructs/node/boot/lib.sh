@@ -79,6 +79,9 @@ report_fault() {
   retry 5 10 curl -sS -f -X PUT -H 'Content-Type:' --data-binary "@$body" "${EFA_CDK_BENCHMARK_URL:?}"
 }
 
+# version_at_least VERSION MIN: VERSION (dotted, non-empty) is MIN or newer (sort -V order).
+version_at_least() { [ -n "$1" ] && [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n 1)" = "$2" ]; }
+
 # key_fingerprints KEYFILE: the fingerprint of each primary key in KEYFILE, one a line (a throwaway
 # keyring: nothing is trusted by importing it).
 key_fingerprints() {

@@ -16,12 +16,11 @@ ctl="$agent/bin/amazon-cloudwatch-agent-ctl"
 min=${EFA_CDK_CW_AGENT_MIN_VERSION:?}
 # The agent's own version file (bin/CWAGENT_VERSION, e.g. 1.300068.0b1337): its dotted number.
 agent_version() { sed -nE '1s/^([0-9]+(\.[0-9]+)*).*/\1/p' "$agent/bin/CWAGENT_VERSION" 2>/dev/null || true; }
-at_least() { [ -n "$1" ] && [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n 1)" = "$2" ]; }
 have=$(agent_version)
-if [ -x "$ctl" ] && ! at_least "$have" "$min"; then
+if [ -x "$ctl" ] && ! version_at_least "$have" "$min"; then
   log "the image's CloudWatch agent (${have:-version unknown}) is older than $min, the first with EFA metrics: upgrading"
 fi
-if [ ! -x "$ctl" ] || ! at_least "$have" "$min"; then
+if [ ! -x "$ctl" ] || ! version_at_least "$have" "$min"; then
   case "$(uname -m)" in aarch64 | arm64) arch=arm64 ;; *) arch=amd64 ;; esac
   case "$(os_id)" in
     ubuntu | debian) pkg="ubuntu/$arch/latest/amazon-cloudwatch-agent.deb" install=(dpkg -i) ;;
@@ -38,7 +37,7 @@ if [ ! -x "$ctl" ] || ! at_least "$have" "$min"; then
   verify_signed "$file" "$file.sig" "$work/amazon-cloudwatch-agent.gpg" "${EFA_CDK_CW_AGENT_FINGERPRINT:?}"
   "${install[@]}" "$file" >/dev/null || die "could not install the CloudWatch agent ($(basename "$pkg"))"
   have=$(agent_version)
-  at_least "$have" "$min" \
+  version_at_least "$have" "$min" \
     || die "the CloudWatch agent installed is ${have:-of unknown version}, older than $min (EFA metrics); use monitoring=False or an image with a newer agent"
 fi
 mkdir -p "$agent/etc"
