@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import executable
+from tests.helpers import cdk_json_context, executable
 from tests.moto_compat import moto_compatible
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,6 +93,23 @@ def inside(ns: str) -> Iterator[None]:
         libc.setns(home, CLONE_NEWNET)
         os.close(home)
         os.close(target)
+
+
+def synthesize_cluster(outdir: Path, name: str, **context: str) -> None:
+    """A ready cluster stack as the one-machine nodes boot it: three trn1.32xlarge in us-east-1a with the
+    benchmark that needs no accelerator; `context` adds keys or overrides these."""
+    import aws_cdk as cdk
+
+    from stacks.cluster_stack import EfaClusterStack
+    from stacks.params import ClusterParams
+
+    app = cdk.App(outdir=str(outdir), context=cdk_json_context())
+    params = ClusterParams.from_context(
+        {"node_count": "3", "availability_zone": "us-east-1a", "benchmarks": "fi_pingpong", **context},
+        default_instance_type="trn1.32xlarge",
+    )
+    EfaClusterStack(app, name, params=params)
+    app.synth()
 
 
 @dataclass

@@ -12,16 +12,12 @@ and a node that never comes up makes the leader report FAILURE naming it.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from efa_constructs.core import instance_type
-from stacks.cluster_stack import EfaClusterStack
-from stacks.params import ClusterParams
-from tests.e2e.cluster import Cluster, Node, explain, inside, missing_capabilities
-from tests.helpers import cdk_json_context
+from tests.e2e.cluster import Cluster, Node, explain, inside, missing_capabilities, synthesize_cluster
 
 MISSING = missing_capabilities()
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"this machine lacks: {', '.join(MISSING)}")
@@ -31,23 +27,10 @@ SLOTS = instance_type(TYPE).mpi_slots
 KEY_PAIR_ID = "key-0e2e0000000000001"
 
 
-def synthesize(outdir: Path, name: str) -> None:
-    """The ready stack, three nodes, the benchmark that needs no accelerator."""
-    import aws_cdk as cdk
-
-    app = cdk.App(outdir=str(outdir), context=cdk_json_context())
-    params = ClusterParams.from_context(
-        {"node_count": "3", "availability_zone": "us-east-1a", "benchmarks": "fi_pingpong"},
-        default_instance_type=TYPE,
-    )
-    EfaClusterStack(app, name, params=params)
-    app.synth()
-
-
 @pytest.fixture(scope="module")
 def healthy(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("healthy")
-    synthesize(out, "Trn1EfaCluster")
+    synthesize_cluster(out, "Trn1EfaCluster")
     stack = cluster.create_stack("Trn1EfaCluster", out, KEY_PAIR_ID)
     nodes = cluster.boot("n", stack, "ubuntu", [8, 8, 8], {"EFA_CDK_POLL_SECONDS": "2"})
     cluster.wait(nodes, timeout=180)
@@ -113,7 +96,7 @@ def faulty(
     cluster: Cluster, healthy: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("faulty")
-    synthesize(out, "Trn1EfaFaults")
+    synthesize_cluster(out, "Trn1EfaFaults")
     stack = cluster.create_stack("Trn1EfaFaults", out, "key-0e2e0000000000002")
     # node 1 has 7 of its 8 EFAs; node 2 never comes up. The leader's wait is cut to 20 s.
     nodes = cluster.boot(

@@ -21,30 +21,14 @@ from typing import Any
 import pytest
 
 from efa_constructs.core import instance_type
-from stacks.cluster_stack import EfaClusterStack
-from stacks.params import ClusterParams
 from tests.e2e import image
-from tests.e2e.cluster import ROOT, Cluster, Node, explain, missing_capabilities, sh
-from tests.helpers import cdk_json_context
+from tests.e2e.cluster import ROOT, Cluster, Node, explain, missing_capabilities, sh, synthesize_cluster
 
 MISSING = missing_capabilities() + image.missing()
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"this machine lacks: {', '.join(MISSING)}")
 
 TYPE = "trn1.32xlarge"
 PORT = 3022
-
-
-def synthesize(outdir: Path, name: str, container_image: str, nodes: int) -> None:
-    import aws_cdk as cdk
-
-    app = cdk.App(outdir=str(outdir), context=cdk_json_context())
-    params = ClusterParams.from_context(
-        {"node_count": str(nodes), "availability_zone": "us-east-1a", "benchmarks": "fi_pingpong",
-         "container_image": container_image},
-        default_instance_type=TYPE,
-    )  # fmt: skip
-    EfaClusterStack(app, name, params=params)
-    app.synth()
 
 
 def docker(node: Node, *args: str, timeout: float = 60) -> Any:
@@ -77,7 +61,7 @@ def healthy(
     cluster: Cluster, built: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("healthy")
-    synthesize(out, "Trn1EfaContainers", built[1], 3)
+    synthesize_cluster(out, "Trn1EfaContainers", container_image=built[1])
     stack = cluster.create_stack("Trn1EfaContainers", out, "key-0e2e0000000000c01")
     nodes = cluster.boot("c", stack, "ubuntu", [8, 8, 8], settings(stack), other_rdma=2, docker_image=built)
     cluster.wait(nodes, timeout=300)
@@ -217,7 +201,9 @@ def unpullable(
     built: tuple[Path, str],
 ) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("unpullable")
-    synthesize(out, "Trn1EfaNoImage", "efa-cdk-e2e/not-in-any-registry:1", 2)
+    synthesize_cluster(
+        out, "Trn1EfaNoImage", container_image="efa-cdk-e2e/not-in-any-registry:1", node_count="2"
+    )
     stack = cluster.create_stack("Trn1EfaNoImage", out, "key-0e2e0000000000c02")
     nodes = cluster.boot(
         "u", stack, "ubuntu", [8, 8], settings(stack, EFA_CDK_PULL_PAUSE="1"), docker_image=built
