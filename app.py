@@ -18,18 +18,26 @@ from stacks.parallel_cluster_stack import READY_PCLUSTERS, EfaParallelClusterSta
 from stacks.params import (
     CLUSTER,
     PCLUSTER,
+    PCS,
     ClusterParams,
     PclusterParams,
+    PcsParams,
     check_context_keys,
     plain_key_hint,
 )
+from stacks.pcs_stack import READY_PCS, EfaPcsClusterStack
 
 
 def build(app: cdk.App) -> cdk.App:
     """Add every ready stack to `app`; a refusal names the stack it happened in."""
     context = app.node.get_all_context()
     check_context_keys(
-        context, {**dict.fromkeys(READY_CLUSTERS, CLUSTER), **dict.fromkeys(READY_PCLUSTERS, PCLUSTER)}
+        context,
+        {
+            **dict.fromkeys(READY_CLUSTERS, CLUSTER),
+            **dict.fromkeys(READY_PCLUSTERS, PCLUSTER),
+            **dict.fromkeys(READY_PCS, PCS),
+        },
     )
 
     def add(name: str, make: Callable[[dict[str, Any]], object]) -> None:
@@ -56,6 +64,14 @@ def build(app: cdk.App) -> cdk.App:
             return EfaParallelClusterStack(app, name, params=params, description=description)
 
         add(name, pcluster)
+    for name, default_type in READY_PCS.items():
+
+        def pcs(ctx: dict[str, Any], name: str = name, default_type: str = default_type) -> object:
+            params = PcsParams.from_context(ctx, default_instance_type=default_type)
+            description = f"efa-cdk {name}: AWS PCS Slurm cluster with EFA nodes ({params.instance_type})"
+            return EfaPcsClusterStack(app, name, params=params, description=description)
+
+        add(name, pcs)
     return app
 
 

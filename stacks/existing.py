@@ -58,20 +58,26 @@ def availability_zone_parameter(scope: Construct, instance_type: str) -> str:
     return param.value_as_string
 
 
-def image_id_parameter(scope: Construct, instance_type: str) -> str:
-    """A CloudFormation parameter ``ImageId`` with no default, for types no current AWS image runs:
-    `cdk deploy` stops until the user names an image. Returns its value (a token)."""
+def image_id_parameter(
+    scope: Construct,
+    instance_type: str,
+    *,
+    description: str | None = None,
+    why: str = "has no default image (see EfaMachineImage.default_for)",
+) -> str:
+    """A CloudFormation parameter ``ImageId`` with no default, for nodes no AWS image we can name runs
+    (p3dn; AWS PCS nodes): `cdk deploy` stops until the user names an image. Returns its value (a token)."""
     param = CfnParameter(
         scope,
         "ImageId",
         type="AWS::EC2::Image::Id",
-        description=f"An AMI for {instance_type} with NVIDIA's proprietary driver (no current AWS DLAMI "
+        description=description
+        or f"An AMI for {instance_type} with NVIDIA's proprietary driver (no current AWS DLAMI "
         "supports it); its OS is given by -c ami_os (default ubuntu)",
     )
     Annotations.of(scope).add_warning_v2(
         "efa-cdk:image-parameter",
-        f"{instance_type} has no default image (see EfaMachineImage.default_for): `cdk deploy` will stop "
-        "until you name one: --parameters ImageId=ami-..., or "
+        f"{instance_type} {why}: `cdk deploy` will stop until you name one: --parameters ImageId=ami-..., or "
         f"-c {Stack.of(scope).stack_name}:ami_id=ami-... (with ami_os=ubuntu|al2023).",
     )
     return param.value_as_string

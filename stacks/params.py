@@ -29,10 +29,15 @@ from efa_constructs.core import (
 from efa_constructs.core.checks import AMI_ID_PATTERN, REFRESH_LABEL_PATTERN, has_default_image
 from efa_constructs.core.options import DEFAULT_NODE_COUNT, DEFAULT_ROOT_VOLUME_GIB
 from efa_constructs.core.pcluster import DEFAULT_HEAD_NODE_TYPE
+from efa_constructs.core.pcs import DEFAULT_SLURM_VERSION
 
-#: The two kinds of ready stack; a field says which of them read it.
-CLUSTER, PCLUSTER = "cluster", "pcluster"
+#: The kinds of ready stack (standalone clusters, ParallelCluster, AWS PCS); a field says which read it.
+CLUSTER, PCLUSTER, PCS = "cluster", "pcluster", "pcs"
 BOTH = frozenset({CLUSTER, PCLUSTER})
+ALL = frozenset({CLUSTER, PCLUSTER, PCS})
+#: How the README's context table and the refusals name each kind.
+KIND_NAMES = {CLUSTER: "clusters", PCLUSTER: "ParallelCluster", PCS: "PCS"}
+READER_NAMES = {CLUSTER: "cluster", PCLUSTER: "ParallelCluster", PCS: "PCS"}
 _AZ = re.compile(r"^(?P<region>[a-z]{2}(-gov)?-[a-z]+-\d+)[a-z]$")
 
 Parser = Callable[[str, Any], Any]
@@ -110,19 +115,20 @@ class Field:
 
 
 FIELDS: tuple[Field, ...] = (
-    Field("instance_type", "EC2 instance type of the nodes (must support EFA)", any_text, "per stack"),
+    Field("instance_type", "EC2 instance type of the nodes (must support EFA)", any_text, "per stack", ALL),
     Field("availability_zone", "AZ for the cluster subnet, e.g. us-east-1c; also sets the stack's region",
           text(_AZ.pattern, "an Availability Zone name", "us-east-1c"),
-          "none: `cdk deploy` asks for the AvailabilityZone parameter"),
+          "none: `cdk deploy` asks for the AvailabilityZone parameter", ALL),
     Field("key_pair", "name of an existing EC2 key pair for SSH", text(r"^[\x20-\x7e]{1,255}$",
           "an EC2 key pair name", "my-key"), "cluster: none (Session Manager); pcluster: one is created"),
     Field("ssh_cidr", "comma-separated CIDRs or prefix-list ids allowed to SSH (ParallelCluster: one)",
           ssh_sources, "none"),
     Field("capacity_reservation", "Capacity Reservation id (cr-...) or reservation resource-group ARN",
-          any_text, "none (On-Demand)"),
-    Field("capacity_block", "Capacity Block for ML reservation id (cr-...) to launch into", any_text, "none"),
+          any_text, "none (On-Demand)", ALL),
+    Field("capacity_block", "Capacity Block for ML reservation id (cr-...) to launch into", any_text, "none",
+          ALL),
     Field("capacity_instances", "instances the reservation or block holds (checked against the node count)",
-          whole, "unknown"),
+          whole, "unknown", ALL),
     Field("node_count", "number of nodes", whole, str(DEFAULT_NODE_COUNT), frozenset({CLUSTER})),
     Field("nic_layout", "recommended | max-bandwidth | legacy", choice(LayoutMode.parse), "recommended",
           frozenset({CLUSTER})),
@@ -130,9 +136,10 @@ FIELDS: tuple[Field, ...] = (
     Field("internet_egress", "web | all | none: what nodes may reach outside the cluster",
           choice(InternetEgress.parse), "web", frozenset({CLUSTER})),
     Field("vpc_id", "use this existing VPC (needs subnet_id and availability_zone)",
-          text(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$", "a VPC id", "vpc-0123456789abcdef0"), "a new VPC"),
+          text(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$", "a VPC id", "vpc-0123456789abcdef0"), "a new VPC", ALL),
     Field("subnet_id", "existing subnet for the (compute) nodes, with a route out (with vpc_id)",
-          text(r"^subnet-[0-9a-f]{8}([0-9a-f]{9})?$", "a subnet id", "subnet-0123456789abcdef0"), "none"),
+          text(r"^subnet-[0-9a-f]{8}([0-9a-f]{9})?$", "a subnet id", "subnet-0123456789abcdef0"), "none",
+          ALL),
     Field("public_subnet_id", "existing public subnet: Elastic IP interfaces (with public_ip), or the "
           "ParallelCluster head node (needed with vpc_id there)",
           text(r"^subnet-[0-9a-f]{8}([0-9a-f]{9})?$", "a subnet id", "subnet-0123456789abcdef0"), "none"),
@@ -161,28 +168,37 @@ FIELDS: tuple[Field, ...] = (
           frozenset({CLUSTER})),
     Field("placement_group", "existing placement group to launch into (e.g. the reservation's)",
           text(r"^[\x21-\x7e]{1,255}$", "a placement group name", "my-group"),
-          "On-Demand: a new one; reservation: none"),
-    Field("ami_id", "this AMI instead of the default image (needed for p3dn: no current AWS image)",
+          "On-Demand: a new one; reservation: none", ALL),
+    Field("ami_id", "this AMI instead of the default image (needed for p3dn: no current AWS image; PCS: "
+          "an image with the PCS agent, PCS's Slurm, EFA and the drivers)",
           text(AMI_ID_PATTERN, "an AMI id", "ami-0123456789abcdef0"),
-          "the accelerator's image, read once at create; p3dn: the ImageId parameter", frozenset({CLUSTER})),
+          "the accelerator's image, read once at create; p3dn and PCS: the ImageId parameter",
+          frozenset({CLUSTER, PCS})),
     Field("ami_os", "ubuntu | al2023: the OS of ami_id (login user, root device)", any_text,
-          "ubuntu", frozenset({CLUSTER})),
+          "ubuntu (PCS: al2023)", frozenset({CLUSTER, PCS})),
     Field("ami_refresh", "any label (a date); change it to read the default image's parameter again "
           "(replaces the nodes)", text(REFRESH_LABEL_PATTERN, "a label of letters, digits, . _ -",
           "2026-11-22"), "none: the image read at first create is kept", frozenset({CLUSTER})),
-    Field("min_count", "static compute nodes", whole, "0", frozenset({PCLUSTER})),
-    Field("max_count", "static + dynamic compute nodes", whole, "2", frozenset({PCLUSTER})),
+    Field("min_count", "static compute nodes (PCS: kept running)", whole, "0", frozenset({PCLUSTER, PCS})),
+    Field("max_count", "static + dynamic compute nodes", whole, "2", frozenset({PCLUSTER, PCS})),
     Field("head_node_instance_type", "head node type",
           text(r"^[a-z0-9-]+\.[a-z0-9-]+$", "an instance type name", "c5.2xlarge"), DEFAULT_HEAD_NODE_TYPE,
           frozenset({PCLUSTER})),
     Field("image_os", "Image.Os, e.g. ubuntu2204, alinux2023", any_text, "ubuntu2204", frozenset({PCLUSTER})),
     Field("efs_throughput_mibps", "EFS provisioned throughput in MiB/s (billed whether used or not)", whole,
           "none: Elastic throughput, billed by use",
-          frozenset({PCLUSTER})),
+          frozenset({PCLUSTER, PCS})),
     Field("fsx_lustre_gib", "also an FSx for Lustre file system of this size", whole, "none",
           frozenset({PCLUSTER})),
     Field("create_cluster", "true = create the cluster from the stack", boolean, "false",
           frozenset({PCLUSTER})),
+    Field("slurm_version", "the Slurm version AWS PCS runs (23.11, 24.05, 24.11, 25.05, 25.11)", any_text,
+          DEFAULT_SLURM_VERSION, frozenset({PCS})),
+    Field("pcs_size", "SMALL | MEDIUM | LARGE: instances PCS manages (32, 512, 2048); a change replaces the "
+          "cluster", any_text, "SMALL", frozenset({PCS})),
+    Field("login_instance_type", "the PCS login node's type",
+          text(r"^[a-z0-9-]+\.[a-z0-9-]+$", "an instance type name", "c7i.xlarge"),
+          "c7i.xlarge (c7g.xlarge for Arm)", frozenset({PCS})),
 )  # fmt: skip
 BY_KEY = {f.key: f for f in FIELDS}
 
@@ -249,11 +265,11 @@ def check_context_keys(ctx: Mapping[str, Any], stacks: Mapping[str, str]) -> Non
         if key not in BY_KEY:
             raise _unknown(key, reads, f"{prefix} reads no key {key!r} (it would be ignored)", f"{prefix}:")
         if key not in reads:
-            readers = "the cluster stacks" if stacks[prefix] == PCLUSTER else "the ParallelCluster stack"
+            readers = " and ".join(READER_NAMES[k] for k in (CLUSTER, PCLUSTER, PCS) if k in BY_KEY[key].stacks)
             raise EfaConfigError(
                 "context",
                 value=name,
-                why=f"{prefix} does not read {key} (only {readers} do), so it would be ignored",
+                why=f"{prefix} does not read {key} (only the {readers} stacks do), so it would be ignored",
                 fix=f"drop it, or see the keys {prefix} reads in the README's context table",
             )
 
@@ -442,11 +458,54 @@ class PclusterParams:
         return PclusterParams(**{"instance_type": default_instance_type, **v, "capacity": capacity})
 
 
+@dataclass(frozen=True)
+class PcsParams:
+    """Parameters of the AWS PCS ready stack (names as the context keys)."""
+
+    instance_type: str
+    min_count: int = 0
+    max_count: int = 2
+    availability_zone: str | None = None
+    ami_id: str | None = None
+    ami_os: str = "al2023"
+    slurm_version: str = DEFAULT_SLURM_VERSION
+    pcs_size: str = "SMALL"
+    login_instance_type: str | None = None
+    efs_throughput_mibps: int | None = None
+    capacity: Capacity = field(default_factory=Capacity.on_demand)
+    placement_group: str | None = None
+    vpc_id: str | None = None
+    subnet_id: str | None = None
+
+    @property
+    def region(self) -> str | None:
+        """The region the AZ belongs to, or None."""
+        return region_of(self.availability_zone)
+
+    @staticmethod
+    def from_context(ctx: Mapping[str, Any], *, default_instance_type: str) -> PcsParams:
+        """Parse context values; the construct checks what PCS accepts."""
+        v = parse_fields(ctx, PCS)
+        check_existing_vpc(v, ("subnet_id", "availability_zone"))
+        check_given_with(v, "ami_os", "ami_id", "it describes ami_id", example="ami-...")
+        capacity = capacity_from(v)
+        for key in ("capacity_reservation", "capacity_block", "capacity_instances"):
+            v.pop(key, None)
+        return PcsParams(**{"instance_type": default_instance_type, **v, "capacity": capacity})
+
+
 def context_table() -> str:
     """The README's context table (Markdown), from :data:`FIELDS`."""
-    names = {BOTH: "all", frozenset({CLUSTER}): "clusters", frozenset({PCLUSTER}): "ParallelCluster"}
+
+    def names(stacks: frozenset[str]) -> str:
+        return (
+            "all"
+            if stacks == ALL
+            else ", ".join(KIND_NAMES[k] for k in (CLUSTER, PCLUSTER, PCS) if k in stacks)
+        )
+
     rows = ["| key | stacks | meaning | default |", "| --- | --- | --- | --- |"]
-    rows += [f"| `{f.key}` | {names[f.stacks]} | {f.help} | {f.default} |" for f in FIELDS]
+    rows += [f"| `{f.key}` | {names(f.stacks)} | {f.help} | {f.default} |" for f in FIELDS]
     return "\n".join(rows)
 
 

@@ -62,6 +62,7 @@ def test_npx_cdk_ls_works_in_a_plain_shell(request: pytest.FixtureRequest) -> No
         "P3dnEfaCluster",
         "Dl1EfaCluster",
         "Trn1ParallelCluster",
+        "Trn1PcsCluster",
     ]
     assert "end-of-life" not in run.stderr  # no jsii banner in the user's way
 

@@ -8,12 +8,14 @@ replaces the resource in a user's account (the snapshot tests show it).
 from __future__ import annotations
 
 from .cluster import EfaCluster
+from .eks import EfaNodegroup
 from .launch_template import EfaLaunchTemplate
 from .machine_image import EfaMachineImage, ImageReadOnce, OsFamily
 from .network import EfaNetwork
 from .node import EfaNode, EfaNodeGroup, NodePublicAddress
 from .node_software import BenchmarkReport, NodeSoftwareInstallation
 from .parallel_cluster import EfaParallelCluster
+from .pcs import EfaPcsCluster
 from .security_group import EfaSecurityGroup, ssh_peer
 from .storage import EfaSharedStorage
 
@@ -25,7 +27,9 @@ __all__ = [
     "EfaNetwork",
     "EfaNode",
     "EfaNodeGroup",
+    "EfaNodegroup",
     "EfaParallelCluster",
+    "EfaPcsCluster",
     "EfaSecurityGroup",
     "EfaSharedStorage",
     "ImageReadOnce",

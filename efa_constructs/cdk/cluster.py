@@ -47,7 +47,7 @@ __all__ = ["EfaCluster", "NodeGroup", "PublicIp"]
 T = TypeVar("T")
 
 
-def _check_subnet_of(vpc: ec2.IVpc, subnet: ec2.ISubnet, what: str) -> None:
+def check_subnet_of(vpc: ec2.IVpc, subnet: ec2.ISubnet, what: str) -> None:
     """Refuse a subnet made in this app under another VPC (its construct path says which). An imported
     subnet's VPC is not known at synth: EC2 refuses the launch then (interfaces and security groups in
     different VPCs)."""
@@ -241,9 +241,9 @@ class EfaCluster(Construct):
     ) -> None:
         """Every refusal, before any child exists: the subnets belong to the VPC, explicit nodes are
         counted at synth, and the request passes :func:`check_cluster` (the core's one list of checks)."""
-        _check_subnet_of(self._vpc, self.subnet, "subnet")
+        check_subnet_of(self._vpc, self.subnet, "subnet")
         if eip_subnet is not None:
-            _check_subnet_of(self._vpc, eip_subnet, "public_subnet")
+            check_subnet_of(self._vpc, eip_subnet, "public_subnet")
         if self.node_group is NodeGroup.EXPLICIT and Token.is_unresolved(node_count):
             raise EfaConfigError(
                 "node_count",

@@ -64,32 +64,34 @@ def network_interfaces(
     return out
 
 
-def session_manager_role(scope: Construct, id_: str, description: str) -> iam.Role:
-    """An EC2 role that can do exactly what the SSM agent needs for Session Manager, nothing more.
-
-    Narrower than the AWS-managed AmazonSSMManagedInstanceCore (which also grants parameter,
-    document and association reads).
-    """
-    role = iam.Role(scope, id_, assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"), description=description)
-    role.add_to_principal_policy(
-        iam.PolicyStatement(
-            sid="SessionManagerAgent",
-            actions=[
-                "ssm:UpdateInstanceInformation",
-                "ssmmessages:CreateControlChannel",
-                "ssmmessages:CreateDataChannel",
-                "ssmmessages:OpenControlChannel",
-                "ssmmessages:OpenDataChannel",
-                "ec2messages:AcknowledgeMessage",
-                "ec2messages:DeleteMessage",
-                "ec2messages:FailMessage",
-                "ec2messages:GetEndpoint",
-                "ec2messages:GetMessages",
-                "ec2messages:SendReply",
-            ],
-            resources=["*"],
-        )
+def session_manager_statement() -> iam.PolicyStatement:
+    """Exactly what the SSM agent needs for Session Manager, nothing more: narrower than the
+    AWS-managed AmazonSSMManagedInstanceCore (which also grants parameter, document and association
+    reads). Its resource is ``*``: acknowledge AwsSolutions-IAM5 on the role that gets it."""
+    return iam.PolicyStatement(
+        sid="SessionManagerAgent",
+        actions=[
+            "ssm:UpdateInstanceInformation",
+            "ssmmessages:CreateControlChannel",
+            "ssmmessages:CreateDataChannel",
+            "ssmmessages:OpenControlChannel",
+            "ssmmessages:OpenDataChannel",
+            "ec2messages:AcknowledgeMessage",
+            "ec2messages:DeleteMessage",
+            "ec2messages:FailMessage",
+            "ec2messages:GetEndpoint",
+            "ec2messages:GetMessages",
+            "ec2messages:SendReply",
+        ],
+        resources=["*"],
     )
+
+
+def session_manager_role(scope: Construct, id_: str, description: str) -> iam.Role:
+    """An EC2 role that can do exactly what the SSM agent needs for Session Manager
+    (:func:`session_manager_statement`)."""
+    role = iam.Role(scope, id_, assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"), description=description)
+    role.add_to_principal_policy(session_manager_statement())
     acknowledge(role, "AwsSolutions-IAM5[Resource::*]")
     return role
 
@@ -119,6 +121,10 @@ class EfaLaunchTemplate(Construct):
             (Neuron DLAMI for trn/inf, GPU DLAMI for NVIDIA, Amazon Linux 2023 otherwise).
         key_pair: an EC2 key pair for SSH. Default: none (use SSM Session Manager).
         role: the instance role. Default: :func:`session_manager_role` (Session Manager only).
+        instance_profile: False: no IamInstanceProfile in the template, for launchers that set the
+            role themselves (an EKS managed node group refuses a template with one; a PCS compute node
+            group takes its own IamInstanceProfileArn). ``role`` is still the grant principal.
+            Default: True (an instance profile of ``role``).
         user_data: the node's user data. Default: an empty Linux user data.
         root_volume_gib: size of the encrypted gp3 root volume. Default: 200.
         placement_group: a cluster placement group. Default: none in the template.
@@ -144,6 +150,7 @@ class EfaLaunchTemplate(Construct):
         machine_image: EfaMachineImage | None = None,
         key_pair: ec2.IKeyPair | None = None,
         role: iam.IRole | None = None,
+        instance_profile: bool = True,
         user_data: ec2.UserData | None = None,
         root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
         placement_group: ec2.IPlacementGroup | None = None,
@@ -169,6 +176,7 @@ class EfaLaunchTemplate(Construct):
         self._ec2_instance_type = instance_type
         self._subnet, self._key_pair, self._root_volume_gib = subnet, key_pair, root_volume_gib
         self._placement_group, self._bridged_containers = placement_group, bridged_containers
+        self._instance_profile = instance_profile
         self.capacity = capacity or Capacity.on_demand()
         self.machine_image = machine_image or EfaMachineImage.default_for(self.instance_type)
         if (
@@ -215,7 +223,7 @@ class EfaLaunchTemplate(Construct):
             machine_image=self.machine_image.machine_image,
             user_data=self.user_data,
             key_pair=key_pair,
-            role=self.role,
+            role=self.role if self._instance_profile else None,
             require_imdsv2=True,
             detailed_monitoring=True,
             # 1: the node and host-networked containers; a bridged container is one more hop away
@@ -296,6 +304,7 @@ class EfaLaunchTemplate(Construct):
             machine_image=self.machine_image,
             key_pair=self._key_pair,
             role=self.role,
+            instance_profile=self._instance_profile,
             user_data=self.user_data,
             root_volume_gib=self._root_volume_gib,
             placement_group=self._placement_group,

@@ -162,7 +162,8 @@ class EfaMachineImage:
     """An AMI choice with what the launch template needs to know about it.
 
     Args:
-        machine_image: the image.
+        machine_image: the image; None when the launcher names it (:meth:`chosen_by_launcher`), and
+            the launch template then has no ImageId.
         root_device_name: the AMI's root device (``/dev/xvda`` on Amazon Linux, ``/dev/sda1``
             on Ubuntu), so the root volume is resized instead of a second volume being added.
         os_family: the distribution family.
@@ -171,7 +172,7 @@ class EfaMachineImage:
         min_root_volume_gib: the smallest root volume the image fits in.
     """
 
-    machine_image: ec2.IMachineImage
+    machine_image: ec2.IMachineImage | None
     root_device_name: str
     os_family: OsFamily
     efa_preinstalled: bool
@@ -230,6 +231,22 @@ class EfaMachineImage:
         family = os_family
         return EfaMachineImage(
             _FixedImage(ami_id), family.root_device_name, family, False, f"AMI {ami_id}", min_root_volume_gib
+        )
+
+    @staticmethod
+    def chosen_by_launcher(
+        description: str,
+        *,
+        os_family: OsFamily = OsFamily.AMAZON_LINUX_2023,
+        efa_preinstalled: bool = True,
+        min_root_volume_gib: int = 8,
+    ) -> EfaMachineImage:
+        """An image the launcher names, not the launch template: an EKS managed node group's AMI type,
+        a PCS compute node group's AmiId. The template gets no ImageId (EKS merges its own bootstrap
+        into the user data only then: EKS user guide, "Customize managed nodes with launch templates");
+        the facts given here still decide the root device and the smallest root volume."""
+        return EfaMachineImage(
+            None, os_family.root_device_name, os_family, efa_preinstalled, description, min_root_volume_gib
         )
 
     @staticmethod

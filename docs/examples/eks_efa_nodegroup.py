@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Example: EFA nodes in your own EKS cluster (aws-cdk-lib's ``aws_eks_v2``) with ``EfaNodegroup``.
+
+Synthesize it offline (CI does, in tests/test_eks.py):
+
+    npx cdk synth --app "python docs/examples/eks_efa_nodegroup.py" -c zones=us-east-1c,us-east-1d
+
+It needs ``aws-cdk.lambda-layer-kubectl-v35`` (the kubectl the cluster's Helm charts are installed
+with; it is in efa-cdk's dev extra). A pod asks for EFA devices with the ``vpc.amazonaws.com/efa``
+resource; see the README's EKS section for a job and for teardown.
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_s3 as s3
+from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
+from constructs import Construct
+
+from efa_constructs.cdk import EfaNodegroup
+
+
+class EksEfaStack(cdk.Stack):
+    """A VPC, an EKS 1.35 cluster, and two trn1.32xlarge EFA nodes in one Availability Zone."""
+
+    def __init__(self, scope: Construct, id_: str, *, zones: list[str], **kwargs: object) -> None:
+        super().__init__(scope, id_, **kwargs)  # type: ignore[arg-type]
+        # EKS's control plane needs subnets in two zones; the EFA nodes use the first one's.
+        vpc = ec2.Vpc(self, "Vpc", availability_zones=zones, nat_gateways=1)
+        cluster = eks.Cluster(
+            self,
+            "Cluster",
+            version=eks.KubernetesVersion.V1_35,
+            vpc=vpc,
+            default_capacity_type=eks.DefaultCapacityType.NODEGROUP,  # managed node groups, not Auto Mode
+            default_capacity=0,
+            kubectl_provider_options=eks.KubectlProviderOptions(
+                kubectl_layer=KubectlV35Layer(self, "Kubectl")
+            ),
+        )
+        subnet = vpc.select_subnets(
+            subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, availability_zones=zones[:1]
+        ).subnets[0]
+        trainers = EfaNodegroup(
+            self,
+            "Trainers",
+            cluster=cluster,
+            instance_type=ec2.InstanceType("trn1.32xlarge"),
+            subnet=subnet,
+            min_size=0,
+            desired_size=2,
+            max_size=4,
+        )
+        # The node group composes like aws-cdk-lib's own: grants go to its node role.
+        checkpoints = s3.Bucket(self, "Checkpoints", enforce_ssl=True)
+        checkpoints.grant_read_write(trainers)
+        cdk.CfnOutput(self, "NodegroupName", value=trainers.nodegroup_name)
+
+
+def build(app: cdk.App) -> cdk.App:
+    """Add the example stack in the zones of the ``zones`` context key (two or more, comma-separated;
+    the EFA nodes go in the first, which must offer trn1.32xlarge). Default: us-east-1c,us-east-1d."""
+    zones = str(app.node.try_get_context("zones") or "us-east-1c,us-east-1d").split(",")
+    EksEfaStack(app, "EksEfaExample", zones=zones, env=cdk.Environment(region=zones[0][:-1]))
+    return app
+
+
+if __name__ == "__main__":
+    build(cdk.App()).synth()

@@ -1,0 +1,315 @@
+"""`EfaNodegroup`: an EKS managed node group of EFA nodes for your own ``aws_eks_v2.Cluster``.
+
+The EFA layout, security group and placement group are the ones :class:`EfaCluster` uses; EKS
+launches the nodes. Facts (checked late 2026; the README's EKS section compares with eksctl):
+
+* A managed node group's launch template must not have SubnetId, IamInstanceProfile,
+  RequestSpotInstances, HibernationOptions or TerminateInstances (EKS API reference,
+  LaunchTemplateSpecification). The template gets none of them: the node group names the subnet and
+  the role, and the interfaces carry no subnet.
+* Without an ImageId in the template, EKS picks the image from the node group's AMI type and merges
+  its bootstrap into the template's user data, which must then be MIME multi-part (EKS user guide,
+  "Customize managed nodes with launch templates").
+* Security groups in the template replace the cluster security group EKS would attach, so every
+  interface carries the cluster's group next to the EFA group (same page).
+* AMI types: ``AL2023_x86_64_NEURON`` (Trainium, Inferentia), ``AL2023_x86_64_NVIDIA`` /
+  ``AL2023_ARM_64_NVIDIA`` (NVIDIA GPUs), ``AL2023_x86_64_STANDARD`` / ``AL2023_ARM_64_STANDARD``
+  (EKS API reference, Nodegroup amiType; EKS user guide, "Create nodes with pre-built optimized
+  images"). There is no Amazon Linux 2 AMI for Kubernetes 1.33 and later (EKS user guide,
+  retrieve-ami-id), and no EKS AMI with Habana (Gaudi) or Qualcomm drivers: those types need an
+  ``ami_type`` you choose.
+* The EFA device plugin: eks-charts ``stable/aws-efa-k8s-device-plugin`` (chart v0.5.30, image
+  v0.5.20; aws/eks-charts 5239609, 2026-08-03), resource ``vpc.amazonaws.com/efa``. Its DaemonSet
+  runs only on the instance types listed in its ``supportedInstanceLabels`` value, a hand-kept list
+  that lags new types; this construct passes the catalogue's EFA types instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import jsii
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from ..core.capacity import Capacity, CapacityKind
+from ..core.catalogue import AcceleratorKind, InstanceType, all_instance_types
+from ..core.catalogue import instance_type as lookup
+from ..core.checks import check_placement_for_capacity
+from ..core.errors import EfaConfigError
+from ..core.layout import LayoutMode, NicLayout
+from ..core.options import DEFAULT_ROOT_VOLUME_GIB
+from .acknowledgements import acknowledge
+from .arguments import checked
+from .cluster import check_subnet_of
+from .launch_template import EfaLaunchTemplate
+from .machine_image import EfaMachineImage, OsFamily
+from .security_group import EfaSecurityGroup
+
+#: eks-charts' EFA device plugin (aws/eks-charts stable/aws-efa-k8s-device-plugin/Chart.yaml).
+DEVICE_PLUGIN_CHART = "aws-efa-k8s-device-plugin"
+DEVICE_PLUGIN_VERSION = "v0.5.30"
+DEVICE_PLUGIN_REPOSITORY = "https://aws.github.io/eks-charts"
+#: The extended resource a pod requests EFA devices with (the chart's README).
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+#: The AWS managed policies of an EKS node role (EKS user guide, "Amazon EKS node IAM role").
+NODE_ROLE_POLICIES = (
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEC2ContainerRegistryPullOnly",
+    "AmazonEKS_CNI_Policy",
+)
+
+
+def accelerated_ami_type(it: InstanceType) -> eks.NodegroupAmiType:
+    """The EKS-optimized Amazon Linux 2023 AMI type for the type's accelerator and architecture."""
+    arm = it.architecture == "arm64"
+    kind = it.accelerator.kind
+    if kind is AcceleratorKind.NEURON and not arm:
+        return eks.NodegroupAmiType.AL2023_X86_64_NEURON
+    if kind is AcceleratorKind.NVIDIA_GPU:
+        return eks.NodegroupAmiType.AL2023_ARM_64_NVIDIA if arm else eks.NodegroupAmiType.AL2023_X86_64_NVIDIA
+    if kind is AcceleratorKind.NONE:
+        return (
+            eks.NodegroupAmiType.AL2023_ARM_64_STANDARD
+            if arm
+            else eks.NodegroupAmiType.AL2023_X86_64_STANDARD
+        )
+    raise EfaConfigError(
+        "ami_type",
+        value=None,
+        why=f"{it.name} carries {it.accelerator.name or kind.value} accelerators, and no EKS-optimized AMI "
+        "has their drivers",
+        fix="pass ami_type= (an AL2023 AMI type) and install the drivers yourself, e.g. in user_data",
+    )
+
+
+#: The AMI types this construct knows the disk layout of (Amazon Linux 2023: root /dev/xvda).
+_AL2023_AMI_TYPES = frozenset(
+    t
+    for t in (
+        eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
+        eks.NodegroupAmiType.AL2023_ARM_64_STANDARD,
+        eks.NodegroupAmiType.AL2023_X86_64_NVIDIA,
+        eks.NodegroupAmiType.AL2023_ARM_64_NVIDIA,
+        eks.NodegroupAmiType.AL2023_X86_64_NEURON,
+    )
+)
+
+
+def _check_ami_type(ami_type: eks.NodegroupAmiType, it: InstanceType) -> None:
+    if ami_type not in _AL2023_AMI_TYPES:
+        raise EfaConfigError(
+            "ami_type",
+            value=ami_type.value,
+            why="EfaNodegroup sizes the root volume of Amazon Linux 2023 images (/dev/xvda); other AMI "
+            "types lay out their disks otherwise (Bottlerocket's data volume is /dev/xvdb), and Amazon "
+            "Linux 2 has no EKS AMI for Kubernetes 1.33 and later",
+            fix="use an AL2023 AMI type, e.g. " + accelerated_ami_type(lookup("p5.48xlarge")).value,
+        )
+    arm = "ARM_64" in ami_type.value
+    if arm != (it.architecture == "arm64"):
+        raise EfaConfigError(
+            "ami_type",
+            value=ami_type.value,
+            why=f"{it.name} is {it.architecture}, the AMI type is for {'arm64' if arm else 'x86_64'}",
+            fix=f"use an AMI type for {it.architecture}",
+        )
+
+
+@jsii.implements(ec2.IConnectable, iam.IGrantable)
+class EfaNodegroup(Construct):
+    """An EKS managed node group of EFA nodes in one subnet, for an ``aws_eks_v2`` cluster.
+
+    It creates an :class:`EfaSecurityGroup`, a cluster placement group (On-Demand), an
+    :class:`EfaLaunchTemplate` with the catalogue's layout and no instance profile, subnet or image
+    (EKS sets them), the node role, the managed node group (``Resource``) and, once per cluster, the
+    EFA device plugin. It is ``IConnectable`` (the EFA and cluster groups of every interface) and
+    ``IGrantable`` (the node role).
+
+    Args:
+        cluster: the EKS cluster (``aws_eks_v2.Cluster``, or one imported with its attributes).
+        instance_type: an EFA-capable instance type.
+        subnet: the one subnet of the nodes (EFA traffic stays in one Availability Zone; pick one
+            whose zone offers the type). A subnet of the cluster's VPC.
+        min_size: Default: 0.
+        max_size: Default: 2.
+        desired_size: Default: ``min_size``.
+        nic_layout: a :class:`LayoutMode` or a :class:`NicLayout`. Default: ``LayoutMode.RECOMMENDED``.
+        efa_count: EFAs per node. Default: the type's maximum.
+        ami_type: Default: the EKS-optimized AL2023 image for the accelerator (Neuron, NVIDIA, or
+            standard); refused for other accelerators, which need yours.
+        capacity: a Capacity Reservation or Capacity Block. Default: On-Demand.
+        placement_group: an existing cluster placement group. Default: a new one On-Demand; none with a
+            reservation (unless given) or a Capacity Block.
+        role: the node role. Default: one with EKS's three node policies.
+        user_data: extra MIME parts EKS merges with its bootstrap (e.g. a nodeadm ``NodeConfig``).
+            Default: none.
+        root_volume_gib: the encrypted gp3 root volume. Default: 200.
+        labels: Kubernetes labels of the nodes. Default: none.
+        device_plugin: install the EFA device plugin (Helm, through the cluster's kubectl provider),
+            once per cluster. Default: True.
+    """
+
+    @checked
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        cluster: eks.ICluster,
+        instance_type: ec2.InstanceType,
+        subnet: ec2.ISubnet,
+        min_size: int = 0,
+        max_size: int = 2,
+        desired_size: int | None = None,
+        nic_layout: LayoutMode | NicLayout = LayoutMode.RECOMMENDED,
+        efa_count: int | None = None,
+        ami_type: eks.NodegroupAmiType | None = None,
+        capacity: Capacity | None = None,
+        placement_group: ec2.IPlacementGroup | None = None,
+        role: iam.IRole | None = None,
+        user_data: ec2.MultipartUserData | None = None,
+        root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
+        labels: Mapping[str, str] | None = None,
+        device_plugin: bool = True,
+    ) -> None:
+        """Create the construct; the arguments are described in the class docstring."""
+        super().__init__(scope, id_)
+        it = lookup(instance_type.to_string())
+        capacity = capacity or Capacity.on_demand()
+        _check_sizes(min_size, max_size, desired_size)
+        check_subnet_of(cluster.vpc, subnet, "subnet")
+        self.ami_type = ami_type or accelerated_ami_type(it)
+        _check_ami_type(self.ami_type, it)
+        check_placement_for_capacity(
+            None if placement_group is None else placement_group.placement_group_name, capacity
+        )
+        if device_plugin and cluster.kubectl_provider is None:
+            raise EfaConfigError(
+                "device_plugin",
+                value=True,
+                why=f"the EFA device plugin is a Helm chart, and the cluster {cluster.node.path} has no "
+                "kubectl provider to install it with",
+                fix="create the cluster with kubectl_provider_options=eks.KubectlProviderOptions("
+                "kubectl_layer=...), or pass device_plugin=False and install the plugin yourself",
+            )
+        self.security_group = EfaSecurityGroup(self, "SecurityGroup", vpc=cluster.vpc)
+        self.placement_group = placement_group
+        if placement_group is None and capacity.creates_placement_group:
+            self.placement_group = ec2.PlacementGroup(
+                self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
+            )
+        self.role: iam.IRole = role or self._node_role()
+        image = EfaMachineImage.chosen_by_launcher(
+            f"EKS AMI type {self.ami_type.value}", os_family=OsFamily.AMAZON_LINUX_2023
+        )
+        self.launch_template = EfaLaunchTemplate(
+            self,
+            "LaunchTemplate",
+            instance_type=instance_type,
+            security_groups=[self.security_group, cluster.cluster_security_group],
+            nic_layout=nic_layout,
+            efa_count=efa_count,
+            machine_image=image,
+            role=self.role,
+            instance_profile=False,
+            user_data=user_data or ec2.MultipartUserData(),
+            root_volume_gib=root_volume_gib,
+            placement_group=self.placement_group,
+            capacity=capacity,
+        )
+        if user_data is None:
+            # No user data rather than an empty MIME document: EKS writes its own bootstrap.
+            cfn = self.launch_template.launch_template.node.default_child
+            assert isinstance(cfn, ec2.CfnLaunchTemplate)
+            cfn.add_property_deletion_override("LaunchTemplateData.UserData")
+        self.nodegroup = eks.Nodegroup(
+            self,
+            "Resource",
+            cluster=cluster,
+            ami_type=self.ami_type,
+            capacity_type=eks.CapacityType.CAPACITY_BLOCK
+            if capacity.kind is CapacityKind.CAPACITY_BLOCK
+            else eks.CapacityType.ON_DEMAND,
+            launch_template_spec=eks.LaunchTemplateSpec(
+                id=self.launch_template.launch_template_id,
+                version=self.launch_template.latest_version_number,
+            ),
+            node_role=self.role,
+            subnets=ec2.SubnetSelection(subnets=[subnet]),
+            min_size=min_size,
+            max_size=max_size,
+            desired_size=min_size if desired_size is None else desired_size,
+            labels=dict(labels or {}),
+        )
+        self.device_plugin = efa_device_plugin(cluster) if device_plugin else None
+
+    def _node_role(self) -> iam.Role:
+        role = iam.Role(
+            self,
+            "NodeRole",
+            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(p) for p in NODE_ROLE_POLICIES],
+            description="EKS EFA nodes: EKS's node policies",
+        )
+        acknowledge(
+            role,
+            *(
+                f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{p}]"
+                for p in NODE_ROLE_POLICIES
+            ),
+        )
+        return role
+
+    @property
+    def nodegroup_name(self) -> str:
+        """The managed node group's name."""
+        return self.nodegroup.nodegroup_name
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The EFA group and the cluster group of every interface (``ec2.IConnectable``)."""
+        return self.launch_template.connections
+
+    @property
+    def grant_principal(self) -> iam.IPrincipal:
+        """The node role (``iam.IGrantable``)."""
+        return self.role
+
+
+def efa_device_plugin(cluster: eks.ICluster) -> eks.HelmChart:
+    """The EFA device plugin of `cluster`: created once (``EfaDevicePlugin`` under the cluster), on
+    every EFA type the catalogue knows instead of the chart's own list."""
+    existing = cluster.node.try_find_child("EfaDevicePlugin")
+    if isinstance(existing, eks.HelmChart):
+        return existing
+    return eks.HelmChart(
+        cluster,  # type: ignore[arg-type]  # an ICluster is a construct
+        "EfaDevicePlugin",
+        cluster=cluster,
+        chart=DEVICE_PLUGIN_CHART,
+        repository=DEVICE_PLUGIN_REPOSITORY,
+        version=DEVICE_PLUGIN_VERSION,
+        namespace="kube-system",
+        values={
+            "supportedInstanceLabels": {
+                "keys": ["node.kubernetes.io/instance-type"],
+                "values": sorted(all_instance_types()),
+            },
+            # A device plugin must run on every EFA node, tainted or not (GPU nodes often are).
+            "tolerations": [{"operator": "Exists"}],
+        },
+    )
+
+
+def _check_sizes(min_size: int, max_size: int, desired_size: int | None) -> None:
+    desired = min_size if desired_size is None else desired_size
+    if not 0 <= min_size <= desired <= max_size or max_size < 1:
+        raise EfaConfigError(
+            "desired_size" if desired_size is not None else "max_size",
+            value={"min_size": min_size, "desired_size": desired, "max_size": max_size},
+            why="an EKS node group needs 0 <= min_size <= desired_size <= max_size and max_size >= 1",
+            fix="adjust the sizes",
+        )

@@ -1,0 +1,377 @@
+"""`EfaPcsCluster`: an AWS Parallel Computing Service (PCS) Slurm cluster with an EFA node group.
+
+The network, EFA security group, placement group and retained EFS are the ones
+:class:`EfaParallelCluster` uses; PCS runs Slurm's controller and launches the nodes. PCS facts used
+here (AWS PCS user guide and API reference, CloudFormation's AWS::PCS::* reference, checked late 2026):
+
+* Cluster: Scheduler SLURM with a version PCS supports (23.11, 24.05, 24.11, 25.05, 25.11 in the API
+  reference); Size SMALL / MEDIUM / LARGE manages up to 32 / 512 / 2048 instances; Name 3-40
+  characters, starting with a letter, not ``pcs_``. Name, Networking and Size cannot change without
+  a new cluster (CloudFormation's AWS::PCS::Cluster createOnlyProperties, cfn-lint 1.58's schema).
+* Instance profile: its role's name starts with ``AWSPCS`` or its path is ``/aws-pcs/``; the role
+  needs ``pcs:RegisterComputeNodeGroupInstance`` (API reference, ComputeNodeGroup
+  iamInstanceProfileArn; user guide, "IAM instance profiles for AWS PCS"). The role and profile
+  made here are both under ``/aws-pcs/``.
+* Launch template: PCS derives its own from it; the node group's AmiId, IamInstanceProfileArn,
+  InstanceConfigs and SubnetIds set those (user guide, "Using Amazon EC2 launch templates with AWS
+  PCS"), so the template has no image and no instance profile. With network interfaces in the
+  template, the security groups go on each interface. User data must be MIME multi-part: cloud-config
+  parts run before the node registers, shell parts after it and before slurmd starts (user guide,
+  "Working with Amazon EC2 user data").
+* EFA: one EFA interface per network card, card 0 at device index 0; the placement group in the
+  launch template; one cluster placement group per EFA node group (user guide, "Using EFA with AWS
+  PCS"). AWS's own templates (aws-samples/aws-hpc-recipes ``recipes/pcs/enable_efa``) write 1, 2 or
+  4 cards by hand; the catalogue's layout covers every EFA type.
+* Image: PCS publishes no SSM parameter for its sample AMIs (``aws-pcs-sample_ami-*``, "for
+  demonstration"), so the image is yours: the PCS agent, PCS's Slurm, EFA and the accelerator's
+  drivers (aws-hpc-recipes ``recipes/pcs/hpc_ready_ami``, or ``dlami_for_pcs`` on a DLAMI).
+* Purchase options: ONDEMAND, SPOT, CAPACITY_BLOCK, INTERRUPTIBLE_CAPACITY_RESERVATION (the
+  ComputeNodeGroup schema); a Capacity Block node group's MaxInstanceCount is at most the block's
+  size (user guide, capacity-blocks-configure-cng).
+* UltraServers (p6e-gb200/gb300): Slurm 25.05 or later and a Capacity Block (user guide,
+  capacity-blocks-nvidia-imex).
+"""
+
+from __future__ import annotations
+
+import jsii
+import yaml
+from aws_cdk import Aws, RemovalPolicy, Token
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_pcs as pcs
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+from ..core.capacity import Capacity, CapacityKind
+from ..core.catalogue import instance_type as lookup
+from ..core.checks import check_placement_for_capacity
+from ..core.errors import EfaConfigError
+from ..core.layout import LayoutMode, NicLayout
+from ..core.options import DEFAULT_ROOT_VOLUME_GIB
+from ..core.pcs import DEFAULT_SLURM_VERSION, check_cluster_name, check_node_counts, check_slurm_version
+from ..core.software import EfaUserData, bootstrap_script, node_settings
+from .acknowledgements import acknowledge
+from .arguments import checked
+from .cluster import check_subnet_of
+from .launch_template import EfaLaunchTemplate, session_manager_statement
+from .machine_image import EfaMachineImage, OsFamily
+from .network import EfaNetwork
+from .security_group import EfaSecurityGroup
+from .storage import EfaSharedStorage
+
+#: The IAM path that lets PCS accept a role and instance profile whatever their names.
+PCS_IAM_PATH = "/aws-pcs/"
+#: Where the shared EFS is mounted on every node.
+SHARED_DIR = "/shared"
+#: EFS's recommended NFS options (Amazon EFS user guide, "Mounting on Amazon EC2 Linux instances
+#: using the NFS client"); _netdev waits for the network.
+EFS_MOUNT_OPTIONS = "nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport,_netdev"
+#: The login node type per architecture (aws-hpc-recipes recipes/pcs/getting_started: c7i / c7g .xlarge).
+DEFAULT_LOGIN_TYPES = {"x86_64": "c7i.xlarge", "arm64": "c7g.xlarge"}
+#: The steps an EFA node runs from its user data (after PCS registers it, before slurmd starts).
+PCS_COMPUTE_STEPS = ("efa-env", "verify-efa")
+
+
+def check_pcs_role(role: iam.IRole) -> None:
+    """PCS accepts a role whose name starts with AWSPCS or whose path is /aws-pcs/; a role made in
+    this app is checked (an imported role's path is not known at synth)."""
+    cfn = role.node.default_child
+    if not isinstance(cfn, iam.CfnRole):
+        return
+    name = cfn.role_name
+    if cfn.path == PCS_IAM_PATH or (
+        name is not None and not Token.is_unresolved(name) and name.startswith("AWSPCS")
+    ):
+        return
+    raise EfaConfigError(
+        "role",
+        value=role.node.path,
+        why="AWS PCS accepts an instance profile only when its role's name starts with AWSPCS or its path is "
+        "/aws-pcs/",
+        fix="create the role with path='/aws-pcs/' (or role_name='AWSPCS...'), or leave role unset",
+    )
+
+
+@jsii.implements(ec2.IConnectable, iam.IGrantable)
+class EfaPcsCluster(Construct):
+    """An AWS PCS cluster: Slurm controller, a login node group, an EFA compute node group, a queue.
+
+    All in one subnet of one Availability Zone: the PCS cluster (``Resource``), an
+    :class:`EfaSecurityGroup` for the cluster and every node, a cluster placement group (On-Demand),
+    EFS at ``/shared`` on every node (retained), the node role and instance profile under
+    ``/aws-pcs/``, the login node group (``LoginNodes``), the EFA node group (``ComputeNodes``, from an
+    :class:`EfaLaunchTemplate`) and its queue (``Queue``). Each EFA node checks its EFA devices at boot
+    (efa-cdk's ``efa-env`` and ``verify-efa`` steps; log in ``/var/log/efa-cdk.log``).
+    ``IConnectable`` through the security group, ``IGrantable`` through the node role.
+
+    Args:
+        instance_type: the EFA compute type.
+        ami_id: the nodes' image (``ami-...`` or a token, e.g. a CfnParameter's value): the PCS agent,
+            PCS's Slurm of ``slurm_version``, EFA and the accelerator's drivers.
+        ami_os: the image's OS family (root device, login user). Default: Amazon Linux 2023.
+        min_count: compute nodes PCS keeps running. Default: 0.
+        max_count: compute nodes PCS may run. Default: 2.
+        vpc: an existing VPC (with ``subnet``). Default: an :class:`EfaNetwork` (``Network``).
+        subnet: with ``vpc``: the one subnet of the cluster and its nodes (with a route out).
+        availability_zone: the zone of a created network. Default: the region's first.
+        slurm_version: Default: 25.11.
+        size: SMALL, MEDIUM or LARGE (changing it replaces the cluster). Default: SMALL.
+        cluster_name: Default: a name CloudFormation generates.
+        login_instance_type: Default: c7i.xlarge (c7g.xlarge for Arm compute types).
+        login_count: login nodes. Default: 1.
+        queue_name: Default: ``compute``.
+        nic_layout, efa_count, root_volume_gib: as for :class:`EfaLaunchTemplate`.
+        capacity: a Capacity Reservation or Capacity Block. Default: On-Demand.
+        placement_group: an existing placement group. Default: a new one On-Demand; none with a
+            reservation or a Capacity Block.
+        role: the nodes' role; PCS accepts it only under the path ``/aws-pcs/`` or named ``AWSPCS...``.
+            Default: one under ``/aws-pcs/`` with PCS registration and Session Manager.
+        efs_throughput_mibps: EFS provisioned throughput. Default: Elastic throughput.
+        storage_removal_policy: Default: RETAIN.
+    """
+
+    @checked
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        instance_type: ec2.InstanceType,
+        ami_id: str,
+        ami_os: OsFamily = OsFamily.AMAZON_LINUX_2023,
+        min_count: int = 0,
+        max_count: int = 2,
+        vpc: ec2.IVpc | None = None,
+        subnet: ec2.ISubnet | None = None,
+        availability_zone: str | None = None,
+        slurm_version: str = DEFAULT_SLURM_VERSION,
+        size: str = "SMALL",
+        cluster_name: str | None = None,
+        login_instance_type: ec2.InstanceType | None = None,
+        login_count: int = 1,
+        queue_name: str = "compute",
+        nic_layout: LayoutMode | NicLayout = LayoutMode.RECOMMENDED,
+        efa_count: int | None = None,
+        root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
+        capacity: Capacity | None = None,
+        placement_group: ec2.IPlacementGroup | None = None,
+        role: iam.IRole | None = None,
+        efs_throughput_mibps: int | None = None,
+        storage_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+    ) -> None:
+        """Create the construct; the arguments are described in the class docstring."""
+        super().__init__(scope, id_)
+        it = lookup(instance_type.to_string())
+        capacity = capacity or Capacity.on_demand()
+        image = EfaMachineImage.from_ami_id(ami_id, os_family=ami_os)  # checks the id's form
+        check_slurm_version(slurm_version, it.name)
+        if cluster_name is not None:
+            check_cluster_name(cluster_name)
+        check_node_counts(min_count, max_count, login_count, size, capacity, it.name)
+        capacity.check(instance_type=it.name, availability_zone=availability_zone, node_count=max_count)
+        check_placement_for_capacity(
+            None if placement_group is None else placement_group.placement_group_name, capacity
+        )
+        if role is not None:
+            check_pcs_role(role)
+        if (vpc is None) != (subnet is None):
+            raise EfaConfigError(
+                "subnet" if vpc is not None else "vpc",
+                value=None,
+                why="an existing network is a VPC and the one subnet of the cluster in it",
+                fix="pass both vpc= and subnet=, or neither (a network is created)",
+            )
+        self.network: EfaNetwork | None = None
+        if vpc is None or subnet is None:
+            self.network = EfaNetwork(self, "Network", availability_zone=availability_zone)
+            vpc, subnet = self.network.vpc, self.network.private_subnet
+        check_subnet_of(vpc, subnet, "subnet")
+        self.vpc, self.subnet = vpc, subnet
+        # One group for the cluster's controller interface and every node: EFA needs all traffic to
+        # and from itself, and Slurm (6817, 6818, srun's ports) and NFS ride on the same rule.
+        self.security_group = EfaSecurityGroup(self, "SecurityGroup", vpc=vpc)
+        self.placement_group = placement_group
+        if placement_group is None and capacity.creates_placement_group:
+            self.placement_group = ec2.PlacementGroup(
+                self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
+            )
+        self.storage = EfaSharedStorage(
+            self,
+            "Storage",
+            vpc=vpc,
+            subnet=subnet,
+            clients=self.security_group,
+            efs_throughput_mibps=efs_throughput_mibps,
+            removal_policy=storage_removal_policy,
+        )
+        self.role: iam.IRole = role or self._node_role()
+        self.instance_profile = iam.InstanceProfile(
+            self, "InstanceProfile", role=self.role, path=PCS_IAM_PATH
+        )
+        self.cluster = pcs.CfnCluster(
+            self,
+            "Resource",
+            name=cluster_name,
+            size=size,
+            scheduler=pcs.CfnCluster.SchedulerProperty(type="SLURM", version=slurm_version),
+            networking=pcs.CfnCluster.NetworkingProperty(
+                subnet_ids=[subnet.subnet_id], security_group_ids=[self.security_group.security_group_id]
+            ),
+        )
+        mount = self._mount_part()
+        compute_data = ec2.MultipartUserData()
+        compute_data.add_part(mount)
+        self.launch_template = EfaLaunchTemplate(
+            self,
+            "ComputeTemplate",
+            instance_type=instance_type,
+            security_groups=[self.security_group],
+            nic_layout=nic_layout,
+            efa_count=efa_count,
+            subnet=subnet,
+            machine_image=EfaMachineImage.chosen_by_launcher(
+                f"AMI {ami_id} (the PCS node group's AmiId)",
+                os_family=ami_os,
+                efa_preinstalled=True,
+                min_root_volume_gib=image.min_root_volume_gib,
+            ),
+            role=self.role,
+            instance_profile=False,
+            user_data=compute_data,
+            root_volume_gib=root_volume_gib,
+            placement_group=self.placement_group,
+            capacity=capacity,
+        )
+        compute_data.add_part(ec2.MultipartBody.from_user_data(self._efa_check()))
+        login_data = ec2.MultipartUserData()
+        login_data.add_part(mount)
+        login_type = login_instance_type or ec2.InstanceType(DEFAULT_LOGIN_TYPES[it.architecture])
+        self.login_template = ec2.LaunchTemplate(
+            self,
+            "LoginTemplate",
+            security_group=self.security_group,
+            require_imdsv2=True,
+            user_data=login_data,
+            block_devices=[
+                ec2.BlockDevice(
+                    device_name=ami_os.root_device_name,
+                    volume=ec2.BlockDeviceVolume.ebs(
+                        64,
+                        volume_type=ec2.EbsDeviceVolumeType.GP3,
+                        encrypted=True,
+                        delete_on_termination=True,
+                    ),
+                )
+            ],
+        )
+        login = self.login_template
+        self.login_nodes = self._node_group(
+            "LoginNodes", "login", login.launch_template_id, login.latest_version_number,
+            login_type.to_string(), ami_id, login_count, login_count, "ONDEMAND",
+        )  # fmt: skip
+        self.compute_nodes = self._node_group(
+            "ComputeNodes", queue_name, self.launch_template.launch_template_id,
+            self.launch_template.latest_version_number, it.name, ami_id, min_count, max_count,
+            "CAPACITY_BLOCK" if capacity.kind is CapacityKind.CAPACITY_BLOCK else "ONDEMAND",
+        )  # fmt: skip
+        self.queue = pcs.CfnQueue(
+            self,
+            "Queue",
+            cluster_id=self.cluster.attr_id,
+            name=queue_name,
+            compute_node_group_configurations=[
+                pcs.CfnQueue.ComputeNodeGroupConfigurationProperty(
+                    compute_node_group_id=self.compute_nodes.attr_id
+                )
+            ],
+        )
+
+    def _node_role(self) -> iam.Role:
+        """The nodes' role: PCS registration and Session Manager (under /aws-pcs/, so PCS takes it)."""
+        role = iam.Role(
+            self,
+            "NodeRole",
+            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            path=PCS_IAM_PATH,
+            description="AWS PCS EFA nodes: register with PCS, Session Manager",
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="PcsRegister", actions=["pcs:RegisterComputeNodeGroupInstance"], resources=["*"]
+            )
+        )
+        role.add_to_principal_policy(session_manager_statement())
+        acknowledge(role, "AwsSolutions-IAM5[Resource::*]")
+        return role
+
+    def _mount_part(self) -> ec2.MultipartBody:
+        """A cloud-config part that mounts the EFS at /shared (before the node registers with PCS)."""
+        dns = f"{self.storage.file_system.file_system_id}.efs.{Aws.REGION}.{Aws.URL_SUFFIX}"
+        config = {"mounts": [[f"{dns}:/", SHARED_DIR, "nfs4", EFS_MOUNT_OPTIONS, "0", "0"]]}
+        body = "#cloud-config\n" + yaml.safe_dump(config, default_flow_style=None, width=1000)
+        return ec2.MultipartBody.from_raw_body(content_type='text/cloud-config; charset="utf-8"', body=body)
+
+    def _efa_check(self) -> ec2.UserData:
+        """The shell part of an EFA node: efa-cdk's bootstrap running the EFA environment and check."""
+        staged = EfaUserData().stage()
+        scripts = s3_assets.Asset(self, "NodeScripts", path=str(staged))
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["s3:GetObject"], resources=[scripts.bucket.arn_for_objects(scripts.s3_object_key)]
+            )
+        )
+        settings = {
+            **node_settings(self.launch_template.instance_type, self.launch_template.layout, ()),
+            "EFA_CDK_REGION": Aws.REGION,
+            "EFA_CDK_SCRIPTS_URL": scripts.s3_object_url,
+            "EFA_CDK_STEPS": ",".join(PCS_COMPUTE_STEPS),
+        }
+        shell = ec2.UserData.for_linux()
+        shell.add_commands(bootstrap_script(settings).split("\n", 1)[1])  # for_linux() writes the #! line
+        return shell
+
+    def _node_group(
+        self,
+        id_: str,
+        name: str,
+        template_id: str,
+        template_version: str,
+        instance_type: str,
+        ami_id: str,
+        min_count: int,
+        max_count: int,
+        purchase_option: str,
+    ) -> pcs.CfnComputeNodeGroup:
+        return pcs.CfnComputeNodeGroup(
+            self,
+            id_,
+            cluster_id=self.cluster.attr_id,
+            name=name,
+            ami_id=ami_id,
+            custom_launch_template=pcs.CfnComputeNodeGroup.CustomLaunchTemplateProperty(
+                template_id=template_id, version=template_version
+            ),
+            iam_instance_profile_arn=self.instance_profile.instance_profile_arn,
+            instance_configs=[pcs.CfnComputeNodeGroup.InstanceConfigProperty(instance_type=instance_type)],
+            scaling_configuration=pcs.CfnComputeNodeGroup.ScalingConfigurationProperty(
+                min_instance_count=min_count, max_instance_count=max_count
+            ),
+            subnet_ids=[self.subnet.subnet_id],
+            purchase_option=purchase_option,
+        )
+
+    @property
+    def cluster_id(self) -> str:
+        """The PCS cluster's id."""
+        return self.cluster.attr_id
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The security group of the cluster and its nodes (``ec2.IConnectable``)."""
+        return self.security_group.connections
+
+    @property
+    def grant_principal(self) -> iam.IPrincipal:
+        """The nodes' role (``iam.IGrantable``)."""
+        return self.role

@@ -1,0 +1,89 @@
+"""AWS PCS rules that need no CDK: Slurm versions, cluster sizes and names, node counts.
+
+Sources: the AWS PCS API reference (CreateCluster: scheduler versions, name) and user guide ("Cluster
+size": instances per size; capacity-blocks-nvidia-imex: UltraServers), checked late 2026.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .capacity import Capacity, CapacityKind
+from .errors import EfaConfigError
+
+#: Slurm versions the PCS API reference lists (CreateCluster, SchedulerRequest version).
+PCS_SLURM_VERSIONS = ("23.11", "24.05", "24.11", "25.05", "25.11")
+DEFAULT_SLURM_VERSION = "25.11"
+#: Instances a cluster of each size manages (PCS user guide, "Cluster size").
+PCS_SIZES = {"SMALL": 32, "MEDIUM": 512, "LARGE": 2048}
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{2,39}$")
+_ULTRASERVER_PREFIXES = ("p6e-gb200.", "p6e-gb300.")
+
+
+def check_slurm_version(version: str, instance_type: str) -> None:
+    """Refuse a Slurm version PCS does not run, or one an UltraServer type cannot use."""
+    if version not in PCS_SLURM_VERSIONS:
+        raise EfaConfigError(
+            "slurm_version",
+            value=version,
+            why="not a Slurm version AWS PCS runs",
+            fix=f"use one of {', '.join(PCS_SLURM_VERSIONS)} (default {DEFAULT_SLURM_VERSION})",
+        )
+    if instance_type.startswith(_ULTRASERVER_PREFIXES) and tuple(map(int, version.split("."))) < (25, 5):
+        raise EfaConfigError(
+            "slurm_version",
+            value=version,
+            why=f"{instance_type} (an UltraServer) needs Slurm 25.05 or later on PCS",
+            fix="use slurm_version 25.05 or 25.11",
+        )
+
+
+def check_cluster_name(name: str) -> None:
+    """PCS's cluster name rule: 3-40 characters, a letter first, not ``pcs_``."""
+    if not _NAME.match(name) or name.lower().startswith("pcs_"):
+        raise EfaConfigError(
+            "cluster_name",
+            value=name,
+            why="a PCS cluster name is 3-40 letters, digits or '-', starting with a letter",
+            fix="pass e.g. trn1-training",
+        )
+
+
+def check_node_counts(
+    min_count: int, max_count: int, login_count: int, size: str, capacity: Capacity, instance_type: str
+) -> None:
+    """Refuse counts a node group or a cluster of `size` cannot hold, and an UltraServer without a
+    Capacity Block."""
+    if size not in PCS_SIZES:
+        raise EfaConfigError(
+            "size", value=size, why="not a PCS cluster size", fix=f"use one of {', '.join(PCS_SIZES)}"
+        )
+    if not 0 <= min_count <= max_count or max_count < 1 or login_count < 0:
+        raise EfaConfigError(
+            "max_count",
+            value={"min_count": min_count, "max_count": max_count, "login_count": login_count},
+            why="a node group needs 0 <= min_count <= max_count and max_count >= 1",
+            fix="adjust the counts",
+        )
+    if max_count + login_count > PCS_SIZES[size]:
+        bigger = (
+            next(s for s, n in PCS_SIZES.items() if n >= max_count + login_count)
+            if max_count + login_count <= 2048
+            else None
+        )
+        raise EfaConfigError(
+            "max_count",
+            value=max_count,
+            why=f"a {size} PCS cluster manages up to {PCS_SIZES[size]} instances, and {max_count} compute "
+            f"+ {login_count} login nodes are more",
+            fix=f"lower max_count, or create the cluster with size {bigger} (a new cluster)"
+            if bigger
+            else "lower max_count (a LARGE cluster manages 2048 instances)",
+        )
+    if instance_type.startswith(_ULTRASERVER_PREFIXES) and capacity.kind is not CapacityKind.CAPACITY_BLOCK:
+        raise EfaConfigError(
+            "capacity",
+            value=capacity.kind.value,
+            why=f"{instance_type} (an UltraServer) launches on PCS from a Capacity Block only",
+            fix="pass a Capacity Block (-c capacity_block=cr-...)",
+        )

@@ -1,0 +1,97 @@
+"""The AWS PCS ready stack: an :class:`EfaPcsCluster` (managed Slurm) with its ids as outputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Environment, Stack
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from efa_constructs.cdk import EfaPcsCluster, OsFamily
+from efa_constructs.cdk.pcs import SHARED_DIR
+
+from .existing import (
+    availability_zone_parameter,
+    existing_network,
+    existing_placement_group,
+    image_id_parameter,
+)
+from .params import PcsParams
+
+#: Ready PCS stacks and the compute instance type of each.
+READY_PCS: dict[str, str] = {"Trn1PcsCluster": "trn1.32xlarge"}
+
+
+class EfaPcsClusterStack(Stack):
+    """An :class:`EfaPcsCluster`; without ``ami_id`` it asks for an ``ImageId`` at deploy (PCS
+    publishes no parameter for an image with its agent, Slurm, EFA and the Neuron driver).
+
+    Args:
+        params: validated parameters (see :class:`PcsParams`).
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, params: PcsParams, **kwargs: Any) -> None:
+        if params.region and "env" not in kwargs:
+            kwargs["env"] = Environment(region=params.region)
+        super().__init__(scope, id_, **kwargs)
+        vpc: ec2.IVpc | None = None
+        subnet: ec2.ISubnet | None = None
+        if params.vpc_id and params.subnet_id and params.availability_zone:
+            vpc, subnet, _ = existing_network(
+                self,
+                vpc_id=params.vpc_id,
+                availability_zone=params.availability_zone,
+                subnet_id=params.subnet_id,
+                public_subnet_id=None,
+            )
+        ami_id = params.ami_id or image_id_parameter(
+            self,
+            params.instance_type,
+            description=f"An AMI for AWS PCS nodes ({params.instance_type} and the login node): the PCS "
+            f"agent, PCS's Slurm {params.slurm_version}, the EFA software and the accelerator's drivers "
+            "(aws-samples/aws-hpc-recipes recipes/pcs/hpc_ready_ami or dlami_for_pcs)",
+            why="on AWS PCS needs an image with the PCS agent and PCS's Slurm, for which AWS publishes no "
+            "parameter",
+        )
+        self.pcs = EfaPcsCluster(
+            self,
+            "Pcs",
+            instance_type=ec2.InstanceType(params.instance_type),
+            ami_id=ami_id,
+            ami_os=OsFamily.parse(params.ami_os),
+            min_count=params.min_count,
+            max_count=params.max_count,
+            vpc=vpc,
+            subnet=subnet,
+            availability_zone=params.availability_zone
+            or (availability_zone_parameter(self, params.instance_type) if vpc is None else None),
+            slurm_version=params.slurm_version,
+            size=params.pcs_size,
+            login_instance_type=ec2.InstanceType(params.login_instance_type)
+            if params.login_instance_type
+            else None,
+            efs_throughput_mibps=params.efs_throughput_mibps,
+            capacity=params.capacity,
+            placement_group=existing_placement_group(self, params.placement_group),
+        )
+        CfnOutput(
+            self,
+            "ClusterId",
+            value=self.pcs.cluster_id,
+            description="aws pcs get-cluster --cluster-identifier",
+        )
+        CfnOutput(
+            self,
+            "LoginNodeGroupId",
+            value=self.pcs.login_nodes.attr_id,
+            description="the login nodes: aws ec2 describe-instances --filters "
+            "Name=tag:aws:pcs:compute-node-group-id,Values=<this>, then aws ssm start-session --target <id>",
+        )
+        CfnOutput(self, "QueueName", value=str(self.pcs.queue.name), description="sbatch -p <this>")
+        CfnOutput(
+            self,
+            "SharedFileSystemId",
+            value=self.pcs.storage.file_system.file_system_id,
+            description=f"EFS mounted at {SHARED_DIR} on every node (retained when the stack is deleted)",
+        )
