@@ -265,7 +265,9 @@ def check_context_keys(ctx: Mapping[str, Any], stacks: Mapping[str, str]) -> Non
         if key not in BY_KEY:
             raise _unknown(key, reads, f"{prefix} reads no key {key!r} (it would be ignored)", f"{prefix}:")
         if key not in reads:
-            readers = " and ".join(READER_NAMES[k] for k in (CLUSTER, PCLUSTER, PCS) if k in BY_KEY[key].stacks)
+            readers = " and ".join(
+                READER_NAMES[k] for k in (CLUSTER, PCLUSTER, PCS) if k in BY_KEY[key].stacks
+            )
             raise EfaConfigError(
                 "context",
                 value=name,

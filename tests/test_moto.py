@@ -129,3 +129,35 @@ def test_auto_scaling_node_group_instantiates_in_moto(aws: dict[str, Any]) -> No
     assert len(group["Instances"]) == 3
     tags = {t["Key"]: t["PropagateAtLaunch"] for t in group["Tags"]}
     assert tags["efa-cdk:cluster"] and tags["efa-cdk:logical-id"]
+
+
+def test_pcs_stack_instantiates_in_moto_without_its_pcs_resources(
+    templates: dict[str, Any], aws: dict[str, Any]
+) -> None:
+    """moto models no AWS::PCS::* resource (moto 5.2.5 has no PCS backend): the rest of Trn1PcsCluster
+    (network, EFA group, placement group, EFS, role and instance profile, both launch templates) is
+    created, the PCS cluster, node groups and queue and the outputs naming them are left out."""
+    synthesized = json.loads(json.dumps(templates["Trn1PcsCluster"]))
+    pcs = {k for k, v in synthesized["Resources"].items() if v["Type"].startswith("AWS::PCS::")}
+    assert len(pcs) == 4  # cluster, login and compute node groups, queue
+    for k in pcs:
+        del synthesized["Resources"][k]
+    synthesized["Outputs"] = {
+        k: v for k, v in synthesized["Outputs"].items() if not set(pcs) & set(json.dumps(v).split('"'))
+    }
+    physical = create(aws, "Trn1PcsCluster", synthesized)
+    (compute,) = [
+        k
+        for k, v in synthesized["Resources"].items()
+        if v["Type"] == "AWS::EC2::LaunchTemplate"
+        and "NetworkInterfaces" in v["Properties"]["LaunchTemplateData"]
+    ]
+    version = aws["ec2"].describe_launch_template_versions(LaunchTemplateId=physical[compute])
+    stored = version["LaunchTemplateVersions"][0]["LaunchTemplateData"]["NetworkInterfaces"]
+    assert len([n for n in stored if n.get("InterfaceType") == "efa-only"]) == 8  # trn1.32xlarge
+    (profile,) = [k for k, v in synthesized["Resources"].items() if v["Type"] == "AWS::IAM::InstanceProfile"]
+    iam = boto3.client("iam", region_name="us-east-1")
+    assert (
+        iam.get_instance_profile(InstanceProfileName=physical[profile])["InstanceProfile"]["Path"]
+        == "/aws-pcs/"
+    )

@@ -13,12 +13,13 @@ from efa_constructs.tools.template_diff import diff_templates
 from stacks.cluster_stack import READY_CLUSTERS, EfaClusterStack
 from stacks.parallel_cluster_stack import READY_PCLUSTERS
 from stacks.params import ClusterParams
+from stacks.pcs_stack import READY_PCS
 from tests.conftest import lint_results
 from tests.helpers import SNAPSHOT_BASE, against, by_type, lint, masked, new_app, readable
 
 
 # (rule, logical-id prefix, reason): findings in resources CDK itself generates, not ours.
-@pytest.mark.parametrize("name", [*READY_CLUSTERS, *READY_PCLUSTERS])
+@pytest.mark.parametrize("name", [*READY_CLUSTERS, *READY_PCLUSTERS, *READY_PCS])
 def test_ready_stack_is_cfn_lint_clean(templates: dict[str, Any], name: str) -> None:
     assert name in templates
     assert lint_results()[name] == []  # linted in the background as soon as the templates existed
@@ -83,10 +84,11 @@ DOCUMENTED_RETAINED = {
     ("AWS::KMS::Key", "ClusterMonitoringAlarmKey"),  # the alarm topic's key
     ("AWS::Logs::LogGroup", "AWS679f53fac002430cb0da5b7982bd2287LogGroup"),  # the image lookup's function
     ("AWS::EFS::FileSystem", "ParallelClusterStorage"),  # Trn1ParallelCluster's EFS
+    ("AWS::EFS::FileSystem", "PcsStorage"),  # Trn1PcsCluster's EFS
 }
 
 
-@pytest.mark.parametrize("name", [*READY_CLUSTERS, *READY_PCLUSTERS])
+@pytest.mark.parametrize("name", [*READY_CLUSTERS, *READY_PCLUSTERS, *READY_PCS])
 def test_what_stack_deletion_keeps_is_what_the_readme_lists(templates: dict[str, Any], name: str) -> None:
     kept = {
         (v["Type"], rid)
@@ -99,7 +101,7 @@ def test_what_stack_deletion_keeps_is_what_the_readme_lists(templates: dict[str,
     assert not undocumented, f"{name} keeps {sorted(undocumented)} after cdk destroy: list them in the README"
 
 
-@pytest.mark.parametrize("name", [*READY_CLUSTERS, *READY_PCLUSTERS])
+@pytest.mark.parametrize("name", [*READY_CLUSTERS, *READY_PCLUSTERS, *READY_PCS])
 def test_snapshot(templates: dict[str, Any], snapshot: Any, name: str) -> None:
     """What a pull request changes in each ready stack, readable: Trn1EfaCluster whole, the other cluster
     stacks as what differs from it (a change to all of them shows once), scripts as lines (the bootstrap's

@@ -27,6 +27,10 @@ class EksEfaStack(cdk.Stack):
 
     def __init__(self, scope: Construct, id_: str, *, zones: list[str], **kwargs: object) -> None:
         super().__init__(scope, id_, **kwargs)  # type: ignore[arg-type]
+        # Stock cfn-lint warns on two things aws-cdk-lib itself writes here: W3005, the explicit
+        # DependsOn its eks.Cluster and custom-resource providers add next to a Ref; W3010, the zones
+        # this VPC names on purpose (EFA nodes live in one chosen zone).
+        self.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005", "W3010"]}})
         # EKS's control plane needs subnets in two zones; the EFA nodes use the first one's.
         vpc = ec2.Vpc(self, "Vpc", availability_zones=zones, nat_gateways=1)
         cluster = eks.Cluster(

@@ -102,17 +102,17 @@ def _check_ami_type(ami_type: eks.NodegroupAmiType, it: InstanceType) -> None:
     if ami_type not in _AL2023_AMI_TYPES:
         raise EfaConfigError(
             "ami_type",
-            value=ami_type.value,
+            value=ami_type.name,
             why="EfaNodegroup sizes the root volume of Amazon Linux 2023 images (/dev/xvda); other AMI "
             "types lay out their disks otherwise (Bottlerocket's data volume is /dev/xvdb), and Amazon "
             "Linux 2 has no EKS AMI for Kubernetes 1.33 and later",
-            fix="use an AL2023 AMI type, e.g. " + accelerated_ami_type(lookup("p5.48xlarge")).value,
+            fix="use an AL2023 AMI type, e.g. " + accelerated_ami_type(lookup("p5.48xlarge")).name,
         )
-    arm = "ARM_64" in ami_type.value
+    arm = "ARM_64" in ami_type.name
     if arm != (it.architecture == "arm64"):
         raise EfaConfigError(
             "ami_type",
-            value=ami_type.value,
+            value=ami_type.name,
             why=f"{it.name} is {it.architecture}, the AMI type is for {'arm64' if arm else 'x86_64'}",
             fix=f"use an AMI type for {it.architecture}",
         )
@@ -203,7 +203,7 @@ class EfaNodegroup(Construct):
             )
         self.role: iam.IRole = role or self._node_role()
         image = EfaMachineImage.chosen_by_launcher(
-            f"EKS AMI type {self.ami_type.value}", os_family=OsFamily.AMAZON_LINUX_2023
+            f"EKS AMI type {self.ami_type.name}", os_family=OsFamily.AMAZON_LINUX_2023
         )
         self.launch_template = EfaLaunchTemplate(
             self,

@@ -267,7 +267,7 @@ class EfaPcsCluster(Construct):
         )
         login = self.login_template
         self.login_nodes = self._node_group(
-            "LoginNodes", "login", login.launch_template_id, login.latest_version_number,
+            "LoginNodes", "login", str(login.launch_template_id), login.latest_version_number,
             login_type.to_string(), ami_id, login_count, login_count, "ONDEMAND",
         )  # fmt: skip
         self.compute_nodes = self._node_group(

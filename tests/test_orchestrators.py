@@ -1,0 +1,540 @@
+"""AWS PCS (EfaPcsCluster, Trn1PcsCluster) and Amazon EKS (EfaNodegroup, the docs' example app).
+
+Expected values come from the sources the constructs' docstrings name: EFA counts from EFA-FACTS.md
+(8 on trn1.32xlarge), PCS rules from the PCS API reference and user guide, EKS launch-template rules
+from the EKS API reference (LaunchTemplateSpecification), AMI types from the EKS API reference.
+What these tests do not prove: that PCS or EKS accept the templates (no account here), that PCS's
+agent or cloud-init run the user data (neither runs on this machine; the MIME document is parsed
+with Python's email package, the parser cloud-init itself uses).
+"""
+
+from __future__ import annotations
+
+import email
+import importlib.util
+import json
+import sys
+from typing import Any
+
+import pytest
+import yaml
+from aws_cdk import Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+
+from efa_constructs.cdk import EfaNodegroup, EfaPcsCluster
+from efa_constructs.cdk.eks import accelerated_ami_type
+from efa_constructs.core import EfaConfigError, instance_type
+from efa_constructs.core.capacity import Capacity
+from tests.helpers import ROOT, by_type, isolated_vpc, lint, new_app
+
+#: What an EKS managed node group's launch template must not contain (EKS API reference,
+#: LaunchTemplateSpecification): SubnetId (on any interface), IamInstanceProfile, a Spot request
+#: (InstanceMarketOptions with spot), HibernationOptions, and a terminate shutdown behaviour.
+EKS_FORBIDDEN = ("IamInstanceProfile", "HibernationOptions", "InstanceInitiatedShutdownBehavior")
+
+
+def flatten(value: Any) -> str:
+    """A user-data value as text, with every Ref / GetAtt written as <name>."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::Join" in value:
+        return "".join(flatten(v) for v in value["Fn::Join"][1])
+    if isinstance(value, dict) and "Fn::Base64" in value:
+        import base64
+
+        inner = flatten(value["Fn::Base64"])
+        return base64.b64encode(inner.encode()).decode() if "<" not in inner else inner
+    if isinstance(value, dict) and "Ref" in value:
+        return f"<{value['Ref']}>"
+    if isinstance(value, dict) and "Fn::Sub" in value:
+        return f"<sub:{value['Fn::Sub']}>"
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        return f"<{'.'.join(value['Fn::GetAtt'])}>"
+    raise AssertionError(f"unexpected user-data value {value!r}")
+
+
+def mime_parts(launch_template: dict[str, Any]) -> dict[str, str]:
+    """The user data's MIME parts by content type (the outer Fn::Base64 stripped)."""
+    raw = flatten(launch_template["Properties"]["LaunchTemplateData"]["UserData"]["Fn::Base64"])
+    message = email.message_from_string(raw)
+    assert message.is_multipart()
+    out = {}
+    for part in message.get_payload():
+        payload = part.get_payload()
+        if part.get("Content-Transfer-Encoding") == "base64" and not payload.lstrip().startswith("#!"):
+            import base64
+
+            payload = base64.b64decode(payload).decode()
+        out[part.get_content_type()] = payload
+    return out
+
+
+def efa_group(template: dict[str, Any], prefix: str = "PcsSecurityGroup") -> str:
+    """The logical id of the EFA security group (the EFS has a group of its own)."""
+    (group,) = [
+        k
+        for k, v in template["Resources"].items()
+        if v["Type"] == "AWS::EC2::SecurityGroup" and k.startswith(prefix) and len(k) == len(prefix) + 8
+    ]
+    return group
+
+
+# --- AWS PCS: the ready stack ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pcs(templates: dict[str, Any]) -> dict[str, Any]:
+    return templates["Trn1PcsCluster"]
+
+
+def test_pcs_cluster_runs_the_default_slurm_in_a_small_cluster(pcs: dict[str, Any]) -> None:
+    (cluster,) = by_type(pcs, "AWS::PCS::Cluster")
+    assert cluster["Properties"]["Scheduler"] == {"Type": "SLURM", "Version": "25.11"}
+    assert cluster["Properties"]["Size"] == "SMALL"
+    assert cluster["Properties"]["Networking"]["SecurityGroupIds"] == [
+        {"Fn::GetAtt": [efa_group(pcs), "GroupId"]}
+    ]
+
+
+def test_pcs_instance_profile_and_role_are_where_pcs_accepts_them(pcs: dict[str, Any]) -> None:
+    (profile,) = by_type(pcs, "AWS::IAM::InstanceProfile")
+    assert profile["Properties"]["Path"] == "/aws-pcs/"
+    (role_id,) = [r["Ref"] for r in profile["Properties"]["Roles"]]
+    assert pcs["Resources"][role_id]["Properties"]["Path"] == "/aws-pcs/"
+    actions = {
+        a
+        for p in by_type(pcs, "AWS::IAM::Policy")
+        if {"Ref": role_id} in p["Properties"]["Roles"]
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+    assert "pcs:RegisterComputeNodeGroupInstance" in actions
+    for group in by_type(pcs, "AWS::PCS::ComputeNodeGroup"):
+        assert group["Properties"]["IamInstanceProfileArn"]["Fn::GetAtt"][1] == "Arn"
+
+
+def test_pcs_efa_template_has_the_layout_and_nothing_pcs_sets_itself(pcs: dict[str, Any]) -> None:
+    templates = {k: v for k, v in pcs["Resources"].items() if v["Type"] == "AWS::EC2::LaunchTemplate"}
+    (compute_id,) = [
+        k for k, v in templates.items() if "NetworkInterfaces" in v["Properties"]["LaunchTemplateData"]
+    ]
+    data = templates[compute_id]["Properties"]["LaunchTemplateData"]
+    assert "IamInstanceProfile" not in data and "ImageId" not in data  # the node group's own fields
+    efas = [n for n in data["NetworkInterfaces"] if n.get("InterfaceType") in ("efa", "efa-only")]
+    assert len(efas) == 8  # trn1.32xlarge (EFA-FACTS.md)
+    group_id = efa_group(pcs)
+    for nic in data["NetworkInterfaces"]:  # groups on each interface, not SecurityGroupIds
+        assert nic["Groups"] == [{"Fn::GetAtt": [group_id, "GroupId"]}]
+        assert "SubnetId" in nic
+    assert "SecurityGroupIds" not in data
+    assert "GroupName" in data["Placement"]
+    assert data["MetadataOptions"]["HttpTokens"] == "required"
+
+    (compute,) = [
+        g for g in by_type(pcs, "AWS::PCS::ComputeNodeGroup") if g["Properties"]["Name"] == "compute"
+    ]
+    props = compute["Properties"]
+    assert props["CustomLaunchTemplate"]["TemplateId"] == {"Ref": compute_id}
+    assert props["InstanceConfigs"] == [{"InstanceType": "trn1.32xlarge"}]
+    assert props["ScalingConfiguration"] == {"MinInstanceCount": 0, "MaxInstanceCount": 2}
+    assert props["AmiId"] == {"Ref": "ImageId"}  # asked for at deploy
+    assert props["PurchaseOption"] == "ONDEMAND"
+    (queue,) = by_type(pcs, "AWS::PCS::Queue")
+    compute_logical = next(k for k, v in pcs["Resources"].items() if v is compute)
+    assert queue["Properties"]["ComputeNodeGroupConfigurations"] == [
+        {"ComputeNodeGroupId": {"Fn::GetAtt": [compute_logical, "Id"]}}
+    ]
+    assert pcs["Parameters"]["ImageId"]["Type"] == "AWS::EC2::Image::Id"
+
+
+def test_pcs_user_data_mounts_efs_then_checks_efa(pcs: dict[str, Any]) -> None:
+    """MIME multi-part (PCS user guide): a cloud-config part mounting the EFS at /shared before the node
+    registers, then a shell part running efa-cdk's efa-env and verify-efa for 8 EFAs."""
+    (compute,) = [
+        v
+        for v in by_type(pcs, "AWS::EC2::LaunchTemplate")
+        if "NetworkInterfaces" in v["Properties"]["LaunchTemplateData"]
+    ]
+    parts = mime_parts(compute)
+    assert list(parts) == ["text/cloud-config", "text/x-shellscript"]
+    config = yaml.safe_load(parts["text/cloud-config"])
+    ((source, target, kind, options, *_),) = config["mounts"]
+    (efs,) = [k for k, v in pcs["Resources"].items() if v["Type"] == "AWS::EFS::FileSystem"]
+    assert source.startswith(f"<{efs}>.efs.") and (target, kind) == ("/shared", "nfs4")
+    assert "nfsvers=4.1" in options and "_netdev" in options
+    shell = parts["text/x-shellscript"]
+    assert shell.startswith("#!/bin/bash")
+    assert "EFA_CDK_STEPS='efa-env,verify-efa'" in shell
+    assert "EFA_CDK_EFA_COUNT='8'" in shell
+    assert "EFA_CDK_STACK" not in shell.split("EFA_CDK_SETTINGS", 2)[1]  # no CloudFormation signals
+    (login,) = [
+        v
+        for v in by_type(pcs, "AWS::EC2::LaunchTemplate")
+        if "NetworkInterfaces" not in v["Properties"]["LaunchTemplateData"]
+    ]
+    assert list(mime_parts(login)) == ["text/cloud-config"]
+
+
+def test_pcs_max_count_change_touches_only_the_scaling_configuration() -> None:
+    import app as app_module
+
+    def synth(**context: str) -> dict[str, Any]:
+        app = app_module.build(new_app(context))
+        return app.synth().get_stack_by_name("Trn1PcsCluster").template  # type: ignore[no-any-return]
+
+    small, large = synth(), synth(**{"Trn1PcsCluster:max_count": "8"})
+    assert small["Resources"].keys() == large["Resources"].keys()
+    changed = [k for k in small["Resources"] if small["Resources"][k] != large["Resources"][k]]
+    assert len(changed) == 1
+    assert large["Resources"][changed[0]]["Properties"]["ScalingConfiguration"]["MaxInstanceCount"] == 8
+
+
+# --- AWS PCS: the construct's refusals and composition ------------------------------------------
+
+
+def _pcs(**kwargs: Any) -> EfaPcsCluster:
+    stack = Stack(new_app(), "Scratch")
+    args: dict[str, Any] = {
+        "instance_type": ec2.InstanceType("trn1.32xlarge"),
+        "ami_id": "ami-0123456789abcdef0",
+        "availability_zone": "us-east-1c",
+    }
+    return EfaPcsCluster(stack, "Pcs", **{**args, **kwargs})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "says"),
+    [
+        ({"slurm_version": "22.05"}, "slurm_version='22.05': not a Slurm version AWS PCS runs"),
+        ({"size": "HUGE"}, "size='HUGE': not a PCS cluster size"),
+        ({"max_count": 40}, "a SMALL PCS cluster manages up to 32 instances"),
+        ({"max_count": 40}, "create the cluster with size MEDIUM"),
+        ({"min_count": 3, "max_count": 2}, "0 <= min_count <= max_count"),
+        ({"cluster_name": "pcs_x"}, "cluster_name='pcs_x'"),
+        ({"cluster_name": "1abc"}, "starting with a letter"),
+        ({"ami_id": "ami-xyz"}, "ami_id='ami-xyz'"),
+        (
+            {"instance_type": ec2.InstanceType("p6e-gb200.36xlarge")},
+            "launches on PCS from a Capacity Block only",
+        ),
+        (
+            {
+                "instance_type": ec2.InstanceType("p6e-gb200.36xlarge"),
+                "slurm_version": "24.11",
+                "capacity": Capacity.capacity_block("cr-0123456789abcdef0"),
+            },
+            "needs Slurm 25.05 or later",
+        ),
+        (
+            {"capacity": Capacity.capacity_block("cr-0123456789abcdef0", instance_count=1)},
+            "holds 1 instances",
+        ),
+    ],
+)
+def test_pcs_refuses_what_pcs_refuses(kwargs: dict[str, Any], says: str) -> None:
+    with pytest.raises(EfaConfigError) as err:
+        _pcs(**kwargs)
+    assert says in str(err.value), str(err.value)
+
+
+def test_pcs_refuses_a_role_pcs_would_not_accept_and_takes_one_it_would() -> None:
+    stack = Stack(new_app(), "Scratch")
+    plain = iam.Role(stack, "Plain", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"))
+    with pytest.raises(EfaConfigError, match="starts with AWSPCS or its path is /aws-pcs/"):
+        EfaPcsCluster(
+            stack,
+            "Pcs",
+            instance_type=ec2.InstanceType("trn1.32xlarge"),
+            ami_id="ami-0123456789abcdef0",
+            role=plain,
+        )
+    named = iam.Role(
+        stack, "Named", role_name="AWSPCS-trainers", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com")
+    )
+    EfaPcsCluster(
+        stack,
+        "Pcs2",
+        instance_type=ec2.InstanceType("trn1.32xlarge"),
+        ami_id="ami-0123456789abcdef0",
+        role=named,
+    )
+
+
+def test_pcs_cluster_composes_with_aws_cdk_lib() -> None:
+    cluster = _pcs()
+    stack = Stack.of(cluster)
+    bucket = s3.Bucket(stack, "Data")
+    bucket.grant_read(cluster)
+    db = ec2.SecurityGroup(stack, "Db", vpc=cluster.vpc)
+    db.connections.allow_from(cluster, ec2.Port.tcp(5432))
+    t = new_template(stack)
+    (role_id,) = [k for k, v in t["Resources"].items() if v["Type"] == "AWS::IAM::Role" and "NodeRole" in k]
+    assert any(
+        {"Ref": role_id} in p["Properties"]["Roles"] and "s3:GetObject*" in json.dumps(p)
+        for p in by_type(t, "AWS::IAM::Policy")
+    )
+    assert any(
+        r["Properties"].get("FromPort") == 5432 and "PcsSecurityGroup" in json.dumps(r["Properties"])
+        for r in by_type(t, "AWS::EC2::SecurityGroupIngress")
+    )
+
+
+def new_template(stack: Stack) -> dict[str, Any]:
+    from aws_cdk import assertions
+
+    return assertions.Template.from_stack(stack).to_json()  # type: ignore[no-any-return]
+
+
+# --- Amazon EKS ---------------------------------------------------------------------------------
+
+
+def _example() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "eks_example", ROOT / "docs" / "examples" / "eks_efa_nodegroup.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["eks_example"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def example() -> dict[str, Any]:
+    """The docs' example app, synthesized as `cdk synth` would."""
+    app = _example().build(new_app())
+    return app.synth().get_stack_by_name("EksEfaExample").template  # type: ignore[no-any-return]
+
+
+def test_example_node_group_launches_eks_efa_nodes(example: dict[str, Any]) -> None:
+    (lt,) = by_type(example, "AWS::EC2::LaunchTemplate")
+    data = lt["Properties"]["LaunchTemplateData"]
+    for key in (*EKS_FORBIDDEN, "ImageId", "UserData", "SecurityGroupIds"):
+        assert key not in data, key
+    assert "InstanceMarketOptions" not in data
+    nics = data["NetworkInterfaces"]
+    assert not [n for n in nics if "SubnetId" in n]
+    assert len([n for n in nics if n.get("InterfaceType") in ("efa", "efa-only")]) == 8
+    (efa_sg,) = [
+        k
+        for k in example["Resources"]
+        if k.startswith("TrainersSecurityGroup")
+        and k[-8:].isalnum()
+        and example["Resources"][k]["Type"] == "AWS::EC2::SecurityGroup"
+    ]
+    (cluster_id,) = [k for k, v in example["Resources"].items() if v["Type"] == "AWS::EKS::Cluster"]
+    for nic in nics:  # the EFA group and the cluster's group on every interface
+        assert nic["Groups"] == [
+            {"Fn::GetAtt": [efa_sg, "GroupId"]},
+            {"Fn::GetAtt": [cluster_id, "ClusterSecurityGroupId"]},
+        ]
+    assert "GroupName" in data["Placement"]
+
+    (group,) = by_type(example, "AWS::EKS::Nodegroup")
+    props = group["Properties"]
+    assert props["AmiType"] == "AL2023_x86_64_NEURON"
+    assert "InstanceTypes" not in props  # the template's one type (EKS: not both)
+    assert "DiskSize" not in props
+    assert set(props["LaunchTemplate"]) == {"Id", "Version"}
+    assert len(props["Subnets"]) == 1
+    assert props["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 2, "MaxSize": 4}
+    assert props["CapacityType"] == "ON_DEMAND"
+
+
+def test_example_installs_the_device_plugin_for_every_catalogued_efa_type(example: dict[str, Any]) -> None:
+    (chart,) = [v for v in example["Resources"].values() if v["Type"] == "Custom::AWSCDK-EKS-HelmChart"]
+    props = chart["Properties"]
+    assert (props["Chart"], props["Version"], props["Repository"], props["Namespace"]) == (
+        "aws-efa-k8s-device-plugin",
+        "v0.5.30",
+        "https://aws.github.io/eks-charts",
+        "kube-system",
+    )
+    values = json.loads(props["Values"])
+    types = values["supportedInstanceLabels"]["values"]
+    assert values["supportedInstanceLabels"]["keys"] == ["node.kubernetes.io/instance-type"]
+    # the chart's own list (eks-charts 5239609) lacks types AWS lists as EFA-capable, e.g. c8gn.48xlarge
+    assert {"trn1.32xlarge", "p5.48xlarge", "c8gn.48xlarge"} <= set(types)
+    assert values["tolerations"] == [{"operator": "Exists"}]
+
+
+def test_example_grants_reach_the_node_role(example: dict[str, Any]) -> None:
+    (group,) = by_type(example, "AWS::EKS::Nodegroup")
+    role = group["Properties"]["NodeRole"]["Fn::GetAtt"][0]
+    assert any(
+        {"Ref": role} in p["Properties"]["Roles"] and "s3:PutObject" in json.dumps(p)
+        for p in by_type(example, "AWS::IAM::Policy")
+    )
+    managed = json.dumps(example["Resources"][role]["Properties"]["ManagedPolicyArns"])
+    for policy in ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly", "AmazonEKS_CNI_Policy"):
+        assert policy in managed
+
+
+def test_example_is_stock_cfn_lint_clean(example: dict[str, Any]) -> None:
+    """Clean under stock cfn-lint, with the two rules the example's template metadata switches off
+    for aws-cdk-lib's own resources (the reasons are next to them in the example)."""
+    assert lint(example, stock=True) == []
+    assert example["Metadata"]["cfn-lint"]["config"]["ignore_checks"] == ["W3005", "W3010"]
+    del example["Metadata"]["cfn-lint"]
+    findings = lint(example, stock=True)
+    assert {f.split()[0] for f in findings} == {"W3005", "W3010"}
+    assert not [f for f in findings if "Trainers" in f]  # none in EfaNodegroup's resources
+
+
+@pytest.mark.parametrize(
+    ("itype", "ami_type"),
+    [
+        ("trn1.32xlarge", "AL2023_x86_64_NEURON"),
+        ("trn2.48xlarge", "AL2023_x86_64_NEURON"),
+        ("p5.48xlarge", "AL2023_x86_64_NVIDIA"),
+        ("p6e-gb200.36xlarge", "AL2023_ARM_64_NVIDIA"),
+        ("c7gn.16xlarge", "AL2023_ARM_64_STANDARD"),
+        ("hpc7a.96xlarge", "AL2023_x86_64_STANDARD"),
+    ],
+)
+def test_accelerated_ami_type_by_accelerator(itype: str, ami_type: str) -> None:
+    assert accelerated_ami_type(instance_type(itype)).name == ami_type.upper()  # jsii spells x86 X86
+
+
+@pytest.fixture(scope="module")
+def eks_cluster() -> Any:
+    """A cluster without a kubectl provider (so device_plugin=False unless the test wants the refusal)."""
+    stack = Stack(new_app(), "Eks")
+    vpc = isolated_vpc(stack)
+    cluster = eks.Cluster(
+        stack,
+        "Cluster",
+        version=eks.KubernetesVersion.V1_35,
+        vpc=vpc,
+        default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+        default_capacity=0,
+        vpc_subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
+    )
+    return stack, vpc, cluster
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "says"),
+    [
+        ({"device_plugin": True}, "has no kubectl provider"),
+        ({"instance_type": ec2.InstanceType("dl1.24xlarge")}, "no EKS-optimized AMI has their drivers"),
+        (
+            {"ami_type": eks.NodegroupAmiType.BOTTLEROCKET_X86_64_NVIDIA},
+            "ami_type='BOTTLEROCKET_X86_64_NVIDIA'",
+        ),
+        ({"ami_type": eks.NodegroupAmiType.AL2023_ARM_64_NVIDIA}, "trn1.32xlarge is x86_64"),
+        ({"min_size": 3, "max_size": 2}, "0 <= min_size <= desired_size <= max_size"),
+        (
+            {"capacity": Capacity.capacity_block("cr-0123456789abcdef0"), "placement_group": "pg"},
+            "placement_group",
+        ),
+    ],
+)
+def test_node_group_refuses_bad_input(eks_cluster: Any, kwargs: dict[str, Any], says: str) -> None:
+    stack, vpc, cluster = eks_cluster
+    args: dict[str, Any] = {
+        "cluster": cluster,
+        "instance_type": ec2.InstanceType("trn1.32xlarge"),
+        "subnet": vpc.isolated_subnets[0],
+        "device_plugin": False,
+    }
+    if kwargs.get("placement_group") == "pg":
+        kwargs = {
+            **kwargs,
+            "placement_group": ec2.PlacementGroup.from_placement_group_name(stack, f"Pg{len(kwargs)}", "pg"),
+        }
+    with pytest.raises(EfaConfigError) as err:
+        EfaNodegroup(stack, f"Bad{abs(hash(says))}", **{**args, **kwargs})
+    assert says in str(err.value), str(err.value)
+
+
+def test_node_group_refuses_a_subnet_of_another_vpc(eks_cluster: Any) -> None:
+    stack, _, cluster = eks_cluster
+    other = ec2.Vpc(
+        stack,
+        "Other",
+        max_azs=1,
+        nat_gateways=0,
+        subnet_configuration=[ec2.SubnetConfiguration(name="P", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
+    )
+    with pytest.raises(EfaConfigError, match="belongs to the VPC Eks/Other"):
+        EfaNodegroup(
+            stack,
+            "Elsewhere",
+            cluster=cluster,
+            instance_type=ec2.InstanceType("trn1.32xlarge"),
+            subnet=other.isolated_subnets[0],
+            device_plugin=False,
+        )
+
+
+def test_one_device_plugin_for_two_node_groups_and_capacity_blocks() -> None:
+    example = _example()
+    app = new_app()
+    stack = Stack(app, "Two")
+    vpc = isolated_vpc(stack)
+    from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
+
+    cluster = eks.Cluster(
+        stack, "Cluster", version=eks.KubernetesVersion.V1_35, vpc=vpc,
+        default_capacity_type=eks.DefaultCapacityType.NODEGROUP, default_capacity=0,
+        vpc_subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
+        kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=KubectlV35Layer(stack, "Kubectl")),
+    )  # fmt: skip
+    subnet = vpc.isolated_subnets[0]
+    EfaNodegroup(stack, "A", cluster=cluster, instance_type=ec2.InstanceType("p5.48xlarge"), subnet=subnet)
+    block = Capacity.capacity_block("cr-0123456789abcdef0")
+    EfaNodegroup(
+        stack,
+        "B",
+        cluster=cluster,
+        instance_type=ec2.InstanceType("p5.48xlarge"),
+        subnet=subnet,
+        capacity=block,
+    )
+    t = new_template(stack)
+    assert len([v for v in t["Resources"].values() if v["Type"] == "Custom::AWSCDK-EKS-HelmChart"]) == 1
+    groups = {k: v["Properties"] for k, v in t["Resources"].items() if v["Type"] == "AWS::EKS::Nodegroup"}
+    assert sorted(g["CapacityType"] for g in groups.values()) == ["CAPACITY_BLOCK", "ON_DEMAND"]
+    assert sorted(g["AmiType"] for g in groups.values()) == ["AL2023_x86_64_NVIDIA"] * 2
+    lts = by_type(t, "AWS::EC2::LaunchTemplate")
+    block_lt = [lt for lt in lts if "InstanceMarketOptions" in lt["Properties"]["LaunchTemplateData"]]
+    assert len(block_lt) == 1  # a Capacity Block: capacity-block market, no placement group
+    data = block_lt[0]["Properties"]["LaunchTemplateData"]
+    assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
+    assert "Placement" not in data
+    assert example is not None
+
+
+def test_node_group_alone_is_cdk_nag_clean() -> None:
+    """cdk-nag (AwsSolutions) over an EfaNodegroup on an imported cluster: none of its resources has an
+    unacknowledged finding. (The example app's other findings are aws-cdk-lib's EKS cluster and the
+    example's own bucket and grant.) Trn1PcsCluster is checked with the other ready stacks in
+    tests/test_security.py."""
+    from aws_cdk import Validations
+    from cdk_nag import AwsSolutionsChecks
+
+    app = new_app()
+    stack = Stack(app, "Imported")
+    vpc = ec2.Vpc.from_vpc_attributes(
+        stack, "Vpc", vpc_id="vpc-0123456789abcdef0", availability_zones=["us-east-1c"]
+    )
+    subnet = ec2.Subnet.from_subnet_attributes(
+        stack, "Subnet", subnet_id="subnet-0123456789abcdef0", availability_zone="us-east-1c"
+    )
+    cluster = eks.Cluster.from_cluster_attributes(
+        stack, "Cluster", cluster_name="training", vpc=vpc, cluster_security_group_id="sg-0123456789abcdef0"
+    )
+    EfaNodegroup(
+        stack,
+        "Trainers",
+        cluster=cluster,
+        instance_type=ec2.InstanceType("trn1.32xlarge"),
+        subnet=subnet,
+        device_plugin=False,
+    )
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()  # raises on an unacknowledged finding
