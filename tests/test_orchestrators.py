@@ -13,7 +13,10 @@ from __future__ import annotations
 import email
 import importlib.util
 import json
+import shutil
+import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,40 +39,52 @@ from tests.helpers import ROOT, by_type, isolated_vpc, lint, new_app
 EKS_FORBIDDEN = ("IamInstanceProfile", "HibernationOptions", "InstanceInitiatedShutdownBehavior")
 
 
-def flatten(value: Any) -> str:
-    """A user-data value as text, with every Ref / GetAtt written as <name>."""
+#: Stand-ins for the values CloudFormation fills into user data at deploy.
+DEPLOY_VALUES = {
+    "AWS::Region": "us-east-1",
+    "AWS::URLSuffix": "amazonaws.com",
+    "AWS::AccountId": "123456789012",
+}
+
+
+def render(value: Any, refs: dict[str, str]) -> str:
+    """A user-data value as CloudFormation renders it: Fn::Join joined, Fn::Base64 encoded, each Ref,
+    GetAtt and Sub variable from `refs` (else DEPLOY_VALUES, else ``<name>``)."""
+    import base64
+    import re
+
+    def name(n: str) -> str:
+        return refs.get(n, DEPLOY_VALUES.get(n, f"<{n}>"))
+
     if isinstance(value, str):
         return value
-    if isinstance(value, dict) and "Fn::Join" in value:
-        return "".join(flatten(v) for v in value["Fn::Join"][1])
-    if isinstance(value, dict) and "Fn::Base64" in value:
-        import base64
-
-        inner = flatten(value["Fn::Base64"])
-        return base64.b64encode(inner.encode()).decode() if "<" not in inner else inner
-    if isinstance(value, dict) and "Ref" in value:
-        return f"<{value['Ref']}>"
-    if isinstance(value, dict) and "Fn::Sub" in value:
-        return f"<sub:{value['Fn::Sub']}>"
-    if isinstance(value, dict) and "Fn::GetAtt" in value:
-        return f"<{'.'.join(value['Fn::GetAtt'])}>"
+    if "Fn::Join" in value:
+        return "".join(render(v, refs) for v in value["Fn::Join"][1])
+    if "Fn::Base64" in value:
+        return base64.b64encode(render(value["Fn::Base64"], refs).encode()).decode()
+    if "Ref" in value:
+        return name(value["Ref"])
+    if "Fn::GetAtt" in value:
+        return name(".".join(value["Fn::GetAtt"]))
+    if "Fn::Sub" in value:
+        return re.sub(r"\$\{([^}]+)\}", lambda m: name(m.group(1)), value["Fn::Sub"])
     raise AssertionError(f"unexpected user-data value {value!r}")
 
 
-def mime_parts(launch_template: dict[str, Any]) -> dict[str, str]:
-    """The user data's MIME parts by content type (the outer Fn::Base64 stripped)."""
-    raw = flatten(launch_template["Properties"]["LaunchTemplateData"]["UserData"]["Fn::Base64"])
-    message = email.message_from_string(raw)
-    assert message.is_multipart()
-    out = {}
-    for part in message.get_payload():
-        payload = part.get_payload()
-        if part.get("Content-Transfer-Encoding") == "base64" and not payload.lstrip().startswith("#!"):
-            import base64
+def user_data(launch_template: dict[str, Any], refs: dict[str, str] | None = None) -> str:
+    """The launch template's user data, decoded, as a node receives it."""
+    import base64
 
-            payload = base64.b64decode(payload).decode()
-        out[part.get_content_type()] = payload
-    return out
+    return base64.b64decode(
+        render(launch_template["Properties"]["LaunchTemplateData"]["UserData"], refs or {})
+    ).decode()
+
+
+def mime_parts(launch_template: dict[str, Any], refs: dict[str, str] | None = None) -> dict[str, str]:
+    """The user data's MIME parts by content type, decoded."""
+    message = email.message_from_string(user_data(launch_template, refs))
+    assert message.is_multipart()
+    return {p.get_content_type(): p.get_payload(decode=True).decode() for p in message.get_payload()}
 
 
 def efa_group(template: dict[str, Any], prefix: str = "PcsSecurityGroup") -> str:
@@ -538,3 +553,46 @@ def test_node_group_alone_is_cdk_nag_clean() -> None:
     )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()  # raises on an unacknowledged finding
+
+
+CLOUD_INIT = shutil.which("cloud-init")
+
+
+@pytest.mark.skipif(
+    CLOUD_INIT is None, reason="cloud-init is not installed (scripts/setup --dev installs it as root)"
+)
+def test_cloud_init_reads_the_pcs_user_data_and_mounts_the_efs(pcs: dict[str, Any], tmp_path: Path) -> None:
+    """Debian's cloud-init (22.4), its own code: the MIME parts are types its handlers take, the
+    cloud-config passes its strict schema, and its mounts module writes the EFS line to /etc/fstab,
+    makes /shared and runs `mount -a` (tests/cloud_init_check.py redirects the fstab and the commands)."""
+    (compute,) = [
+        v
+        for v in by_type(pcs, "AWS::EC2::LaunchTemplate")
+        if "NetworkInterfaces" in v["Properties"]["LaunchTemplateData"]
+    ]
+    (efs,) = [k for k, v in pcs["Resources"].items() if v["Type"] == "AWS::EFS::FileSystem"]
+    (tmp_path / "user-data").write_text(user_data(compute, {efs: "fs-0123456789abcdef0"}))
+    run = subprocess.run(
+        [
+            "/usr/bin/python3",
+            str(ROOT / "tests/cloud_init_check.py"),
+            str(tmp_path / "user-data"),
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    seen = json.loads(run.stdout)
+    assert seen["types"] == ["text/cloud-config", "text/x-shellscript"]
+    assert set(seen["types"]) <= set(seen["handled"])
+    assert seen["schema_errors"] == []
+    options = "nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport,_netdev"
+    assert seen["fstab"] == (
+        f"fs-0123456789abcdef0.efs.us-east-1.amazonaws.com:/\t/shared\tnfs4\t{options},comment=cloudconfig\t0\t0\n"
+    )
+    assert [d for d in seen["made"] if not d.startswith(str(tmp_path))] == [
+        "/shared"
+    ]  # (the fstab's own dir)
+    assert ["mount", "-a"] in seen["ran"]
