@@ -29,7 +29,7 @@ from efa_constructs.core import (
 from efa_constructs.core.checks import AMI_ID_PATTERN, REFRESH_LABEL_PATTERN, has_default_image
 from efa_constructs.core.options import DEFAULT_NODE_COUNT, DEFAULT_ROOT_VOLUME_GIB
 from efa_constructs.core.pcluster import DEFAULT_HEAD_NODE_TYPE
-from efa_constructs.core.pcs import DEFAULT_SLURM_VERSION
+from efa_constructs.core.pcs import DEFAULT_SLURM_VERSION, PcsClusterSize
 
 #: The kinds of ready stack (standalone clusters, ParallelCluster, AWS PCS); a field says which read it.
 CLUSTER, PCLUSTER, PCS = "cluster", "pcluster", "pcs"
@@ -195,7 +195,7 @@ FIELDS: tuple[Field, ...] = (
     Field("slurm_version", "the Slurm version AWS PCS runs (23.11, 24.05, 24.11, 25.05, 25.11)", any_text,
           DEFAULT_SLURM_VERSION, frozenset({PCS})),
     Field("pcs_size", "SMALL | MEDIUM | LARGE: instances PCS manages (32, 512, 2048); a change replaces the "
-          "cluster", any_text, "SMALL", frozenset({PCS})),
+          "cluster", choice(PcsClusterSize.parse), "SMALL", frozenset({PCS})),
     Field("login_instance_type", "the PCS login node's type",
           text(r"^[a-z0-9-]+\.[a-z0-9-]+$", "an instance type name", "c7i.xlarge"),
           "c7i.xlarge (c7g.xlarge for Arm)", frozenset({PCS})),
@@ -471,7 +471,7 @@ class PcsParams:
     ami_id: str | None = None
     ami_os: str = "al2023"
     slurm_version: str = DEFAULT_SLURM_VERSION
-    pcs_size: str = "SMALL"
+    pcs_size: PcsClusterSize = PcsClusterSize.SMALL
     login_instance_type: str | None = None
     efs_throughput_mibps: int | None = None
     capacity: Capacity = field(default_factory=Capacity.on_demand)

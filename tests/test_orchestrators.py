@@ -224,7 +224,6 @@ def _pcs(**kwargs: Any) -> EfaPcsCluster:
     ("kwargs", "says"),
     [
         ({"slurm_version": "22.05"}, "slurm_version='22.05': not a Slurm version AWS PCS runs"),
-        ({"size": "HUGE"}, "size='HUGE': not a PCS cluster size"),
         ({"max_count": 40}, "a SMALL PCS cluster manages up to 32 instances"),
         ({"max_count": 40}, "create the cluster with size MEDIUM"),
         ({"min_count": 3, "max_count": 2}, "0 <= min_count <= max_count"),
@@ -253,6 +252,18 @@ def test_pcs_refuses_what_pcs_refuses(kwargs: dict[str, Any], says: str) -> None
     with pytest.raises(EfaConfigError) as err:
         _pcs(**kwargs)
     assert says in str(err.value), str(err.value)
+
+
+def test_pcs_size_is_an_enum_and_the_context_key_reads_it() -> None:
+    from efa_constructs.core import PcsClusterSize
+    from stacks.params import PcsParams
+
+    assert PcsParams.from_context({"pcs_size": "medium"}, default_instance_type="trn1.32xlarge").pcs_size is (
+        PcsClusterSize.MEDIUM
+    )
+    with pytest.raises(EfaConfigError, match="pcs_size='HUGE': not a PCS cluster size"):
+        PcsParams.from_context({"pcs_size": "HUGE"}, default_instance_type="trn1.32xlarge")
+    assert [s.instances for s in PcsClusterSize] == [32, 512, 2048]  # PCS user guide, "Cluster size"
 
 
 def test_pcs_refuses_a_role_pcs_would_not_accept_and_takes_one_it_would() -> None:
@@ -487,7 +498,6 @@ def test_node_group_refuses_a_subnet_of_another_vpc(eks_cluster: Any) -> None:
 
 
 def test_one_device_plugin_for_two_node_groups_and_capacity_blocks() -> None:
-    example = _example()
     app = new_app()
     stack = Stack(app, "Two")
     vpc = isolated_vpc(stack)
@@ -500,7 +510,9 @@ def test_one_device_plugin_for_two_node_groups_and_capacity_blocks() -> None:
         kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=KubectlV35Layer(stack, "Kubectl")),
     )  # fmt: skip
     subnet = vpc.isolated_subnets[0]
-    EfaNodegroup(stack, "A", cluster=cluster, instance_type=ec2.InstanceType("p5.48xlarge"), subnet=subnet)
+    a = EfaNodegroup(
+        stack, "A", cluster=cluster, instance_type=ec2.InstanceType("p5.48xlarge"), subnet=subnet
+    )
     block = Capacity.capacity_block("cr-0123456789abcdef0")
     EfaNodegroup(
         stack,
@@ -510,7 +522,16 @@ def test_one_device_plugin_for_two_node_groups_and_capacity_blocks() -> None:
         subnet=subnet,
         capacity=block,
     )
+    db = ec2.SecurityGroup(stack, "Db", vpc=vpc)
+    db.connections.allow_from(a, ec2.Port.tcp(5432))  # IConnectable: both groups of its interfaces
     t = new_template(stack)
+    sources = {
+        json.dumps(r["Properties"]["SourceSecurityGroupId"])
+        for r in by_type(t, "AWS::EC2::SecurityGroupIngress")
+        if r["Properties"].get("FromPort") == 5432
+    }
+    assert len(sources) == 2 and any("ASecurityGroup" in s for s in sources)
+    assert any("ClusterSecurityGroupId" in s for s in sources)
     assert len([v for v in t["Resources"].values() if v["Type"] == "Custom::AWSCDK-EKS-HelmChart"]) == 1
     groups = {k: v["Properties"] for k, v in t["Resources"].items() if v["Type"] == "AWS::EKS::Nodegroup"}
     assert sorted(g["CapacityType"] for g in groups.values()) == ["CAPACITY_BLOCK", "ON_DEMAND"]
@@ -521,7 +542,6 @@ def test_one_device_plugin_for_two_node_groups_and_capacity_blocks() -> None:
     data = block_lt[0]["Properties"]["LaunchTemplateData"]
     assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
     assert "Placement" not in data
-    assert example is not None
 
 
 def test_node_group_alone_is_cdk_nag_clean() -> None:

@@ -49,7 +49,13 @@ from ..core.checks import check_placement_for_capacity
 from ..core.errors import EfaConfigError
 from ..core.layout import LayoutMode, NicLayout
 from ..core.options import DEFAULT_ROOT_VOLUME_GIB
-from ..core.pcs import DEFAULT_SLURM_VERSION, check_cluster_name, check_node_counts, check_slurm_version
+from ..core.pcs import (
+    DEFAULT_SLURM_VERSION,
+    PcsClusterSize,
+    check_cluster_name,
+    check_node_counts,
+    check_slurm_version,
+)
 from ..core.software import EfaUserData, bootstrap_script, node_settings
 from .acknowledgements import acknowledge
 from .arguments import checked
@@ -116,7 +122,7 @@ class EfaPcsCluster(Construct):
         subnet: with ``vpc``: the one subnet of the cluster and its nodes (with a route out).
         availability_zone: the zone of a created network. Default: the region's first.
         slurm_version: Default: 25.11.
-        size: SMALL, MEDIUM or LARGE (changing it replaces the cluster). Default: SMALL.
+        size: a :class:`PcsClusterSize` (changing it replaces the cluster). Default: SMALL (32 instances).
         cluster_name: Default: a name CloudFormation generates.
         login_instance_type: Default: c7i.xlarge (c7g.xlarge for Arm compute types).
         login_count: login nodes. Default: 1.
@@ -146,7 +152,7 @@ class EfaPcsCluster(Construct):
         subnet: ec2.ISubnet | None = None,
         availability_zone: str | None = None,
         slurm_version: str = DEFAULT_SLURM_VERSION,
-        size: str = "SMALL",
+        size: PcsClusterSize = PcsClusterSize.SMALL,
         cluster_name: str | None = None,
         login_instance_type: ec2.InstanceType | None = None,
         login_count: int = 1,
@@ -213,7 +219,7 @@ class EfaPcsCluster(Construct):
             self,
             "Resource",
             name=cluster_name,
-            size=size,
+            size=size.value,
             scheduler=pcs.CfnCluster.SchedulerProperty(type="SLURM", version=slurm_version),
             networking=pcs.CfnCluster.NetworkingProperty(
                 subnet_ids=[subnet.subnet_id], security_group_ids=[self.security_group.security_group_id]
@@ -257,7 +263,7 @@ class EfaPcsCluster(Construct):
                 ec2.BlockDevice(
                     device_name=ami_os.root_device_name,
                     volume=ec2.BlockDeviceVolume.ebs(
-                        64,
+                        root_volume_gib,
                         volume_type=ec2.EbsDeviceVolumeType.GP3,
                         encrypted=True,
                         delete_on_termination=True,

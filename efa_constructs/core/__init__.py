@@ -12,6 +12,7 @@ from .containers import ContainerRun
 from .errors import EfaConfigError
 from .layout import LayoutMode, NetworkInterfaceSpec, NicLayout, plan_layout
 from .options import InternetEgress, NodeGroup, PublicIp, parse_ssh_source
+from .pcs import PcsClusterSize
 from .software import Benchmark, EfaInstaller, EfaUserData
 
 #: The package version: the one place it is written (pyproject.toml reads it from here).
@@ -31,6 +32,7 @@ __all__ = [
     "NetworkInterfaceSpec",
     "NicLayout",
     "NodeGroup",
+    "PcsClusterSize",
     "PublicIp",
     "__version__",
     "all_instance_types",

@@ -6,16 +6,41 @@ size": instances per size; capacity-blocks-nvidia-imex: UltraServers), checked l
 
 from __future__ import annotations
 
+import enum
 import re
 
 from .capacity import Capacity, CapacityKind
-from .errors import EfaConfigError
+from .errors import EfaConfigError, parse_choice
 
 #: Slurm versions the PCS API reference lists (CreateCluster, SchedulerRequest version).
 PCS_SLURM_VERSIONS = ("23.11", "24.05", "24.11", "25.05", "25.11")
 DEFAULT_SLURM_VERSION = "25.11"
-#: Instances a cluster of each size manages (PCS user guide, "Cluster size").
-PCS_SIZES = {"SMALL": 32, "MEDIUM": 512, "LARGE": 2048}
+
+
+class PcsClusterSize(enum.Enum):
+    """A PCS cluster's size: how many instances its controller manages (PCS user guide, "Cluster
+    size"). It is fixed when the cluster is created (CloudFormation: createOnlyProperties)."""
+
+    SMALL = "SMALL"  # up to 32 instances
+    MEDIUM = "MEDIUM"  # up to 512
+    LARGE = "LARGE"  # up to 2048
+
+    @classmethod
+    def parse(cls, value: str | PcsClusterSize) -> PcsClusterSize:
+        """The member for a string such as ``"MEDIUM"`` (any case)."""
+        return parse_choice(
+            cls,
+            value.upper() if isinstance(value, str) else value,
+            what="pcs_size",
+            why="not a PCS cluster size",
+        )
+
+    @property
+    def instances(self) -> int:
+        """The instances a cluster of this size manages."""
+        return {"SMALL": 32, "MEDIUM": 512, "LARGE": 2048}[self.value]
+
+
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{2,39}$")
 _ULTRASERVER_PREFIXES = ("p6e-gb200.", "p6e-gb300.")
 
@@ -50,14 +75,15 @@ def check_cluster_name(name: str) -> None:
 
 
 def check_node_counts(
-    min_count: int, max_count: int, login_count: int, size: str, capacity: Capacity, instance_type: str
+    min_count: int,
+    max_count: int,
+    login_count: int,
+    size: PcsClusterSize,
+    capacity: Capacity,
+    instance_type: str,
 ) -> None:
     """Refuse counts a node group or a cluster of `size` cannot hold, and an UltraServer without a
     Capacity Block."""
-    if size not in PCS_SIZES:
-        raise EfaConfigError(
-            "size", value=size, why="not a PCS cluster size", fix=f"use one of {', '.join(PCS_SIZES)}"
-        )
     if not 0 <= min_count <= max_count or max_count < 1 or login_count < 0:
         raise EfaConfigError(
             "max_count",
@@ -65,17 +91,13 @@ def check_node_counts(
             why="a node group needs 0 <= min_count <= max_count and max_count >= 1",
             fix="adjust the counts",
         )
-    if max_count + login_count > PCS_SIZES[size]:
-        bigger = (
-            next(s for s, n in PCS_SIZES.items() if n >= max_count + login_count)
-            if max_count + login_count <= 2048
-            else None
-        )
+    if max_count + login_count > size.instances:
+        bigger = next((s.value for s in PcsClusterSize if s.instances >= max_count + login_count), None)
         raise EfaConfigError(
             "max_count",
             value=max_count,
-            why=f"a {size} PCS cluster manages up to {PCS_SIZES[size]} instances, and {max_count} compute "
-            f"+ {login_count} login nodes are more",
+            why=f"a {size.value} PCS cluster manages up to {size.instances} instances, and {max_count} "
+            f"compute + {login_count} login nodes are more",
             fix=f"lower max_count, or create the cluster with size {bigger} (a new cluster)"
             if bigger
             else "lower max_count (a LARGE cluster manages 2048 instances)",
