@@ -81,13 +81,15 @@ class EfaPcsClusterStack(Stack):
             value=self.pcs.cluster_id,
             description="aws pcs get-cluster --cluster-identifier",
         )
-        CfnOutput(
-            self,
-            "LoginNodeGroupId",
-            value=self.pcs.login_nodes.attr_id,
-            description="the login nodes: aws ec2 describe-instances --filters "
-            "Name=tag:aws:pcs:compute-node-group-id,Values=<this>, then aws ssm start-session --target <id>",
-        )
+        if self.pcs.login_nodes is not None:
+            CfnOutput(
+                self,
+                "LoginNodeGroupId",
+                value=self.pcs.login_nodes.attr_id,
+                description="the login nodes: aws ec2 describe-instances --filters "
+                "Name=tag:aws:pcs:compute-node-group-id,Values=<this>, "
+                "then aws ssm start-session --target <id>",
+            )
         CfnOutput(self, "QueueName", value=str(self.pcs.queue.name), description="sbatch -p <this>")
         CfnOutput(
             self,

@@ -266,27 +266,29 @@ def test_pcs_size_is_an_enum_and_the_context_key_reads_it() -> None:
     assert [s.instances for s in PcsClusterSize] == [32, 512, 2048]  # PCS user guide, "Cluster size"
 
 
-def test_pcs_refuses_a_role_pcs_would_not_accept_and_takes_one_it_would() -> None:
+def test_pcs_refuses_a_role_pcs_would_not_accept_and_gives_one_it_takes_what_nodes_need() -> None:
     stack = Stack(new_app(), "Scratch")
+    itype, ami = ec2.InstanceType("trn1.32xlarge"), "ami-0123456789abcdef0"
     plain = iam.Role(stack, "Plain", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"))
     with pytest.raises(EfaConfigError, match="starts with AWSPCS or its path is /aws-pcs/"):
-        EfaPcsCluster(
-            stack,
-            "Pcs",
-            instance_type=ec2.InstanceType("trn1.32xlarge"),
-            ami_id="ami-0123456789abcdef0",
-            role=plain,
-        )
+        EfaPcsCluster(stack, "Pcs", instance_type=itype, ami_id=ami, role=plain)
     named = iam.Role(
         stack, "Named", role_name="AWSPCS-trainers", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com")
     )
-    EfaPcsCluster(
-        stack,
-        "Pcs2",
-        instance_type=ec2.InstanceType("trn1.32xlarge"),
-        ami_id="ami-0123456789abcdef0",
-        role=named,
+    EfaPcsCluster(stack, "Pcs2", instance_type=itype, ami_id=ami, role=named, login_count=0)
+    t = new_template(stack)
+    named_id = next(
+        k for k, v in t["Resources"].items() if v["Properties"].get("RoleName") == "AWSPCS-trainers"
     )
+    granted = [
+        s
+        for p in by_type(t, "AWS::IAM::Policy")
+        if {"Ref": named_id} in p["Properties"]["Roles"]
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    assert {"pcs:RegisterComputeNodeGroupInstance", "s3:GetObject"} <= {s["Action"] for s in granted}
+    # login_count=0: the compute node group only
+    assert [g["Properties"]["Name"] for g in by_type(t, "AWS::PCS::ComputeNodeGroup")] == ["compute"]
 
 
 def test_pcs_cluster_composes_with_aws_cdk_lib() -> None:
@@ -333,6 +335,22 @@ def example() -> dict[str, Any]:
     """The docs' example app, synthesized as `cdk synth` would."""
     app = _example().build(new_app())
     return app.synth().get_stack_by_name("EksEfaExample").template  # type: ignore[no-any-return]
+
+
+def test_the_readmes_eks_example_command_synthesizes(request: pytest.FixtureRequest) -> None:
+    """`npx cdk synth --app ".venv/bin/python docs/examples/eks_efa_nodegroup.py" ...` in a bare shell
+    (started in the background at collection); the README shows the same command."""
+    from tests.conftest import background_result
+
+    run, tmp = background_result(request.node.nodeid)
+    assert run.returncode == 0, run.stderr[-2000:]
+    template = json.loads((tmp / "out" / "EksEfaExample.template.json").read_text())
+    assert len(by_type(template, "AWS::EKS::Nodegroup")) == 1
+    readme = (ROOT / "README.md").read_text()
+    assert (
+        'npx cdk synth --app ".venv/bin/python docs/examples/eks_efa_nodegroup.py" -c zones=us-east-1c,us-east-1d'
+        in readme
+    )
 
 
 def test_example_node_group_launches_eks_efa_nodes(example: dict[str, Any]) -> None:
@@ -521,6 +539,7 @@ def test_one_device_plugin_for_two_node_groups_and_capacity_blocks() -> None:
         instance_type=ec2.InstanceType("p5.48xlarge"),
         subnet=subnet,
         capacity=block,
+        taints=[eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key="efa", value="true")],
     )
     db = ec2.SecurityGroup(stack, "Db", vpc=vpc)
     db.connections.allow_from(a, ec2.Port.tcp(5432))  # IConnectable: both groups of its interfaces
@@ -536,6 +555,10 @@ def test_one_device_plugin_for_two_node_groups_and_capacity_blocks() -> None:
     groups = {k: v["Properties"] for k, v in t["Resources"].items() if v["Type"] == "AWS::EKS::Nodegroup"}
     assert sorted(g["CapacityType"] for g in groups.values()) == ["CAPACITY_BLOCK", "ON_DEMAND"]
     assert sorted(g["AmiType"] for g in groups.values()) == ["AL2023_x86_64_NVIDIA"] * 2
+    assert sorted(json.dumps(g.get("Taints")) for g in groups.values()) == [
+        json.dumps([{"Effect": "NO_SCHEDULE", "Key": "efa", "Value": "true"}]),
+        "null",
+    ]
     lts = by_type(t, "AWS::EC2::LaunchTemplate")
     block_lt = [lt for lt in lts if "InstanceMarketOptions" in lt["Properties"]["LaunchTemplateData"]]
     assert len(block_lt) == 1  # a Capacity Block: capacity-block market, no placement group

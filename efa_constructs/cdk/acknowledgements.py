@@ -25,12 +25,18 @@ REASONS: dict[str, str] = {
         "nodes and their network position for the MPI hostfile) are read-only Describe actions that support "
         "no resource-level permissions either; cloudwatch:PutMetricData takes no resource and is limited "
         "to the cluster's own namespace by the cloudwatch:namespace condition. autoscaling:SetInstanceHealth "
-        "names the cluster's node group by name: the group id in its ARN is not known to CloudFormation."
+        "names the cluster's node group by name: the group id in its ARN is not known to CloudFormation. "
+        "An AWS PCS node's pcs:RegisterComputeNodeGroupInstance is granted on '*': PCS's documentation names "
+        "no resource scope for it, and AWS's own example role grants it through the AWS managed "
+        "AWSPCSComputeNodePolicy (aws-hpc-recipes recipes/pcs/getting_started/assets/pcs-iip-minimal.yaml)."
     ),
     "AwsSolutions-IAM4": (
         "aws-cdk-lib's AwsCustomResource Lambda (the one-time image lookup and the Elastic IP nodes' "
         "primary-interface lookup) logs through the AWS managed AWSLambdaBasicExecutionRole, which grants "
-        "only CloudWatch Logs writes; its own calls are in separate least-privilege statements."
+        "only CloudWatch Logs writes; its own calls are in separate least-privilege statements. An EKS node "
+        "role carries the three AWS managed policies the EKS user guide requires of it "
+        "(AmazonEKSWorkerNodePolicy, AmazonEC2ContainerRegistryPullOnly, AmazonEKS_CNI_Policy), which AWS "
+        "keeps in step with what the kubelet and the VPC CNI call."
     ),
     "AwsSolutions-L1": (
         "aws-cdk-lib's AwsCustomResource Lambda: its runtime is chosen by aws-cdk-lib (the newest Node.js "

@@ -26,7 +26,7 @@ launches the nodes. Facts (checked late 2026; the README's EKS section compares 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import jsii
 from aws_cdk import aws_ec2 as ec2
@@ -148,6 +148,7 @@ class EfaNodegroup(Construct):
             Default: none.
         root_volume_gib: the encrypted gp3 root volume. Default: 200.
         labels: Kubernetes labels of the nodes. Default: none.
+        taints: Kubernetes taints of the nodes (the device plugin tolerates every taint). Default: none.
         device_plugin: install the EFA device plugin (Helm, through the cluster's kubectl provider),
             once per cluster. Default: True.
     """
@@ -173,6 +174,7 @@ class EfaNodegroup(Construct):
         user_data: ec2.MultipartUserData | None = None,
         root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
         labels: Mapping[str, str] | None = None,
+        taints: Sequence[eks.TaintSpec] = (),
         device_plugin: bool = True,
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
@@ -243,6 +245,7 @@ class EfaNodegroup(Construct):
             max_size=max_size,
             desired_size=min_size if desired_size is None else desired_size,
             labels=dict(labels or {}),
+            taints=list(taints) or None,
         )
         self.device_plugin = efa_device_plugin(cluster) if device_plugin else None
 

@@ -125,7 +125,7 @@ class EfaPcsCluster(Construct):
         size: a :class:`PcsClusterSize` (changing it replaces the cluster). Default: SMALL (32 instances).
         cluster_name: Default: a name CloudFormation generates.
         login_instance_type: Default: c7i.xlarge (c7g.xlarge for Arm compute types).
-        login_count: login nodes. Default: 1.
+        login_count: login nodes (0: no login node group). Default: 1.
         queue_name: Default: ``compute``.
         nic_layout, efa_count, root_volume_gib: as for :class:`EfaLaunchTemplate`.
         capacity: a Capacity Reservation or Capacity Block. Default: On-Demand.
@@ -212,6 +212,13 @@ class EfaPcsCluster(Construct):
             removal_policy=storage_removal_policy,
         )
         self.role: iam.IRole = role or self._node_role()
+        # A node registers itself with PCS before slurmd starts: whatever the role, it needs this.
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="PcsRegister", actions=["pcs:RegisterComputeNodeGroupInstance"], resources=["*"]
+            )
+        )
+        acknowledge(self.role, "AwsSolutions-IAM5[Resource::*]")
         self.instance_profile = iam.InstanceProfile(
             self, "InstanceProfile", role=self.role, path=PCS_IAM_PATH
         )
@@ -250,32 +257,13 @@ class EfaPcsCluster(Construct):
             capacity=capacity,
         )
         compute_data.add_part(ec2.MultipartBody.from_user_data(self._efa_check()))
-        login_data = ec2.MultipartUserData()
-        login_data.add_part(mount)
-        login_type = login_instance_type or ec2.InstanceType(DEFAULT_LOGIN_TYPES[it.architecture])
-        self.login_template = ec2.LaunchTemplate(
-            self,
-            "LoginTemplate",
-            security_group=self.security_group,
-            require_imdsv2=True,
-            user_data=login_data,
-            block_devices=[
-                ec2.BlockDevice(
-                    device_name=ami_os.root_device_name,
-                    volume=ec2.BlockDeviceVolume.ebs(
-                        root_volume_gib,
-                        volume_type=ec2.EbsDeviceVolumeType.GP3,
-                        encrypted=True,
-                        delete_on_termination=True,
-                    ),
-                )
-            ],
+        self.login_nodes = (
+            self._login_nodes(
+                mount, login_instance_type, it.architecture, ami_id, ami_os, login_count, root_volume_gib
+            )
+            if login_count
+            else None
         )
-        login = self.login_template
-        self.login_nodes = self._node_group(
-            "LoginNodes", "login", str(login.launch_template_id), login.latest_version_number,
-            login_type.to_string(), ami_id, login_count, login_count, "ONDEMAND",
-        )  # fmt: skip
         self.compute_nodes = self._node_group(
             "ComputeNodes", queue_name, self.launch_template.launch_template_id,
             self.launch_template.latest_version_number, it.name, ami_id, min_count, max_count,
@@ -293,8 +281,46 @@ class EfaPcsCluster(Construct):
             ],
         )
 
+    def _login_nodes(
+        self,
+        mount: ec2.MultipartBody,
+        login_instance_type: ec2.InstanceType | None,
+        architecture: str,
+        ami_id: str,
+        ami_os: OsFamily,
+        count: int,
+        root_volume_gib: int,
+    ) -> pcs.CfnComputeNodeGroup:
+        """The login node group (``LoginNodes``) from a plain launch template (``LoginTemplate``)."""
+        login_data = ec2.MultipartUserData()
+        login_data.add_part(mount)
+        login_type = login_instance_type or ec2.InstanceType(DEFAULT_LOGIN_TYPES[architecture])
+        template = ec2.LaunchTemplate(
+            self,
+            "LoginTemplate",
+            security_group=self.security_group,
+            require_imdsv2=True,
+            user_data=login_data,
+            block_devices=[
+                ec2.BlockDevice(
+                    device_name=ami_os.root_device_name,
+                    volume=ec2.BlockDeviceVolume.ebs(
+                        root_volume_gib,
+                        volume_type=ec2.EbsDeviceVolumeType.GP3,
+                        encrypted=True,
+                        delete_on_termination=True,
+                    ),
+                )
+            ],
+        )
+        return self._node_group(
+            "LoginNodes", "login", str(template.launch_template_id), template.latest_version_number,
+            login_type.to_string(), ami_id, count, count, "ONDEMAND",
+        )  # fmt: skip
+
     def _node_role(self) -> iam.Role:
-        """The nodes' role: PCS registration and Session Manager (under /aws-pcs/, so PCS takes it)."""
+        """The nodes' default role: Session Manager (and, added for any role, PCS registration), under
+        /aws-pcs/ so PCS takes it."""
         role = iam.Role(
             self,
             "NodeRole",
@@ -302,13 +328,7 @@ class EfaPcsCluster(Construct):
             path=PCS_IAM_PATH,
             description="AWS PCS EFA nodes: register with PCS, Session Manager",
         )
-        role.add_to_principal_policy(
-            iam.PolicyStatement(
-                sid="PcsRegister", actions=["pcs:RegisterComputeNodeGroupInstance"], resources=["*"]
-            )
-        )
         role.add_to_principal_policy(session_manager_statement())
-        acknowledge(role, "AwsSolutions-IAM5[Resource::*]")
         return role
 
     def _mount_part(self) -> ec2.MultipartBody:
