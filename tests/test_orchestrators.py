@@ -403,6 +403,22 @@ def test_example_installs_the_device_plugin_for_every_catalogued_efa_type(exampl
     assert values["tolerations"] == [{"operator": "Exists"}]
 
 
+def test_example_node_group_snapshot(example: dict[str, Any], snapshot: Any) -> None:
+    """What a pull request changes in EfaNodegroup's output, readable: the example's resources under
+    ``Trainers`` (security group, placement group, role, launch template, node group) and the device
+    plugin chart (aws-cdk-lib's EKS cluster, VPC and kubectl provider are left out: they are its own)."""
+    from syrupy.extensions.json import JSONSnapshotExtension
+
+    from tests.helpers import masked, readable
+
+    ours = {
+        k: v
+        for k, v in example["Resources"].items()
+        if k.startswith("Trainers") or v["Type"] == "Custom::AWSCDK-EKS-HelmChart"
+    }
+    assert readable(masked({"Resources": ours})) == snapshot(extension_class=JSONSnapshotExtension)
+
+
 def test_example_grants_reach_the_node_role(example: dict[str, Any]) -> None:
     (group,) = by_type(example, "AWS::EKS::Nodegroup")
     role = group["Properties"]["NodeRole"]["Fn::GetAtt"][0]
