@@ -74,6 +74,13 @@ def make_stack() -> Iterator[Callable[..., Any]]:
 # started as soon as collection finishes, so they use the second core while the in-process tests
 # run; the tests that own them wait for the result. Keyed by the owning test's node id.
 BACKGROUND: dict[str, tuple[subprocess.Popen[str], Path]] = {}
+#: A bare shell's environment, as a newcomer's terminal has it: no virtual environment, nothing exported.
+PLAIN_SHELL = [
+    "env",
+    "-i",
+    f"PATH=/usr/local/bin:/usr/bin:/bin:{Path(shutil.which('node') or '/usr/bin/node').parent}",
+    f"HOME={Path.home()}",
+]
 BACKGROUND_COMMANDS: dict[str, list[str]] = {
     "tests/test_packaging.py::test_installed_package_synthesizes_in_a_separate_app": [
         sys.executable,
@@ -87,10 +94,7 @@ BACKGROUND_COMMANDS: dict[str, list[str]] = {
     ],
     # the README's deploy tooling in a bare shell: no virtual environment on PATH, nothing exported
     "tests/test_app.py::test_npx_cdk_ls_works_in_a_plain_shell": [
-        "env",
-        "-i",
-        f"PATH=/usr/local/bin:/usr/bin:/bin:{Path(shutil.which('node') or '/usr/bin/node').parent}",
-        f"HOME={Path.home()}",
+        *PLAIN_SHELL,
         "npx",
         "--no-install",
         "cdk",
@@ -100,10 +104,7 @@ BACKGROUND_COMMANDS: dict[str, list[str]] = {
     ],
     # the README's command for the EKS example app, in a bare shell like the `cdk ls` above
     "tests/test_orchestrators.py::test_the_readmes_eks_example_command_synthesizes": [
-        "env",
-        "-i",
-        f"PATH=/usr/local/bin:/usr/bin:/bin:{Path(shutil.which('node') or '/usr/bin/node').parent}",
-        f"HOME={Path.home()}",
+        *PLAIN_SHELL,
         "npx",
         "--no-install",
         "cdk",

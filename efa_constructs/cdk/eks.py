@@ -37,14 +37,13 @@ from constructs import Construct
 from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import AcceleratorKind, InstanceType, all_instance_types
 from ..core.catalogue import instance_type as lookup
-from ..core.checks import check_placement_for_capacity
 from ..core.errors import EfaConfigError
 from ..core.layout import LayoutMode, NicLayout
 from ..core.options import DEFAULT_ROOT_VOLUME_GIB
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .cluster import check_subnet_of
-from .launch_template import EfaLaunchTemplate
+from .launch_template import EfaLaunchTemplate, cluster_placement_group
 from .machine_image import EfaMachineImage, OsFamily
 from .security_group import EfaSecurityGroup
 
@@ -185,9 +184,6 @@ class EfaNodegroup(Construct):
         check_subnet_of(cluster.vpc, subnet, "subnet")
         self.ami_type = ami_type or accelerated_ami_type(it)
         _check_ami_type(self.ami_type, it)
-        check_placement_for_capacity(
-            None if placement_group is None else placement_group.placement_group_name, capacity
-        )
         if device_plugin and cluster.kubectl_provider is None:
             raise EfaConfigError(
                 "device_plugin",
@@ -198,11 +194,7 @@ class EfaNodegroup(Construct):
                 "kubectl_layer=...), or pass device_plugin=False and install the plugin yourself",
             )
         self.security_group = EfaSecurityGroup(self, "SecurityGroup", vpc=cluster.vpc)
-        self.placement_group = placement_group
-        if placement_group is None and capacity.creates_placement_group:
-            self.placement_group = ec2.PlacementGroup(
-                self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
-            )
+        self.placement_group = cluster_placement_group(self, placement_group, capacity)
         self.role: iam.IRole = role or self._node_role()
         image = EfaMachineImage.chosen_by_launcher(
             f"EKS AMI type {self.ami_type.name}", os_family=OsFamily.AMAZON_LINUX_2023

@@ -21,7 +21,7 @@ from constructs import Construct
 from ..core.capacity import Capacity
 from ..core.catalogue import InstanceType
 from ..core.catalogue import instance_type as lookup
-from ..core.checks import check_root_volume_gib
+from ..core.checks import check_placement_for_capacity, check_root_volume_gib
 from ..core.errors import EfaConfigError
 from ..core.layout import LayoutMode, NicLayout, resolve_layout
 from ..core.options import DEFAULT_ROOT_VOLUME_GIB
@@ -62,6 +62,19 @@ def network_interfaces(
         entry["DeleteOnTermination"] = True
         out.append(entry)
     return out
+
+
+def cluster_placement_group(
+    scope: Construct, given: ec2.IPlacementGroup | None, capacity: Capacity
+) -> ec2.IPlacementGroup | None:
+    """The placement group EFA nodes launch in: `given` (refused with a Capacity Block, which EC2
+    places), else a new cluster placement group (``PlacementGroup``) On-Demand, else none (a
+    reservation decides placement). The rule EfaCluster, EfaParallelCluster, EfaPcsCluster and
+    EfaNodegroup share (core.capacity)."""
+    check_placement_for_capacity(None if given is None else given.placement_group_name, capacity)
+    if given is None and capacity.creates_placement_group:
+        return ec2.PlacementGroup(scope, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER)
+    return given
 
 
 def session_manager_statement() -> iam.PolicyStatement:

@@ -20,7 +20,6 @@ from constructs import Construct
 
 from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import instance_type as lookup
-from ..core.checks import check_placement_for_capacity
 from ..core.errors import EfaConfigError
 from ..core.pcluster import (
     DEFAULT_HEAD_NODE_TYPE,
@@ -42,6 +41,7 @@ from ..core.software import (
 )
 from .acknowledgements import acknowledge
 from .arguments import checked
+from .launch_template import cluster_placement_group
 from .network import EfaNetwork, known_cidr
 from .security_group import EfaSecurityGroup
 from .storage import EfaSharedStorage
@@ -135,14 +135,7 @@ class EfaParallelCluster(Construct):
         # reservation, the reservation's own group when given, else none (ParallelCluster's
         # PlacementGroupCapacityReservationValidator refuses a group the reservation is not in);
         # never one with a Capacity Block.
-        self.placement_group: ec2.IPlacementGroup | None = placement_group
-        check_placement_for_capacity(
-            None if placement_group is None else placement_group.placement_group_name, capacity
-        )
-        if placement_group is None and capacity.creates_placement_group:
-            self.placement_group = ec2.PlacementGroup(
-                self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
-            )
+        self.placement_group = cluster_placement_group(self, placement_group, capacity)
         self.storage = EfaSharedStorage(
             self,
             "Storage",

@@ -45,7 +45,6 @@ from constructs import Construct
 
 from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import instance_type as lookup
-from ..core.checks import check_placement_for_capacity
 from ..core.errors import EfaConfigError
 from ..core.layout import LayoutMode, NicLayout
 from ..core.options import DEFAULT_ROOT_VOLUME_GIB
@@ -60,7 +59,7 @@ from ..core.software import EfaUserData, bootstrap_script, node_settings
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .cluster import check_subnet_of
-from .launch_template import EfaLaunchTemplate, session_manager_statement
+from .launch_template import EfaLaunchTemplate, cluster_placement_group, session_manager_statement
 from .machine_image import EfaMachineImage, OsFamily
 from .network import EfaNetwork
 from .security_group import EfaSecurityGroup
@@ -176,9 +175,6 @@ class EfaPcsCluster(Construct):
             check_cluster_name(cluster_name)
         check_node_counts(min_count, max_count, login_count, size, capacity, it.name)
         capacity.check(instance_type=it.name, availability_zone=availability_zone, node_count=max_count)
-        check_placement_for_capacity(
-            None if placement_group is None else placement_group.placement_group_name, capacity
-        )
         if role is not None:
             check_pcs_role(role)
         if (vpc is None) != (subnet is None):
@@ -197,11 +193,7 @@ class EfaPcsCluster(Construct):
         # One group for the cluster's controller interface and every node: EFA needs all traffic to
         # and from itself, and Slurm (6817, 6818, srun's ports) and NFS ride on the same rule.
         self.security_group = EfaSecurityGroup(self, "SecurityGroup", vpc=vpc)
-        self.placement_group = placement_group
-        if placement_group is None and capacity.creates_placement_group:
-            self.placement_group = ec2.PlacementGroup(
-                self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
-            )
+        self.placement_group = cluster_placement_group(self, placement_group, capacity)
         self.storage = EfaSharedStorage(
             self,
             "Storage",
