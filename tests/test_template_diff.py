@@ -172,3 +172,29 @@ def test_an_auto_scaling_group_is_replaced_by_a_new_launch_template_version_not_
     )
     d = diff_templates(base, _cluster("P4dEfaCluster", node_group="asg", root_volume_gib="300"))
     assert "LaunchTemplate refers to" in d.replaced[group] and group in d.stateful_losses
+
+
+def test_a_pcs_size_change_replaces_the_cluster_loudly_and_a_resize_does_not() -> None:
+    """PCS's Size is create-only (the AWS::PCS::Cluster schema in cfn-lint): the cluster, its node
+    groups and its queue are replaced, and the diff says what is lost; max_count changes in place."""
+    from aws_cdk import assertions
+
+    from stacks.params import PcsParams
+    from stacks.pcs_stack import EfaPcsClusterStack
+    from tests.helpers import new_app
+
+    def synth(**context: str) -> dict[str, Any]:
+        params = PcsParams.from_context(context, default_instance_type="trn1.32xlarge")
+        stack = EfaPcsClusterStack(new_app(), "Trn1PcsCluster", params=params)
+        return assertions.Template.from_stack(stack).to_json()  # type: ignore[no-any-return]
+
+    base = synth()
+    cluster = next(k for k, v in base["Resources"].items() if v["Type"] == "AWS::PCS::Cluster")
+    bigger = diff_templates(base, synth(pcs_size="MEDIUM"))
+    assert bigger.replaced[cluster] == "create-only Size changed"
+    groups = sorted(k for k, v in base["Resources"].items() if v["Type"] == "AWS::PCS::ComputeNodeGroup")
+    assert bigger.stateful_losses == sorted([cluster, *groups])
+    text = render("Trn1PcsCluster", bigger)
+    assert f"!!! STATEFUL REPLACED: {cluster} (AWS::PCS::Cluster) - Slurm's queued and running jobs" in text
+    resized = diff_templates(base, synth(max_count="4"))
+    assert resized.replaced == {} and resized.stateful_losses == []

@@ -46,6 +46,21 @@ STATEFUL_TYPES = frozenset(
         "AWS::EC2::KeyPair",
         "AWS::SSM::Parameter",
         "AWS::SecretsManager::Secret",
+        # AWS PCS: the cluster holds Slurm's state (queued and running jobs); a node group, its nodes
+        "AWS::PCS::Cluster",
+        "AWS::PCS::ComputeNodeGroup",
+        # Amazon EKS: the cluster (its workloads and their state); a managed node group, its nodes
+        "AWS::EKS::Cluster",
+        "AWS::EKS::Nodegroup",
+    }
+)
+#: Stateful types whose loss is their nodes: (root volumes, instance stores, the jobs and pods on them).
+NODE_TYPES = frozenset(
+    {
+        "AWS::EC2::Instance",
+        "AWS::AutoScaling::AutoScalingGroup",
+        "AWS::PCS::ComputeNodeGroup",
+        "AWS::EKS::Nodegroup",
     }
 )
 
@@ -205,7 +220,9 @@ def render(stack: str, d: StackDiff) -> str:
         verb = "DELETED" if rid in d.removed else "REPLACED"
         lost = (
             "their root volumes and instance stores are lost"
-            if d.types[rid] in ("AWS::EC2::Instance", "AWS::AutoScaling::AutoScalingGroup")
+            if d.types[rid] in NODE_TYPES
+            else "Slurm's queued and running jobs are lost"
+            if d.types[rid] == "AWS::PCS::Cluster"
             else "data or addresses are lost"
         )
         lines.append(f"  !!! STATEFUL {verb}: {rid} ({d.types[rid]}) - {lost}")
