@@ -254,6 +254,60 @@ def test_pcs_refuses_what_pcs_refuses(kwargs: dict[str, Any], says: str) -> None
     assert says in str(err.value), str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("counts", "size", "fits"),
+    [
+        ((0, 31, 1), "SMALL", True),  # 32 instances: exactly a SMALL cluster (PCS user guide)
+        ((0, 32, 1), "SMALL", False),
+        ((2, 2, 1), "SMALL", True),  # min_count == max_count: a static group
+        ((0, 1, 1), "SMALL", True),
+        ((0, 0, 1), "SMALL", False),  # a node group of no nodes
+        ((0, 2, 0), "SMALL", True),  # no login node
+        ((0, 2, -1), "SMALL", False),
+        ((0, 511, 1), "MEDIUM", True),
+        ((0, 2047, 1), "LARGE", True),
+        ((0, 2048, 1), "LARGE", False),
+    ],
+)
+def test_pcs_node_counts_at_the_size_limits(counts: tuple[int, int, int], size: str, fits: bool) -> None:
+    from efa_constructs.core.pcs import PcsClusterSize, check_node_counts
+
+    def check() -> None:
+        check_node_counts(*counts, PcsClusterSize(size), Capacity.on_demand(), "trn1.32xlarge")
+
+    if fits:
+        check()
+    else:
+        with pytest.raises(EfaConfigError):
+            check()
+
+
+@pytest.mark.parametrize(
+    ("max_count", "names"), [(32, "MEDIUM"), (511, "MEDIUM"), (512, "LARGE"), (2048, None)]
+)
+def test_pcs_too_many_nodes_names_the_size_that_fits(max_count: int, names: str | None) -> None:
+    from efa_constructs.core.pcs import PcsClusterSize, check_node_counts
+
+    with pytest.raises(EfaConfigError) as err:  # max_count + 1 login node
+        check_node_counts(0, max_count, 1, PcsClusterSize.SMALL, Capacity.on_demand(), "trn1.32xlarge")
+    assert (f"create the cluster with size {names}" if names else "a LARGE cluster manages 2048") in str(
+        err.value
+    )
+
+
+@pytest.mark.parametrize(("version", "ok"), [("24.11", False), ("25.05", True), ("25.11", True)])
+def test_ultraservers_need_slurm_25_05(version: str, ok: bool) -> None:
+    """PCS user guide, capacity-blocks-nvidia-imex: Slurm 25.05 or later for P6e-GB200/GB300."""
+    from efa_constructs.core.pcs import check_slurm_version
+
+    if ok:
+        check_slurm_version(version, "p6e-gb200.36xlarge")
+    else:
+        with pytest.raises(EfaConfigError, match=r"needs Slurm 25\.05 or later"):
+            check_slurm_version(version, "p6e-gb200.36xlarge")
+    check_slurm_version(version, "trn1.32xlarge")  # any listed version for other types
+
+
 def test_pcs_size_is_an_enum_and_the_context_key_reads_it() -> None:
     from efa_constructs.core import PcsClusterSize
     from stacks.params import PcsParams
