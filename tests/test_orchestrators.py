@@ -193,6 +193,19 @@ def test_pcs_user_data_mounts_efs_then_checks_efa(pcs: dict[str, Any]) -> None:
     assert list(mime_parts(login)) == ["text/cloud-config"]
 
 
+def test_pcs_login_template_is_secure_by_default(pcs: dict[str, Any]) -> None:
+    (login,) = [
+        v
+        for v in by_type(pcs, "AWS::EC2::LaunchTemplate")
+        if "NetworkInterfaces" not in v["Properties"]["LaunchTemplateData"]
+    ]
+    data = login["Properties"]["LaunchTemplateData"]
+    assert data["MetadataOptions"]["HttpTokens"] == "required"
+    ((volume,),) = [[m["Ebs"] for m in data["BlockDeviceMappings"]]]
+    assert volume == {"DeleteOnTermination": True, "Encrypted": True, "VolumeSize": 200, "VolumeType": "gp3"}
+    assert "IamInstanceProfile" not in data and "ImageId" not in data
+
+
 def test_pcs_max_count_change_touches_only_the_scaling_configuration() -> None:
     import app as app_module
 
@@ -324,8 +337,12 @@ def test_pcs_refuses_a_role_pcs_would_not_accept_and_gives_one_it_takes_what_nod
     stack = Stack(new_app(), "Scratch")
     itype, ami = ec2.InstanceType("trn1.32xlarge"), "ami-0123456789abcdef0"
     plain = iam.Role(stack, "Plain", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"))
-    with pytest.raises(EfaConfigError, match="starts with AWSPCS or its path is /aws-pcs/"):
-        EfaPcsCluster(stack, "Pcs", instance_type=itype, ami_id=ami, role=plain)
+    misnamed = iam.Role(
+        stack, "Misnamed", role_name="trainers", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com")
+    )
+    for role in (plain, misnamed):
+        with pytest.raises(EfaConfigError, match="starts with AWSPCS or its path is /aws-pcs/"):
+            EfaPcsCluster(stack, f"Pcs{role.node.id}", instance_type=itype, ami_id=ami, role=role)
     named = iam.Role(
         stack, "Named", role_name="AWSPCS-trainers", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com")
     )
@@ -343,6 +360,17 @@ def test_pcs_refuses_a_role_pcs_would_not_accept_and_gives_one_it_takes_what_nod
     assert {"pcs:RegisterComputeNodeGroupInstance", "s3:GetObject"} <= {s["Action"] for s in granted}
     # login_count=0: the compute node group only
     assert [g["Properties"]["Name"] for g in by_type(t, "AWS::PCS::ComputeNodeGroup")] == ["compute"]
+
+
+def test_pcs_defaults_and_a_half_given_network() -> None:
+    t = new_template(Stack.of(_pcs()))
+    groups = {g["Properties"]["Name"]: g["Properties"] for g in by_type(t, "AWS::PCS::ComputeNodeGroup")}
+    assert groups["compute"]["ScalingConfiguration"] == {"MinInstanceCount": 0, "MaxInstanceCount": 2}
+    assert groups["login"]["ScalingConfiguration"] == {"MinInstanceCount": 1, "MaxInstanceCount": 1}
+    assert groups["login"]["InstanceConfigs"] == [{"InstanceType": "c7i.xlarge"}]
+    stack = Stack(new_app(), "Half")
+    with pytest.raises(EfaConfigError, match="subnet=None: an existing network is a VPC and the one subnet"):
+        _pcs(vpc=isolated_vpc(stack))
 
 
 def test_pcs_cluster_composes_with_aws_cdk_lib() -> None:
@@ -531,7 +559,7 @@ def eks_cluster() -> Any:
 @pytest.mark.parametrize(
     ("kwargs", "says"),
     [
-        ({"device_plugin": True}, "has no kubectl provider"),
+        ({"device_plugin": True}, "device_plugin=True: the EFA device plugin is a Helm chart"),
         ({"instance_type": ec2.InstanceType("dl1.24xlarge")}, "no EKS-optimized AMI has their drivers"),
         (
             {"ami_type": eks.NodegroupAmiType.BOTTLEROCKET_X86_64_NVIDIA},
@@ -561,6 +589,54 @@ def test_node_group_refuses_bad_input(eks_cluster: Any, kwargs: dict[str, Any], 
     with pytest.raises(EfaConfigError) as err:
         EfaNodegroup(stack, f"Bad{abs(hash(says))}", **{**args, **kwargs})
     assert says in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("sizes", "ok", "key"),
+    [
+        ((0, 1, None), True, ""),
+        ((0, 2, 2), True, ""),
+        ((2, 2, None), True, ""),
+        ((0, 0, None), False, "max_size"),
+        ((0, 2, 3), False, "desired_size"),
+        ((3, 2, None), False, "max_size"),
+    ],
+)
+def test_node_group_sizes(sizes: tuple[int, int, int | None], ok: bool, key: str) -> None:
+    """EKS: 0 <= minSize <= desiredSize <= maxSize, maxSize >= 1 (EKS API, NodegroupScalingConfig)."""
+    from efa_constructs.cdk.eks import _check_sizes
+
+    if ok:
+        _check_sizes(*sizes)
+    else:
+        with pytest.raises(EfaConfigError) as err:
+            _check_sizes(*sizes)
+        assert str(err.value).startswith(f"{key}=")
+
+
+def test_node_group_defaults_and_user_data_parts(eks_cluster: Any) -> None:
+    stack, vpc, cluster = eks_cluster
+    extra = ec2.MultipartUserData()
+    extra.add_part(
+        ec2.MultipartBody.from_raw_body(content_type="application/node.eks.aws", body="kind: NodeConfig")
+    )
+    group = EfaNodegroup(
+        stack,
+        "Defaults",
+        cluster=cluster,
+        instance_type=ec2.InstanceType("trn1.32xlarge"),
+        subnet=vpc.isolated_subnets[0],
+        device_plugin=False,
+        user_data=extra,
+    )
+    t = new_template(stack)
+    lt_id = stack.get_logical_id(group.launch_template.launch_template.node.default_child)
+    parts = email.message_from_string(user_data(t["Resources"][lt_id])).get_payload()
+    assert [(p.get_content_type(), p.get_payload()) for p in parts] == [
+        ("application/node.eks.aws", "kind: NodeConfig")
+    ]
+    ng = t["Resources"][stack.get_logical_id(group.nodegroup.node.default_child)]["Properties"]
+    assert ng["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 0, "MaxSize": 2}
 
 
 def test_node_group_refuses_a_subnet_of_another_vpc(eks_cluster: Any) -> None:
