@@ -1,10 +1,11 @@
 """A node's user data as cloud-init reads it, with cloud-init's own code (Debian's python3-cloudinit).
 
-Usage: /usr/bin/python3 tests/cloud_init_check.py USER_DATA FSTAB_DIR
+Usage: /usr/bin/python3 tests/cloud_init_check.py USER_DATA FSTAB_DIR [--mount-fails]
 Prints JSON: the parts' content types after cloud-init's UserDataProcessor, the content types its part
 handlers claim, the cloud-config's schema errors (strict), and what cc_mounts does with the
 cloud-config: the /etc/fstab it writes (to FSTAB_DIR/fstab), the directories it makes, the commands it
-runs. Nothing on this machine is changed: cc_mounts' fstab path, ensure_dir and subp are redirected.
+runs, and the warnings it logs. Nothing on this machine is changed: cc_mounts' fstab path, ensure_dir
+and subp are redirected. With --mount-fails, `mount -a` fails as it does when the EFS cannot be reached.
 """
 
 from __future__ import annotations
@@ -35,7 +36,16 @@ class _Cloud:
         return None  # no ephemeral or swap devices: only the configured mounts
 
 
-def main(user_data: Path, fstab_dir: Path) -> dict[str, object]:
+class _Collect(logging.Handler):
+    def __init__(self, into: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into.append(record.getMessage())
+
+
+def main(user_data: Path, fstab_dir: Path, mount_fails: bool = False) -> dict[str, object]:
     paths = helpers.Paths({"cloud_dir": str(fstab_dir / "cloud")})
     message = UserDataProcessor(paths).process(user_data.read_bytes())
     parts = [p for p in message.walk() if not p.is_multipart()]
@@ -57,14 +67,24 @@ def main(user_data: Path, fstab_dir: Path) -> dict[str, object]:
     ran: list[list[str]] = []
     cc_mounts.FSTAB_PATH = str(fstab_dir / "fstab")
     util.ensure_dir = lambda path, mode=None: made.append(path)  # type: ignore[assignment]
-    subp.subp = lambda cmd, *a, **k: ran.append(list(cmd)) or ("", "")  # type: ignore[assignment]
+
+    def run(cmd: list[str], *args: object, **kwargs: object) -> tuple[str, str]:
+        ran.append(list(cmd))
+        if mount_fails and cmd[:2] == ["mount", "-a"]:
+            raise subp.ProcessExecutionError(cmd=cmd, exit_code=32, stderr="mount.nfs4: Connection timed out")
+        return "", ""
+
+    subp.subp = run  # type: ignore[assignment]
+    log = logging.getLogger("cc_mounts")
+    warnings: list[str] = []
+    log.addHandler(_Collect(warnings))
     for config in configs:
-        cc_mounts.handle("mounts", config, _Cloud(), logging.getLogger("cc_mounts"), [])
+        cc_mounts.handle("mounts", config, _Cloud(), log, [])
     fstab = Path(cc_mounts.FSTAB_PATH)
     out["fstab"] = fstab.read_text() if fstab.exists() else ""
-    out["made"], out["ran"] = made, ran
+    out["made"], out["ran"], out["warnings"] = made, ran, warnings
     return out
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(Path(sys.argv[1]), Path(sys.argv[2]))))
+    print(json.dumps(main(Path(sys.argv[1]), Path(sys.argv[2]), "--mount-fails" in sys.argv[3:])))

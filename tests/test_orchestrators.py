@@ -745,13 +745,8 @@ def test_node_group_alone_is_cdk_nag_clean() -> None:
 CLOUD_INIT = shutil.which("cloud-init")
 
 
-@pytest.mark.skipif(
-    CLOUD_INIT is None, reason="cloud-init is not installed (scripts/setup --dev installs it as root)"
-)
-def test_cloud_init_reads_the_pcs_user_data_and_mounts_the_efs(pcs: dict[str, Any], tmp_path: Path) -> None:
-    """Debian's cloud-init (22.4), its own code: the MIME parts are types its handlers take, the
-    cloud-config passes its strict schema, and its mounts module writes the EFS line to /etc/fstab,
-    makes /shared and runs `mount -a` (tests/cloud_init_check.py redirects the fstab and the commands)."""
+def _cloud_init(pcs: dict[str, Any], tmp_path: Path, *flags: str) -> dict[str, Any]:
+    """The PCS compute node's user data through tests/cloud_init_check.py (cloud-init's own code)."""
     (compute,) = [
         v
         for v in by_type(pcs, "AWS::EC2::LaunchTemplate")
@@ -765,13 +760,28 @@ def test_cloud_init_reads_the_pcs_user_data_and_mounts_the_efs(pcs: dict[str, An
             str(ROOT / "tests/cloud_init_check.py"),
             str(tmp_path / "user-data"),
             str(tmp_path),
+            *flags,
         ],
         capture_output=True,
         text=True,
         check=False,
     )
     assert run.returncode == 0, run.stderr[-2000:]
-    seen = json.loads(run.stdout)
+    seen: dict[str, Any] = json.loads(run.stdout)
+    return seen
+
+
+NO_CLOUD_INIT = pytest.mark.skipif(
+    CLOUD_INIT is None, reason="cloud-init is not installed (scripts/setup --dev installs it as root)"
+)
+
+
+@NO_CLOUD_INIT
+def test_cloud_init_reads_the_pcs_user_data_and_mounts_the_efs(pcs: dict[str, Any], tmp_path: Path) -> None:
+    """Debian's cloud-init (22.4), its own code: the MIME parts are types its handlers take, the
+    cloud-config passes its strict schema, and its mounts module writes the EFS line to /etc/fstab,
+    makes /shared and runs `mount -a` (tests/cloud_init_check.py redirects the fstab and the commands)."""
+    seen = _cloud_init(pcs, tmp_path)
     assert seen["types"] == ["text/cloud-config", "text/x-shellscript"]
     assert set(seen["types"]) <= set(seen["handled"])
     assert seen["schema_errors"] == []
@@ -783,3 +793,16 @@ def test_cloud_init_reads_the_pcs_user_data_and_mounts_the_efs(pcs: dict[str, An
         "/shared"
     ]  # (the fstab's own dir)
     assert ["mount", "-a"] in seen["ran"]
+    assert seen["warnings"] == []
+
+
+@NO_CLOUD_INIT
+def test_an_efs_that_cannot_be_mounted_is_logged_and_the_node_boots_on(
+    pcs: dict[str, Any], tmp_path: Path
+) -> None:
+    """What the README promises: when `mount -a` fails at first boot (EFS unreachable), cloud-init's
+    mounts module logs it and returns, so the shell part (verify-efa) and slurmd still run, without
+    /shared. The fstab line is written all the same, for the next boot."""
+    seen = _cloud_init(pcs, tmp_path, "--mount-fails")
+    assert "Activate mounts: FAIL:mount -a" in seen["warnings"]
+    assert "/shared\tnfs4" in seen["fstab"]
