@@ -242,6 +242,12 @@ def _pcs(**kwargs: Any) -> EfaPcsCluster:
         ({"min_count": 3, "max_count": 2}, "0 <= min_count <= max_count"),
         ({"cluster_name": "pcs_x"}, "cluster_name='pcs_x'"),
         ({"cluster_name": "1abc"}, "starting with a letter"),
+        # Queue names: PCS user guide, "Creating a queue in AWS PCS" (a letter first, letters,
+        # digits and '-', at most 25 characters).
+        ({"queue_name": "1q"}, "queue_name='1q': a PCS queue name is at most 25"),
+        ({"queue_name": "gpu_queue"}, "queue_name='gpu_queue'"),
+        ({"queue_name": "q" * 26}, "at most 25 letters"),
+        ({"queue_name": ""}, "queue_name=''"),
         ({"ami_id": "ami-xyz"}, "ami_id='ami-xyz'"),
         (
             {"instance_type": ec2.InstanceType("p6e-gb200.36xlarge")},
@@ -265,6 +271,13 @@ def test_pcs_refuses_what_pcs_refuses(kwargs: dict[str, Any], says: str) -> None
     with pytest.raises(EfaConfigError) as err:
         _pcs(**kwargs)
     assert says in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("name", ["a", "trn1-train", "Q" + "q" * 24])
+def test_pcs_takes_the_queue_names_pcs_takes(name: str) -> None:
+    from efa_constructs.core.pcs import check_queue_name
+
+    check_queue_name(name)  # PCS user guide: a letter first, letters, digits, '-', up to 25
 
 
 @pytest.mark.parametrize(

@@ -53,6 +53,7 @@ from ..core.pcs import (
     PcsClusterSize,
     check_cluster_name,
     check_node_counts,
+    check_queue_name,
     check_slurm_version,
 )
 from ..core.software import EfaUserData, bootstrap_script, node_settings
@@ -125,7 +126,8 @@ class EfaPcsCluster(Construct):
         cluster_name: Default: a name CloudFormation generates.
         login_instance_type: Default: c7i.xlarge (c7g.xlarge for Arm compute types).
         login_count: login nodes (0: no login node group). Default: 1.
-        queue_name: Default: ``compute``.
+        queue_name: the Slurm partition users submit to, and the compute node group's name (letters,
+            digits, '-', a letter first, at most 25). Default: ``compute``.
         nic_layout, efa_count, root_volume_gib: as for :class:`EfaLaunchTemplate`.
         capacity: a Capacity Reservation or Capacity Block. Default: On-Demand.
         placement_group: an existing placement group. Default: a new one On-Demand; none with a
@@ -173,6 +175,7 @@ class EfaPcsCluster(Construct):
         check_slurm_version(slurm_version, it.name)
         if cluster_name is not None:
             check_cluster_name(cluster_name)
+        check_queue_name(queue_name)
         check_node_counts(min_count, max_count, login_count, size, capacity, it.name)
         capacity.check(instance_type=it.name, availability_zone=availability_zone, node_count=max_count)
         if role is not None:

@@ -1,7 +1,8 @@
 """AWS PCS rules that need no CDK: Slurm versions, cluster sizes and names, node counts.
 
 Sources: the AWS PCS API reference (CreateCluster: scheduler versions, name) and user guide ("Cluster
-size": instances per size; capacity-blocks-nvidia-imex: UltraServers), checked late 2026.
+size": instances per size; "Creating a queue in AWS PCS": queue names; capacity-blocks-nvidia-imex:
+UltraServers), checked late 2026.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class PcsClusterSize(enum.Enum):
 
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{2,39}$")
+_QUEUE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,24}$")
 _ULTRASERVER_PREFIXES = ("p6e-gb200.", "p6e-gb300.")
 
 
@@ -71,6 +73,18 @@ def check_cluster_name(name: str) -> None:
             value=name,
             why="a PCS cluster name is 3-40 letters, digits or '-', starting with a letter",
             fix="pass e.g. trn1-training",
+        )
+
+
+def check_queue_name(name: str) -> None:
+    """PCS's queue name rule (user guide, "Creating a queue in AWS PCS"): letters, digits and '-',
+    starting with a letter, at most 25 characters. Slurm users type it (``sbatch -p``)."""
+    if not _QUEUE_NAME.match(name):
+        raise EfaConfigError(
+            "queue_name",
+            value=name,
+            why="a PCS queue name is at most 25 letters, digits or '-', starting with a letter",
+            fix="pass e.g. compute or trn1-train",
         )
 
 
