@@ -32,9 +32,9 @@ from efa_constructs.core.pcluster import DEFAULT_HEAD_NODE_TYPE
 from efa_constructs.core.pcs import DEFAULT_SLURM_VERSION, PcsClusterSize
 
 #: The kinds of ready stack (standalone clusters, ParallelCluster, AWS PCS); a field says which read it.
-CLUSTER, PCLUSTER, PCS = "cluster", "pcluster", "pcs"
+CLUSTER, PCLUSTER, PCS = KINDS = ("cluster", "pcluster", "pcs")
 BOTH = frozenset({CLUSTER, PCLUSTER})
-ALL = frozenset({CLUSTER, PCLUSTER, PCS})
+ALL = frozenset(KINDS)
 #: How the README's context table and the refusals name each kind.
 KIND_NAMES = {CLUSTER: "clusters", PCLUSTER: "ParallelCluster", PCS: "PCS"}
 READER_NAMES = {CLUSTER: "cluster", PCLUSTER: "ParallelCluster", PCS: "PCS"}
@@ -265,9 +265,7 @@ def check_context_keys(ctx: Mapping[str, Any], stacks: Mapping[str, str]) -> Non
         if key not in BY_KEY:
             raise _unknown(key, reads, f"{prefix} reads no key {key!r} (it would be ignored)", f"{prefix}:")
         if key not in reads:
-            readers = " and ".join(
-                READER_NAMES[k] for k in (CLUSTER, PCLUSTER, PCS) if k in BY_KEY[key].stacks
-            )
+            readers = " and ".join(READER_NAMES[k] for k in KINDS if k in BY_KEY[key].stacks)
             raise EfaConfigError(
                 "context",
                 value=name,
@@ -312,12 +310,13 @@ def check_given_with(v: Mapping[str, Any], key: str, other: str, why: str, examp
         )
 
 
-def capacity_from(v: Mapping[str, Any]) -> Capacity:
-    """The capacity keys as a :class:`Capacity` (the cluster checks it against itself)."""
+def pop_capacity(v: dict[str, Any]) -> Capacity:
+    """The capacity keys, taken out of `v`, as one :class:`Capacity` (the cluster checks it against
+    itself); what is left of `v` are the params' other fields."""
     reservation, block, instances = (
-        v.get("capacity_reservation"),
-        v.get("capacity_block"),
-        v.get("capacity_instances"),
+        v.pop("capacity_reservation", None),
+        v.pop("capacity_block", None),
+        v.pop("capacity_instances", None),
     )
     if reservation is not None and block is not None:
         raise EfaConfigError(
@@ -417,9 +416,7 @@ class ClusterParams:
                 why="it re-reads the default image's parameter, and ami_id replaces that image",
                 fix="pass one of ami_id and ami_refresh",
             )
-        capacity = capacity_from(v)
-        for key in ("capacity_reservation", "capacity_block", "capacity_instances"):
-            v.pop(key, None)
+        capacity = pop_capacity(v)
         return ClusterParams(**{"instance_type": default_instance_type, **v, "capacity": capacity})
 
 
@@ -454,9 +451,7 @@ class PclusterParams:
         """Parse context values; the construct and the ParallelCluster model check the rest."""
         v = parse_fields(ctx, PCLUSTER)
         check_existing_vpc(v, ("subnet_id", "public_subnet_id", "availability_zone"))
-        capacity = capacity_from(v)
-        for key in ("capacity_reservation", "capacity_block", "capacity_instances"):
-            v.pop(key, None)
+        capacity = pop_capacity(v)
         return PclusterParams(**{"instance_type": default_instance_type, **v, "capacity": capacity})
 
 
@@ -490,9 +485,7 @@ class PcsParams:
         v = parse_fields(ctx, PCS)
         check_existing_vpc(v, ("subnet_id", "availability_zone"))
         check_given_with(v, "ami_os", "ami_id", "it describes ami_id", example="ami-...")
-        capacity = capacity_from(v)
-        for key in ("capacity_reservation", "capacity_block", "capacity_instances"):
-            v.pop(key, None)
+        capacity = pop_capacity(v)
         return PcsParams(**{"instance_type": default_instance_type, **v, "capacity": capacity})
 
 
@@ -500,11 +493,7 @@ def context_table() -> str:
     """The README's context table (Markdown), from :data:`FIELDS`."""
 
     def names(stacks: frozenset[str]) -> str:
-        return (
-            "all"
-            if stacks == ALL
-            else ", ".join(KIND_NAMES[k] for k in (CLUSTER, PCLUSTER, PCS) if k in stacks)
-        )
+        return "all" if stacks == ALL else ", ".join(KIND_NAMES[k] for k in KINDS if k in stacks)
 
     rows = ["| key | stacks | meaning | default |", "| --- | --- | --- | --- |"]
     rows += [f"| `{f.key}` | {names(f.stacks)} | {f.help} | {f.default} |" for f in FIELDS]

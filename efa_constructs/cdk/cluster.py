@@ -34,7 +34,7 @@ from ..core.options import DEFAULT_NODE_COUNT, DEFAULT_ROOT_VOLUME_GIB, Internet
 from ..core.software import Benchmark, EfaUserData
 from .acknowledgements import acknowledge
 from .arguments import checked
-from .launch_template import EfaLaunchTemplate
+from .launch_template import EfaLaunchTemplate, cluster_placement_group
 from .limits import check_limits
 from .machine_image import EfaMachineImage
 from .monitoring import EfaClusterMonitoring
@@ -201,11 +201,9 @@ class EfaCluster(Construct):
             self, "SecurityGroup", vpc=vpc, ssh_peers=ssh_peers, internet_egress=internet_egress
         )
         self.node_user_data = user_data or ec2.UserData.for_linux()
-        self.placement_group = placement_group
-        if use_placement_group and placement_group is None and self.capacity.creates_placement_group:
-            self.placement_group = ec2.PlacementGroup(
-                self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
-            )
+        self.placement_group = (
+            cluster_placement_group(self, placement_group, self.capacity) if use_placement_group else None
+        )
         self.launch_template = self._launch_template(instance_type, key_pair, role, root_volume_gib)
         if ssh_peers and key_pair is None:
             self._warn_ssh_without_key_pair(ssh_peers)

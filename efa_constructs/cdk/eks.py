@@ -86,14 +86,13 @@ def accelerated_ami_type(it: InstanceType) -> eks.NodegroupAmiType:
 
 #: The AMI types this construct knows the disk layout of (Amazon Linux 2023: root /dev/xvda).
 _AL2023_AMI_TYPES = frozenset(
-    t
-    for t in (
+    {
         eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
         eks.NodegroupAmiType.AL2023_ARM_64_STANDARD,
         eks.NodegroupAmiType.AL2023_X86_64_NVIDIA,
         eks.NodegroupAmiType.AL2023_ARM_64_NVIDIA,
         eks.NodegroupAmiType.AL2023_X86_64_NEURON,
-    )
+    }
 )
 
 

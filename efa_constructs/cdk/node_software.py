@@ -17,6 +17,14 @@ from .acknowledgements import REASONS, acknowledge
 from .arguments import checked
 
 
+def scripts_read_statement(scripts: s3_assets.Asset) -> iam.PolicyStatement:
+    """Read the one object of the node scripts' asset, not its bucket (``Asset.grant_read`` grants
+    more: the bucket's objects and ``s3:List*``)."""
+    return iam.PolicyStatement(
+        actions=["s3:GetObject"], resources=[scripts.bucket.arn_for_objects(scripts.s3_object_key)]
+    )
+
+
 class BenchmarkReport(Construct):
     """Where the leader reports its benchmarks: a wait-condition handle (``Handle``) and the wait
     condition (``Resource``), which waits for every node resource and then for one signal.
@@ -124,11 +132,7 @@ class NodeSoftwareInstallation(Construct):
                 ],
             )
         )
-        role.add_to_principal_policy(  # the one object, not the bucket (Asset.grant_read grants more)
-            iam.PolicyStatement(
-                actions=["s3:GetObject"], resources=[scripts.bucket.arn_for_objects(scripts.s3_object_key)]
-            )
-        )
+        role.add_to_principal_policy(scripts_read_statement(scripts))
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=["cloudformation:SignalResource"], resources=[Aws.STACK_ID])
         )

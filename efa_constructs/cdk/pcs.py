@@ -63,6 +63,7 @@ from .cluster import check_subnet_of
 from .launch_template import EfaLaunchTemplate, cluster_placement_group, session_manager_statement
 from .machine_image import EfaMachineImage, OsFamily
 from .network import EfaNetwork
+from .node_software import scripts_read_statement
 from .security_group import EfaSecurityGroup
 from .storage import EfaSharedStorage
 
@@ -337,11 +338,7 @@ class EfaPcsCluster(Construct):
         """The shell part of an EFA node: efa-cdk's bootstrap running the EFA environment and check."""
         staged = EfaUserData().stage()
         scripts = s3_assets.Asset(self, "NodeScripts", path=str(staged))
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=["s3:GetObject"], resources=[scripts.bucket.arn_for_objects(scripts.s3_object_key)]
-            )
-        )
+        self.role.add_to_principal_policy(scripts_read_statement(scripts))
         settings = {
             **node_settings(self.launch_template.instance_type, self.launch_template.layout, ()),
             "EFA_CDK_REGION": Aws.REGION,

@@ -144,7 +144,8 @@ def check_placement_group(r: ClusterRequest) -> None:
 
 
 def check_placement_for_capacity(placement_group: str | None, capacity: Capacity) -> None:
-    """:func:`check_placement_group` for the capacity alone (EfaParallelCluster runs it too)."""
+    """:func:`check_placement_group` for the capacity alone (``cdk.launch_template.cluster_placement_group``
+    runs it too, for the constructs without a :class:`ClusterRequest`)."""
     if placement_group is not None and not capacity.accepts_placement_group:
         raise EfaConfigError(
             "placement_group",
