@@ -133,6 +133,30 @@ def by_type(template: dict[str, Any], cfn_type: str) -> list[dict[str, Any]]:
     return [r for r in template["Resources"].values() if r["Type"] == cfn_type]
 
 
+def efa_launch_template(template: dict[str, Any]) -> str:
+    """The logical id of the template's one launch template with network interfaces (the EFA nodes';
+    a PCS login template has none)."""
+    (logical_id,) = [
+        k
+        for k, v in template["Resources"].items()
+        if v["Type"] == "AWS::EC2::LaunchTemplate"
+        and "NetworkInterfaces" in v["Properties"]["LaunchTemplateData"]
+    ]
+    return logical_id
+
+
+def without_pcs(template: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    """A copy of `template` without its AWS::PCS::* resources and the outputs naming them (moto models
+    no PCS), and the logical ids left out."""
+    pcs = {k for k, v in template["Resources"].items() if v["Type"].startswith("AWS::PCS::")}
+    rest = {k: v for k, v in template.items() if k not in ("Resources", "Outputs")}
+    rest["Resources"] = {k: v for k, v in template["Resources"].items() if k not in pcs}
+    rest["Outputs"] = {
+        k: v for k, v in template.get("Outputs", {}).items() if not pcs & set(json.dumps(v).split('"'))
+    }
+    return json.loads(json.dumps(rest)), pcs
+
+
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
 #: The instance id the IMDS stub answers: the node under test.
 THIS_INSTANCE = "i-0123456789abcdef0"

@@ -19,6 +19,7 @@ import pytest
 from moto import mock_aws
 
 from stacks.cluster_stack import READY_CLUSTERS
+from tests.helpers import efa_launch_template, without_pcs
 from tests.moto_compat import moto_compatible
 
 pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse")
@@ -137,22 +138,13 @@ def test_pcs_stack_instantiates_in_moto_without_its_pcs_resources(
     """moto models no AWS::PCS::* resource (moto 5.2.5 has no PCS backend): the rest of Trn1PcsCluster
     (network, EFA group, placement group, EFS, role and instance profile, both launch templates) is
     created, the PCS cluster, node groups and queue and the outputs naming them are left out."""
-    synthesized = json.loads(json.dumps(templates["Trn1PcsCluster"]))
-    pcs = {k for k, v in synthesized["Resources"].items() if v["Type"].startswith("AWS::PCS::")}
+    synthesized, pcs = without_pcs(templates["Trn1PcsCluster"])
     assert len(pcs) == 4  # cluster, login and compute node groups, queue
-    for k in pcs:
-        del synthesized["Resources"][k]
-    synthesized["Outputs"] = {
-        k: v for k, v in synthesized["Outputs"].items() if not set(pcs) & set(json.dumps(v).split('"'))
-    }
+    assert not any(p in json.dumps(synthesized) for p in pcs)
     physical = create(aws, "Trn1PcsCluster", synthesized)
-    (compute,) = [
-        k
-        for k, v in synthesized["Resources"].items()
-        if v["Type"] == "AWS::EC2::LaunchTemplate"
-        and "NetworkInterfaces" in v["Properties"]["LaunchTemplateData"]
-    ]
-    version = aws["ec2"].describe_launch_template_versions(LaunchTemplateId=physical[compute])
+    version = aws["ec2"].describe_launch_template_versions(
+        LaunchTemplateId=physical[efa_launch_template(synthesized)]
+    )
     stored = version["LaunchTemplateVersions"][0]["LaunchTemplateData"]["NetworkInterfaces"]
     assert len([n for n in stored if n.get("InterfaceType") == "efa-only"]) == 8  # trn1.32xlarge
     (profile,) = [k for k, v in synthesized["Resources"].items() if v["Type"] == "AWS::IAM::InstanceProfile"]

@@ -10,9 +10,11 @@ with Python's email package, the parser cloud-init itself uses).
 
 from __future__ import annotations
 
+import base64
 import email
 import importlib.util
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -31,7 +33,7 @@ from efa_constructs.cdk import EfaNodegroup, EfaPcsCluster
 from efa_constructs.cdk.eks import accelerated_ami_type
 from efa_constructs.core import EfaConfigError, instance_type
 from efa_constructs.core.capacity import Capacity
-from tests.helpers import ROOT, by_type, isolated_vpc, lint, new_app
+from tests.helpers import ROOT, by_type, efa_launch_template, isolated_vpc, lint, new_app
 
 #: What an EKS managed node group's launch template must not contain (EKS API reference,
 #: LaunchTemplateSpecification): SubnetId (on any interface), IamInstanceProfile, a Spot request
@@ -50,8 +52,6 @@ DEPLOY_VALUES = {
 def render(value: Any, refs: dict[str, str]) -> str:
     """A user-data value as CloudFormation renders it: Fn::Join joined, Fn::Base64 encoded, each Ref,
     GetAtt and Sub variable from `refs` (else DEPLOY_VALUES, else ``<name>``)."""
-    import base64
-    import re
 
     def name(n: str) -> str:
         return refs.get(n, DEPLOY_VALUES.get(n, f"<{n}>"))
@@ -73,8 +73,6 @@ def render(value: Any, refs: dict[str, str]) -> str:
 
 def user_data(launch_template: dict[str, Any], refs: dict[str, str] | None = None) -> str:
     """The launch template's user data, decoded, as a node receives it."""
-    import base64
-
     return base64.b64decode(
         render(launch_template["Properties"]["LaunchTemplateData"]["UserData"], refs or {})
     ).decode()
@@ -132,11 +130,8 @@ def test_pcs_instance_profile_and_role_are_where_pcs_accepts_them(pcs: dict[str,
 
 
 def test_pcs_efa_template_has_the_layout_and_nothing_pcs_sets_itself(pcs: dict[str, Any]) -> None:
-    templates = {k: v for k, v in pcs["Resources"].items() if v["Type"] == "AWS::EC2::LaunchTemplate"}
-    (compute_id,) = [
-        k for k, v in templates.items() if "NetworkInterfaces" in v["Properties"]["LaunchTemplateData"]
-    ]
-    data = templates[compute_id]["Properties"]["LaunchTemplateData"]
+    compute_id = efa_launch_template(pcs)
+    data = pcs["Resources"][compute_id]["Properties"]["LaunchTemplateData"]
     assert "IamInstanceProfile" not in data and "ImageId" not in data  # the node group's own fields
     efas = [n for n in data["NetworkInterfaces"] if n.get("InterfaceType") in ("efa", "efa-only")]
     assert len(efas) == 8  # trn1.32xlarge (EFA-FACTS.md)
@@ -168,12 +163,7 @@ def test_pcs_efa_template_has_the_layout_and_nothing_pcs_sets_itself(pcs: dict[s
 def test_pcs_user_data_mounts_efs_then_checks_efa(pcs: dict[str, Any]) -> None:
     """MIME multi-part (PCS user guide): a cloud-config part mounting the EFS at /shared before the node
     registers, then a shell part running efa-cdk's efa-env and verify-efa for 8 EFAs."""
-    (compute,) = [
-        v
-        for v in by_type(pcs, "AWS::EC2::LaunchTemplate")
-        if "NetworkInterfaces" in v["Properties"]["LaunchTemplateData"]
-    ]
-    parts = mime_parts(compute)
+    parts = mime_parts(pcs["Resources"][efa_launch_template(pcs)])
     assert list(parts) == ["text/cloud-config", "text/x-shellscript"]
     config = yaml.safe_load(parts["text/cloud-config"])
     ((source, target, kind, options, *_),) = config["mounts"]
@@ -760,11 +750,7 @@ CLOUD_INIT = shutil.which("cloud-init")
 
 def _cloud_init(pcs: dict[str, Any], tmp_path: Path, *flags: str) -> dict[str, Any]:
     """The PCS compute node's user data through tests/cloud_init_check.py (cloud-init's own code)."""
-    (compute,) = [
-        v
-        for v in by_type(pcs, "AWS::EC2::LaunchTemplate")
-        if "NetworkInterfaces" in v["Properties"]["LaunchTemplateData"]
-    ]
+    compute = pcs["Resources"][efa_launch_template(pcs)]
     (efs,) = [k for k, v in pcs["Resources"].items() if v["Type"] == "AWS::EFS::FileSystem"]
     (tmp_path / "user-data").write_text(user_data(compute, {efs: "fs-0123456789abcdef0"}))
     run = subprocess.run(

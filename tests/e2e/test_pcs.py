@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.cluster import Cluster, explain, inside, missing_capabilities
-from tests.helpers import cdk_json_context
+from tests.helpers import cdk_json_context, efa_launch_template, without_pcs
 
 MISSING = missing_capabilities()
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"this machine lacks: {', '.join(MISSING)}")
@@ -44,13 +44,7 @@ def synthesize_pcs(outdir: Path) -> None:
     EfaPcsClusterStack(app, NAME, params=params)
     app.synth()
     path = outdir / f"{NAME}.template.json"
-    template = json.loads(path.read_text())
-    pcs = {k for k, v in template["Resources"].items() if v["Type"].startswith("AWS::PCS::")}
-    template["Resources"] = {k: v for k, v in template["Resources"].items() if k not in pcs}
-    template["Outputs"] = {
-        k: v for k, v in template["Outputs"].items() if not pcs & set(json.dumps(v).split('"'))
-    }
-    path.write_text(json.dumps(template))
+    path.write_text(json.dumps(without_pcs(json.loads(path.read_text()))[0]))
 
 
 @pytest.fixture(scope="module")
@@ -58,17 +52,9 @@ def booted(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     out = tmp_path_factory.mktemp("pcs")
     synthesize_pcs(out)
     deployed = cluster.deploy(NAME, out, KEY_PAIR_ID)
-    res, physical = deployed["template"]["Resources"], deployed["physical"]
-    (compute,) = [
-        k
-        for k, v in res.items()
-        if v["Type"] == "AWS::EC2::LaunchTemplate"
-        and "NetworkInterfaces" in v["Properties"]["LaunchTemplateData"]
-    ]
+    compute = deployed["physical"][efa_launch_template(deployed["template"])]
     with inside(cluster.aws_ns):
-        versions = cluster.clients()["ec2"].describe_launch_template_versions(
-            LaunchTemplateId=physical[compute]
-        )
+        versions = cluster.clients()["ec2"].describe_launch_template_versions(LaunchTemplateId=compute)
     stored = base64.b64decode(
         versions["LaunchTemplateVersions"][0]["LaunchTemplateData"]["UserData"]
     ).decode()
