@@ -129,10 +129,10 @@ class Node:
         return int(path.read_text().split()[0]) if path.exists() else None
 
     def _enter(self) -> list[str]:
-        """The prefix that runs a command in this node's network and mount namespaces (its sshd's)."""
+        """The prefix that runs a command in this node's network, mount and UTS namespaces (its sshd's)."""
         pid = self.pid("sshd")
         assert pid, f"{self.name} has no sshd"
-        return ["nsenter", "--target", str(pid), "--net", "--mount"]
+        return ["nsenter", "--target", str(pid), "--net", "--mount", "--uts"]
 
     def run_as_user(self, user: str, *cmd: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         """A command as the login user in this node's namespaces."""
@@ -365,8 +365,8 @@ class Cluster:
             log = (node.root / "console.log").open("wb")
             # nsenter, not `ip netns exec`, which mounts a new /sys without the cgroups Docker needs
             node.process = subprocess.Popen(
-                ["nsenter", f"--net=/var/run/netns/{ns}", "unshare", "--mount", "--propagation", "private",
-                 "bash", str(ROOT / "tests/e2e/node.sh"), str(node.root)],
+                ["nsenter", f"--net=/var/run/netns/{ns}", "unshare", "--mount", "--uts",
+                 "--propagation", "private", "bash", str(ROOT / "tests/e2e/node.sh"), str(node.root)],
                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
         return booted
@@ -456,6 +456,10 @@ def _node_files(
     metadata = {"meta-data/instance-id": node.instance_id, "meta-data/local-ipv4": node.ip}
     metadata |= {f"meta-data/tags/instance/{k}": v for k, v in tags.items()}
     (r / "imds.json").write_text(json.dumps(metadata))
+    # EC2's IP-based host name (EC2 user guide, "Hostname types": the IP name), one per node as
+    # on EC2: nodes that shared one (this machine's) would share Open MPI's session directory,
+    # /tmp/ompi.<host>.<uid>, and two daemons creating it at once fail ("mkdir ... File exists").
+    (r / "hostname").write_text("ip-" + node.ip.replace(".", "-") + "\n")
     # Short timeouts: a request moto's threaded server leaves hanging is retried in seconds, not 60.
     (r / "aws-config").write_text(
         "[default]\nregion = us-east-1\ncli_read_timeout = 10\ncli_connect_timeout = 5\n"

@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
-# Boot one node of the one-machine cluster, as root, inside its network namespace and a private
-# mount namespace: `ip netns exec NS unshare --mount --propagation private node.sh ROOT`.
+# Boot one node of the one-machine cluster, as root, inside its network namespace and private mount
+# and UTS namespaces: `nsenter --net=/var/run/netns/NS unshare --mount --uts --propagation private
+# node.sh ROOT`.
 #
 # ROOT holds the node's files (EFA_CDK_ROOT of the node software: /etc/efa-cdk, /var/lib/efa-cdk,
 # the fake /sys/class/infiniband, /opt/amazon/efa) and: user-data (taken from the launch template
-# moto stored), imds.json, aws.env (the AWS CLI's endpoint, region and keys), passwd/group/shadow
-# (the host's plus the login user). This script bind-mounts ROOT/home on /home, ROOT/var/lib/efa-cdk
-# on /var/lib/efa-cdk (what other nodes reach over SSH) and the user files on /etc, starts the node's IMDS and sshd (PIDs in ROOT/run), then runs the user data for real.
+# moto stored), hostname (EC2's IP name), imds.json, aws.env (the AWS CLI's endpoint, region and
+# keys), passwd/group/shadow (the host's plus the login user). This script sets the host name,
+# bind-mounts ROOT/home on /home, ROOT/var/lib/efa-cdk on /var/lib/efa-cdk (what other nodes reach
+# over SSH) and the user files on /etc, starts the node's IMDS and sshd (PIDs in ROOT/run), then runs
+# the user data for real.
 set -euo pipefail
+[ "$(readlink /proc/self/ns/uts)" != "$(readlink "/proc/$PPID/ns/uts")" ] || { # never rename its launcher's machine
+  echo "$0: run me in my own UTS namespace (unshare --uts)" >&2
+  exit 1
+}
 root=$1
 here=$(cd "$(dirname "$0")" && pwd)
 project=$(cd "$here/../.." && pwd)
@@ -16,6 +23,7 @@ mount --bind "$root/home" /home
 mkdir -p /var/lib/efa-cdk # other nodes check /var/lib/efa-cdk/verified over SSH
 mount --bind "$root/var/lib/efa-cdk" /var/lib/efa-cdk
 mkdir -p "$root/run" /run/sshd
+hostname "$(cat "$root/hostname")" # the node's own, as on EC2 (ip-10-0-64-5)
 
 (cd "$project" && exec "$project/.venv/bin/python" -m tests.e2e.imds "$root/imds.json") &
 echo $! >"$root/run/imds.pid"
