@@ -28,6 +28,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import ctypes
+import itertools
 import json
 import os
 import re
@@ -47,6 +48,7 @@ from tests.helpers import cdk_json_context, executable
 from tests.moto_compat import moto_compatible
 
 ROOT = Path(__file__).resolve().parents[2]
+_NUMBERS = itertools.count(1)  # the clusters of this process
 AWS_IP, PORT = "10.0.255.254", 4566
 ENDPOINT = f"http://{AWS_IP}:{PORT}"
 ACCOUNT, REGION = "123456789012", "us-east-1"
@@ -155,15 +157,16 @@ class Node:
 class Cluster:
     """The harness: namespaces, the AWS endpoint, stacks and nodes; `close()` stops everything.
 
-    Every namespace name carries this run's `run_id` (the process id), so two runs on one machine
-    (a test suite and a second checkout) never touch each other's namespaces; addresses repeat
-    freely, since each run has its own bridge in its own AWS namespace."""
+    Every namespace name carries the cluster's `run_id` (the process id and the cluster's number in
+    it), so two runs on one machine (a test suite and a second checkout), and two clusters of one
+    run, never touch each other's namespaces; addresses repeat freely between clusters, since each
+    has its own bridge in its own AWS namespace, and never on one bridge (`_attach` refuses)."""
 
     work: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="efa-e2e-")))
     namespaces: list[str] = field(default_factory=list)
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     nodes: list[Node] = field(default_factory=list)
-    run_id: str = field(default_factory=lambda: str(os.getpid()))
+    run_id: str = field(default_factory=lambda: f"{os.getpid()}-{next(_NUMBERS)}")
 
     @property
     def aws_ns(self) -> str:
@@ -204,6 +207,14 @@ class Cluster:
         sh("ip", "-n", name, "link", "set", "lo", "up")
 
     def _attach(self, ns: str, ip: str, index: int) -> None:
+        # Two nodes with one address on the bridge take each other's replies (whichever answered ARP
+        # last gets them): a flaky hang, not a failure. moto gives every new subnet the same first
+        # addresses, so a second stack boots on a Cluster of its own, as two VPCs never share a link.
+        owner = next((n.name for n in self.nodes if n.ip == ip), None)
+        if owner is not None:
+            raise AssertionError(
+                f"{ip} is already node {owner}'s on this bridge; boot this stack on its own Cluster"
+            )
         self._netns(ns)
         sh(
             "ip",

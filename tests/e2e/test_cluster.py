@@ -94,25 +94,27 @@ def test_the_benchmark_results_reach_the_wait_condition_and_parse(
 
 
 @pytest.fixture(scope="module")
-def faulty(
-    cluster: Cluster, healthy: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, Any]:
+def faulty(second_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """On its own bridge and endpoint: the healthy nodes, still up for the tests after these, hold
+    the addresses moto gives this stack's nodes."""
     out = tmp_path_factory.mktemp("faulty")
     synthesize_cluster(out, "Trn1EfaFaults")
-    stack = cluster.create_stack("Trn1EfaFaults", out, "key-0e2e0000000000002")
+    stack = second_cluster.create_stack("Trn1EfaFaults", out, "key-0e2e0000000000002")
     # node 1 has 7 of its 8 EFAs; node 2 never comes up. The leader's wait is cut to 20 s.
-    nodes = cluster.boot(
+    nodes = second_cluster.boot(
         "f", stack, "ubuntu", [8, 7, None], {"EFA_CDK_WAIT_SECONDS": "20", "EFA_CDK_POLL_SECONDS": "2"}
     )
-    cluster.wait(nodes, timeout=180)
+    second_cluster.wait(nodes, timeout=180)
     return {"stack": stack, "nodes": nodes}
 
 
 def test_a_node_with_the_wrong_device_count_signals_failure_with_its_reason(
-    cluster: Cluster, faulty: dict[str, Any]
+    second_cluster: Cluster, faulty: dict[str, Any]
 ) -> None:
     nodes: list[Node] = faulty["nodes"]
-    signals = {s["LogicalResourceId"]: s for s in cluster.signals() if s["StackName"] == "Trn1EfaFaults"}
+    signals = {
+        s["LogicalResourceId"]: s for s in second_cluster.signals() if s["StackName"] == "Trn1EfaFaults"
+    }
     assert signals[nodes[0].logical_id]["Status"] == "SUCCESS", explain(nodes)
     bad = signals[nodes[1].logical_id]
     assert bad["Status"] == "FAILURE" and "found-7-EFA-devices" in bad["UniqueId"], bad
@@ -120,10 +122,10 @@ def test_a_node_with_the_wrong_device_count_signals_failure_with_its_reason(
 
 
 def test_a_node_that_never_comes_up_makes_the_leader_fail_naming_it(
-    cluster: Cluster, faulty: dict[str, Any]
+    second_cluster: Cluster, faulty: dict[str, Any]
 ) -> None:
     nodes: list[Node] = faulty["nodes"]
-    body = cluster.handle(faulty["stack"]["handle"])
+    body = second_cluster.handle(faulty["stack"]["handle"])
     assert body is not None, explain(nodes)
     assert body["Status"] == "FAILURE" and nodes[2].ip in body["Reason"], body
 

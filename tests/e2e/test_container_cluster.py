@@ -195,32 +195,32 @@ def test_an_image_without_libfabric_is_reported_with_its_name_and_the_fix(
 
 @pytest.fixture(scope="module")
 def unpullable(
-    cluster: Cluster,
-    healthy: dict[str, Any],
-    tmp_path_factory: pytest.TempPathFactory,
-    built: tuple[Path, str],
+    second_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory, built: tuple[Path, str]
 ) -> dict[str, Any]:
+    """On its own bridge and endpoint: the healthy nodes hold the addresses moto gives these."""
     out = tmp_path_factory.mktemp("unpullable")
     synthesize_cluster(
         out, "Trn1EfaNoImage", container_image="efa-cdk-e2e/not-in-any-registry:1", node_count="2"
     )
-    stack = cluster.create_stack("Trn1EfaNoImage", out, "key-0e2e0000000000c02")
-    nodes = cluster.boot(
+    stack = second_cluster.create_stack("Trn1EfaNoImage", out, "key-0e2e0000000000c02")
+    nodes = second_cluster.boot(
         "u", stack, "ubuntu", [8, 8], settings(stack, EFA_CDK_PULL_PAUSE="1"), docker_image=built
     )
-    cluster.wait(nodes, timeout=300)
+    second_cluster.wait(nodes, timeout=300)
     return {"stack": stack, "nodes": nodes}
 
 
 def test_an_image_that_cannot_be_pulled_is_reported_and_rolls_nothing_back(
-    cluster: Cluster, unpullable: dict[str, Any]
+    second_cluster: Cluster, unpullable: dict[str, Any]
 ) -> None:
     nodes: list[Node] = unpullable["nodes"]
     signals = {
-        s["LogicalResourceId"]: s["Status"] for s in cluster.signals() if s["StackName"] == "Trn1EfaNoImage"
+        s["LogicalResourceId"]: s["Status"]
+        for s in second_cluster.signals()
+        if s["StackName"] == "Trn1EfaNoImage"
     }
     assert signals == {n.logical_id: "SUCCESS" for n in nodes}, explain(nodes)  # EFA passed on the host
-    body = cluster.handle(unpullable["stack"]["handle"])
+    body = second_cluster.handle(unpullable["stack"]["handle"])
     assert body is not None and body["Status"] == "SUCCESS", (body, explain(nodes))
     (result,) = json.loads(body["Data"])
     assert (result["benchmark"], result["ok"]) == ("container", False)
