@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from efa_constructs import EfaUserData, instance_type, plan_layout
 from efa_constructs.core.software import EFA_INSTALLER_FINGERPRINT, EFA_INSTALLER_VERSION
 
@@ -422,6 +424,21 @@ class Node:
             timeout=60,
         )
         return Run(proc.returncode, proc.stdout + proc.stderr)
+
+    def systemd_verify(self, *units: str) -> str:
+        """What systemd's own parser (`systemd-analyze verify`) says of these units in the node's
+        /etc/systemd/system: empty when every line parses and every ExecStart is there. The host's
+        targets are copied in for the units' default dependencies (sysinit.target, timers.target)."""
+        tool = shutil.which("systemd-analyze")
+        if tool is None:
+            pytest.skip("systemd-analyze is not installed (Debian's systemd; scripts/setup --dev adds it)")
+        targets = self.root / "usr/lib/systemd/system"
+        targets.mkdir(parents=True, exist_ok=True)
+        for target in Path("/usr/lib/systemd/system").glob("*.target"):
+            shutil.copy(target, targets)
+        paths = [f"/etc/systemd/system/{u}" for u in units]
+        r = subprocess.run([tool, "verify", f"--root={self.root}", *paths], capture_output=True, text=True)
+        return (r.stdout + r.stderr).strip() + ("" if r.returncode == 0 else f" (exit {r.returncode})")
 
     def signals(self) -> list[str]:
         path = self.stub_dir / "signals.log"

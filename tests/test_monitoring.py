@@ -175,9 +175,12 @@ def test_monitoring_step_configures_the_agent_and_starts_the_health_timer(tmp_pa
     assert "-a fetch-config -m ec2 -s -c file:" in fetch
     timer = node.read("etc/systemd/system/efa-cdk-health.timer")
     assert "OnUnitActiveSec=5min" in timer
-    assert "ExecStart=/opt/efa-cdk/bin/health-check.sh" in node.read(
-        "etc/systemd/system/efa-cdk-health.service"
-    )
+    service = node.read("etc/systemd/system/efa-cdk-health.service")
+    assert "ExecStart=/opt/efa-cdk/bin/health-check.sh" in service
+    # a hung check is stopped (a oneshot has no start timeout of its own: systemd.service(5)) well
+    # before the next is due, or the timer would never start another (systemd.timer(5))
+    assert "TimeoutStartSec=150\n" in service
+    assert node.systemd_verify("efa-cdk-health.service", "efa-cdk-health.timer") == ""
     assert "systemctl enable --now efa-cdk-health.timer" in node.calls("systemctl")
 
 
@@ -482,6 +485,8 @@ def test_the_head_node_writes_the_topology_of_its_running_compute_nodes(tmp_path
     assert "SwitchName=efa-cdk-root Switches=efa-cdk-unplaced,s" in conf
     assert "reconfigure" in " ".join(node.calls("scontrol"))
     assert node.read("etc/systemd/system/efa-cdk-slurm-topology.timer").count("OnUnitActiveSec=10min") == 1
+    assert "TimeoutStartSec=300\n" in node.read("etc/systemd/system/efa-cdk-slurm-topology.service")
+    assert node.systemd_verify("efa-cdk-slurm-topology.service", "efa-cdk-slurm-topology.timer") == ""
     r = node.run("slurm-topology")  # nothing changed: no reconfigure
     assert "unchanged" in r.log
 

@@ -174,11 +174,16 @@ topology_answers() {
 # install_timer UNIT SCRIPT BOOT_MIN EVERY_MIN JITTER_S DESCRIPTION: a systemd service efa-cdk-UNIT
 # running /opt/efa-cdk/bin/SCRIPT, and a timer starting it BOOT_MIN minutes after boot and every
 # EVERY_MIN minutes after that (JITTER_S seconds of random delay, 0 for none), enabled and started.
+# A run is stopped after half the period: a oneshot service has no start timeout unless given one
+# (systemd.service(5), TimeoutStartSec=), and a timer leaves a unit that is still running alone
+# (systemd.timer(5)), so one run hung on an unanswered IMDS or AWS call would end every later run.
 install_timer() {
   local unit=$1 script=$2 boot=$3 every=$4 jitter=$5 description=$6 units="$R/etc/systemd/system"
   mkdir -p "$units"
-  printf '[Unit]\nDescription=efa-cdk: %s\n[Service]\nType=oneshot\nExecStart=/opt/efa-cdk/bin/%s\n' \
-    "$description" "$script" >"$units/efa-cdk-$unit.service"
+  {
+    printf '[Unit]\nDescription=efa-cdk: %s\n[Service]\nType=oneshot\n' "$description"
+    printf 'ExecStart=/opt/efa-cdk/bin/%s\nTimeoutStartSec=%s\n' "$script" "$((every * 30))"
+  } >"$units/efa-cdk-$unit.service"
   {
     printf '[Unit]\nDescription=efa-cdk: %s, every %s minutes\n[Timer]\n' "$description" "$every"
     printf 'OnBootSec=%smin\nOnUnitActiveSec=%smin\n' "$boot" "$every"
