@@ -210,11 +210,12 @@ class Cluster:
         # Two nodes with one address on the bridge take each other's replies (whichever answered ARP
         # last gets them): a flaky hang, not a failure. moto gives every new subnet the same first
         # addresses, so a second stack boots on a Cluster of its own, as two VPCs never share a link.
-        owner = next((n.name for n in self.nodes if n.ip == ip), None)
-        if owner is not None:
-            raise AssertionError(
-                f"{ip} is already node {owner}'s on this bridge; boot this stack on its own Cluster"
-            )
+        for other in self.namespaces[1:]:  # every node namespace on this bridge, ParallelCluster's too
+            shown = sh("ip", "-n", other, "-4", "-o", "addr", "show", "dev", "eth0", check=False)
+            if f" {ip}/" in shown.stdout:
+                raise AssertionError(
+                    f"{ip} is already {other}'s on this bridge; boot this stack on its own Cluster"
+                )
         self._netns(ns)
         sh(
             "ip",
