@@ -10,110 +10,12 @@ Three layers, one folder each:
 * ``efa_constructs/node``: the files that run on the nodes (boot steps, ParallelCluster hooks,
   Slurm job templates, the benchmark parser), shipped as package data.
 
-Everything public is importable from here; the constructs load on first use.
+Everything public is importable from here and loads on first use, so ``import efa_constructs`` and
+the pure core stay fast (no Node process until a construct is touched). The public names are
+declared once, in ``__init__.pyi`` beside this file: ``__all__``, the lazy loading and the types
+all follow from it.
 """
 
-from __future__ import annotations
+import lazy_loader
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
-
-from .core import (
-    Benchmark,
-    Capacity,
-    ContainerRun,
-    EfaConfigError,
-    EfaInstaller,
-    EfaUserData,
-    InternetEgress,
-    LayoutMode,
-    NetworkInterfaceSpec,
-    NicLayout,
-    NodeGroup,
-    PcsClusterSize,
-    PublicIp,
-    __version__,
-    instance_type,
-    plan_layout,
-)
-
-#: The constructs import aws_cdk (a Node process, seconds): loaded only when first used, so
-#: `python -m efa_constructs layout ...` and the pure core stay fast.
-_CONSTRUCTS = (
-    "BenchmarkReport",
-    "EfaCluster",
-    "EfaLaunchTemplate",
-    "EfaMachineImage",
-    "EfaNetwork",
-    "EfaNode",
-    "EfaNodeGroup",
-    "EfaNodegroup",
-    "EfaParallelCluster",
-    "EfaPcsCluster",
-    "EfaSecurityGroup",
-    "EfaSharedStorage",
-    "ImageReadOnce",
-    "NodePublicAddress",
-    "NodeSoftwareInstallation",
-    "OsFamily",
-)
-
-__all__ = [
-    "Benchmark",
-    # constructs (loaded on first use)
-    "BenchmarkReport",
-    "Capacity",
-    "ContainerRun",
-    "EfaCluster",
-    "EfaConfigError",
-    "EfaInstaller",
-    "EfaLaunchTemplate",
-    "EfaMachineImage",
-    "EfaNetwork",
-    "EfaNode",
-    "EfaNodeGroup",
-    "EfaNodegroup",
-    "EfaParallelCluster",
-    "EfaPcsCluster",
-    "EfaSecurityGroup",
-    "EfaSharedStorage",
-    "EfaUserData",
-    "ImageReadOnce",
-    "InternetEgress",
-    "LayoutMode",
-    "NetworkInterfaceSpec",
-    "NicLayout",
-    "NodeGroup",
-    "NodePublicAddress",
-    "NodeSoftwareInstallation",
-    "OsFamily",
-    "PcsClusterSize",
-    "PublicIp",
-    "__version__",
-    "instance_type",
-    "plan_layout",
-]
-
-if TYPE_CHECKING:
-    from .cdk import (
-        BenchmarkReport,
-        EfaCluster,
-        EfaLaunchTemplate,
-        EfaMachineImage,
-        EfaNetwork,
-        EfaNode,
-        EfaNodeGroup,
-        EfaParallelCluster,
-        EfaSecurityGroup,
-        EfaSharedStorage,
-        ImageReadOnce,
-        NodePublicAddress,
-        NodeSoftwareInstallation,
-        OsFamily,
-    )
-
-
-def __getattr__(name: str) -> Any:
-    if name in _CONSTRUCTS:
-        return getattr(import_module(".cdk", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -805,3 +805,103 @@ def test_an_efs_that_cannot_be_mounted_is_logged_and_the_node_boots_on(
     seen = _cloud_init(pcs, tmp_path, "--mount-fails")
     assert "Activate mounts: FAIL:mount -a" in seen["warnings"]
     assert "/shared\tnfs4" in seen["fstab"]
+
+
+def test_node_group_on_an_aws_eks_cluster() -> None:
+    """aws-cdk-lib's older EKS module (``aws_eks``, which most existing apps use): the same node group,
+    made with that module's classes; the device plugin through the cluster's own kubectl handler, once;
+    enums and taints of either module accepted."""
+    from aws_cdk import aws_eks as eks_v1
+    from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
+
+    stack = Stack(new_app(), "EksV1")
+    vpc = isolated_vpc(stack)
+    cluster = eks_v1.Cluster(
+        stack, "Cluster", version=eks_v1.KubernetesVersion.V1_35, vpc=vpc, default_capacity=0,
+        vpc_subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
+        kubectl_layer=KubectlV35Layer(stack, "Kubectl"),
+    )  # fmt: skip
+    subnet = vpc.isolated_subnets[0]
+    a = EfaNodegroup(
+        stack, "A", cluster=cluster, instance_type=ec2.InstanceType("trn1.32xlarge"), subnet=subnet,
+        taints=[eks_v1.TaintSpec(effect=eks_v1.TaintEffect.NO_SCHEDULE, key="efa", value="true")],
+    )  # fmt: skip
+    b = EfaNodegroup(
+        stack, "B", cluster=cluster, instance_type=ec2.InstanceType("p5.48xlarge"), subnet=subnet,
+        capacity=Capacity.capacity_block("cr-0123456789abcdef0"),
+        ami_type=eks_v1.NodegroupAmiType.AL2023_X86_64_NVIDIA,
+        taints=[eks.TaintSpec(effect=eks.TaintEffect.NO_EXECUTE, key="gpu")],  # the v2 module's struct
+    )  # fmt: skip
+    assert isinstance(a.nodegroup, eks_v1.Nodegroup) and isinstance(b.device_plugin, eks_v1.HelmChart)
+    assert a.device_plugin is b.device_plugin
+    bucket = s3.Bucket(stack, "Data")
+    bucket.grant_read(a)  # IGrantable through CDK: the node role
+    db = ec2.SecurityGroup(stack, "Db", vpc=vpc)
+    db.connections.allow_from(a, ec2.Port.tcp(5432))  # IConnectable: the EFA and the cluster's group
+    t = new_template(stack)
+    groups = {k: v["Properties"] for k, v in t["Resources"].items() if v["Type"] == "AWS::EKS::Nodegroup"}
+    by_ami = {g["AmiType"]: g for g in groups.values()}
+    assert set(by_ami) == {"AL2023_x86_64_NEURON", "AL2023_x86_64_NVIDIA"}
+    assert by_ami["AL2023_x86_64_NEURON"]["CapacityType"] == "ON_DEMAND"
+    assert by_ami["AL2023_x86_64_NVIDIA"]["CapacityType"] == "CAPACITY_BLOCK"
+    assert by_ami["AL2023_x86_64_NEURON"]["Taints"] == [
+        {"Effect": "NO_SCHEDULE", "Key": "efa", "Value": "true"}
+    ]
+    assert by_ami["AL2023_x86_64_NVIDIA"]["Taints"] == [{"Effect": "NO_EXECUTE", "Key": "gpu"}]
+    charts = [v["Properties"] for v in t["Resources"].values() if v["Type"] == "Custom::AWSCDK-EKS-HelmChart"]
+    assert [c["Chart"] for c in charts] == ["aws-efa-k8s-device-plugin"]
+    lts = by_type(t, "AWS::EC2::LaunchTemplate")
+    efa = [n for lt in lts for n in lt["Properties"]["LaunchTemplateData"]["NetworkInterfaces"]]
+    assert sum(n.get("InterfaceType") == "efa-only" for n in efa) == 8 + 32  # trn1 and p5 layouts
+    sources = {
+        json.dumps(r["Properties"]["SourceSecurityGroupId"])
+        for r in by_type(t, "AWS::EC2::SecurityGroupIngress")
+        if r["Properties"].get("FromPort") == 5432
+    }
+    assert len(sources) == 2 and any("ClusterSecurityGroupId" in s for s in sources)
+    role = stack.get_logical_id(a.role.node.default_child)
+    assert any(
+        {"Ref": role} in p["Properties"]["Roles"] and "s3:GetObject*" in json.dumps(p["Properties"])
+        for p in by_type(t, "AWS::IAM::Policy")
+    )
+
+
+def test_node_group_on_an_imported_aws_eks_cluster_needs_its_kubectl_role_for_the_plugin() -> None:
+    from aws_cdk import aws_eks as eks_v1
+
+    stack = Stack(new_app(), "ImportedV1")
+    vpc = isolated_vpc(stack)
+    args: dict[str, Any] = {
+        "instance_type": ec2.InstanceType("trn1.32xlarge"),
+        "subnet": vpc.isolated_subnets[0],
+    }
+    no_group = eks_v1.Cluster.from_cluster_attributes(stack, "NoGroup", cluster_name="t0", vpc=vpc)
+    with pytest.raises(EfaConfigError) as err:
+        EfaNodegroup(stack, "Ungrouped", cluster=no_group, device_plugin=False, **args)
+    assert str(err.value).startswith("cluster='ImportedV1/NoGroup': the imported cluster names no cluster")
+    assert "import it with cluster_security_group_id=" in str(err.value)
+    group_id = "sg-0123456789abcdef0"
+    bare = eks_v1.Cluster.from_cluster_attributes(
+        stack, "Bare", cluster_name="training", vpc=vpc, cluster_security_group_id=group_id
+    )
+    with pytest.raises(EfaConfigError) as err:
+        EfaNodegroup(stack, "NoRole", cluster=bare, **args)
+    assert str(err.value).startswith("device_plugin=True: the EFA device plugin is a Helm chart")
+    assert "import the cluster with kubectl_role_arn=" in str(err.value)
+    EfaNodegroup(stack, "NoPlugin", cluster=bare, device_plugin=False, **args)
+    with_role = eks_v1.Cluster.from_cluster_attributes(
+        stack, "WithRole", cluster_name="training2", vpc=vpc, cluster_security_group_id=group_id,
+        kubectl_role_arn="arn:aws:iam::123456789012:role/kubectl",
+    )  # fmt: skip
+    group = EfaNodegroup(stack, "Plugged", cluster=with_role, **args)
+    assert isinstance(group.device_plugin, eks_v1.HelmChart)
+
+
+def test_node_group_refuses_what_is_not_an_eks_cluster(eks_cluster: Any) -> None:
+    stack, vpc, _ = eks_cluster
+    with pytest.raises(EfaConfigError) as err:
+        EfaNodegroup(
+            stack, "NotACluster", cluster=vpc, instance_type=ec2.InstanceType("trn1.32xlarge"),  # type: ignore[arg-type]
+            subnet=vpc.isolated_subnets[0], device_plugin=False,
+        )  # fmt: skip
+    assert "not an EKS cluster of aws-cdk-lib's aws_eks_v2 or aws_eks module" in str(err.value)

@@ -1,4 +1,9 @@
-"""`EfaNodegroup`: an EKS managed node group of EFA nodes for your own ``aws_eks_v2.Cluster``.
+"""`EfaNodegroup`: an EKS managed node group of EFA nodes for your own EKS cluster.
+
+It takes a cluster of either of aws-cdk-lib's EKS modules: ``aws_eks_v2`` (the newer one, whose
+kubectl provider is optional) and ``aws_eks`` (the one most existing apps use). Both create the same
+``AWS::EKS::Nodegroup``; the node group and the device plugin's Helm chart are made with the classes of
+the cluster's own module.
 
 The EFA layout, security group and placement group are the ones :class:`EfaCluster` uses; EKS
 launches the nodes. Facts (checked late 2026; the README's EKS section compares with eksctl):
@@ -27,9 +32,12 @@ launches the nodes. Facts (checked late 2026; the README's EKS section compares 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import ModuleType
 
 import jsii
+from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks as eks_v1
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
@@ -96,8 +104,59 @@ _AL2023_AMI_TYPES = frozenset(
 )
 
 
-def _check_ami_type(ami_type: eks.NodegroupAmiType, it: InstanceType) -> None:
-    if ami_type not in _AL2023_AMI_TYPES:
+#: A cluster of either EKS module, and the enums and structs either module's node group takes.
+AnyCluster = eks.ICluster | eks_v1.ICluster
+AnyAmiType = eks.NodegroupAmiType | eks_v1.NodegroupAmiType
+AnyTaint = eks.TaintSpec | eks_v1.TaintSpec
+
+
+def eks_module(cluster: AnyCluster) -> ModuleType:
+    """The aws-cdk-lib module `cluster` comes from: ``aws_eks_v2`` or ``aws_eks``.
+
+    Told by the interface's own members (a cluster imported with ``from_cluster_attributes`` is a
+    jsii proxy of no module): only ``aws_eks_v2`` clusters have ``kubectl_provider_options``, only
+    ``aws_eks`` ones ``awscli_layer``."""
+    if isinstance(cluster, eks.Cluster) or hasattr(cluster, "kubectl_provider_options"):
+        return eks
+    if isinstance(cluster, eks_v1.Cluster) or hasattr(cluster, "awscli_layer"):
+        return eks_v1
+    raise EfaConfigError(
+        "cluster",
+        value=type(cluster).__name__,
+        why="it is not an EKS cluster of aws-cdk-lib's aws_eks_v2 or aws_eks module",
+        fix="pass an aws_eks_v2.Cluster or aws_eks.Cluster, or one imported with from_cluster_attributes",
+    )
+
+
+def _cluster_security_group(cluster: AnyCluster) -> ec2.ISecurityGroup:
+    """The cluster's security group, which every interface carries (an imported cluster must name it)."""
+    try:
+        return cluster.cluster_security_group
+    except RuntimeError:  # aws-cdk-lib: ClusterSecurityGroupDefinedImported
+        raise EfaConfigError(
+            "cluster",
+            value=cluster.node.path,
+            why="the imported cluster names no cluster security group, and EKS nodes whose launch template "
+            "names security groups need it beside the EFA group (EKS user guide, 'Customize managed nodes "
+            "with launch templates')",
+            fix="import it with cluster_security_group_id=... (aws eks describe-cluster --query "
+            "cluster.resourcesVpcConfig.clusterSecurityGroupId)",
+        ) from None
+
+
+def _kubectl_ready(cluster: AnyCluster, module: ModuleType) -> bool:
+    """Whether CDK can install a Helm chart on `cluster`: an ``aws_eks`` Cluster always can (it makes its
+    own kubectl handler); an imported one needs its kubectl role or provider; ``aws_eks_v2`` needs the
+    kubectl provider, which is optional there."""
+    if module is eks_v1:
+        return isinstance(cluster, eks_v1.Cluster) or any(
+            getattr(cluster, a, None) is not None for a in ("kubectl_provider", "kubectl_role")
+        )
+    return getattr(cluster, "kubectl_provider", None) is not None
+
+
+def _check_ami_type(ami_type: AnyAmiType, it: InstanceType) -> None:
+    if ami_type.name not in {a.name for a in _AL2023_AMI_TYPES}:
         raise EfaConfigError(
             "ami_type",
             value=ami_type.name,
@@ -118,7 +177,7 @@ def _check_ami_type(ami_type: eks.NodegroupAmiType, it: InstanceType) -> None:
 
 @jsii.implements(ec2.IConnectable, iam.IGrantable)
 class EfaNodegroup(Construct):
-    """An EKS managed node group of EFA nodes in one subnet, for an ``aws_eks_v2`` cluster.
+    """An EKS managed node group of EFA nodes in one subnet, for an ``aws_eks_v2`` or ``aws_eks`` cluster.
 
     It creates an :class:`EfaSecurityGroup`, a cluster placement group (On-Demand), an
     :class:`EfaLaunchTemplate` with the catalogue's layout and no instance profile, subnet or image
@@ -127,7 +186,9 @@ class EfaNodegroup(Construct):
     ``IGrantable`` (the node role).
 
     Args:
-        cluster: the EKS cluster (``aws_eks_v2.Cluster``, or one imported with its attributes).
+        cluster: the EKS cluster: an ``aws_eks_v2.Cluster`` or an ``aws_eks.Cluster``, or one imported
+            with ``from_cluster_attributes`` (give an imported ``aws_eks`` cluster its ``kubectl_role_arn``
+            for the device plugin).
         instance_type: an EFA-capable instance type.
         subnet: the one subnet of the nodes (EFA traffic stays in one Availability Zone; pick one
             whose zone offers the type). A subnet of the cluster's VPC.
@@ -136,8 +197,9 @@ class EfaNodegroup(Construct):
         desired_size: Default: ``min_size``.
         nic_layout: a :class:`LayoutMode` or a :class:`NicLayout`. Default: ``LayoutMode.RECOMMENDED``.
         efa_count: EFAs per node. Default: the type's maximum.
-        ami_type: Default: the EKS-optimized AL2023 image for the accelerator (Neuron, NVIDIA, or
-            standard); refused for other accelerators, which need yours.
+        ami_type: a ``NodegroupAmiType`` of either EKS module. Default: the EKS-optimized AL2023 image
+            for the accelerator (Neuron, NVIDIA, or standard); refused for other accelerators, which need
+            yours.
         capacity: a Capacity Reservation or Capacity Block. Default: On-Demand.
         placement_group: an existing cluster placement group. Default: a new one On-Demand; none with a
             reservation (unless given) or a Capacity Block.
@@ -157,7 +219,7 @@ class EfaNodegroup(Construct):
         scope: Construct,
         id_: str,
         *,
-        cluster: eks.ICluster,
+        cluster: AnyCluster,
         instance_type: ec2.InstanceType,
         subnet: ec2.ISubnet,
         min_size: int = 0,
@@ -165,32 +227,40 @@ class EfaNodegroup(Construct):
         desired_size: int | None = None,
         nic_layout: LayoutMode | NicLayout = LayoutMode.RECOMMENDED,
         efa_count: int | None = None,
-        ami_type: eks.NodegroupAmiType | None = None,
+        ami_type: AnyAmiType | None = None,
         capacity: Capacity | None = None,
         placement_group: ec2.IPlacementGroup | None = None,
         role: iam.IRole | None = None,
         user_data: ec2.MultipartUserData | None = None,
         root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
         labels: Mapping[str, str] | None = None,
-        taints: Sequence[eks.TaintSpec] = (),
+        taints: Sequence[AnyTaint] = (),
         device_plugin: bool = True,
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
+        module = eks_module(cluster)
         it = lookup(instance_type.to_string())
         capacity = capacity or Capacity.on_demand()
         _check_sizes(min_size, max_size, desired_size)
         check_subnet_of(cluster.vpc, subnet, "subnet")
-        self.ami_type = ami_type or accelerated_ami_type(it)
-        _check_ami_type(self.ami_type, it)
-        if device_plugin and cluster.kubectl_provider is None:
+        chosen = ami_type or accelerated_ami_type(it)
+        _check_ami_type(chosen, it)
+        #: The AMI type, as the cluster's module spells it.
+        self.ami_type: AnyAmiType = getattr(module.NodegroupAmiType, chosen.name)
+        if device_plugin and not _kubectl_ready(cluster, module):
             raise EfaConfigError(
                 "device_plugin",
                 value=True,
                 why=f"the EFA device plugin is a Helm chart, and the cluster {cluster.node.path} has no "
                 "kubectl provider to install it with",
-                fix="create the cluster with kubectl_provider_options=eks.KubectlProviderOptions("
-                "kubectl_layer=...), or pass device_plugin=False and install the plugin yourself",
+                fix=(
+                    "create the cluster with kubectl_provider_options=eks.KubectlProviderOptions("
+                    "kubectl_layer=...)"
+                    if module is eks
+                    else "import the cluster with kubectl_role_arn=... (or kubectl_provider=...)"
+                )
+                + ", or pass device_plugin=False and install the plugin yourself",
             )
         self.security_group = EfaSecurityGroup(self, "SecurityGroup", vpc=cluster.vpc)
         self.placement_group = cluster_placement_group(self, placement_group, capacity)
@@ -202,7 +272,7 @@ class EfaNodegroup(Construct):
             self,
             "LaunchTemplate",
             instance_type=instance_type,
-            security_groups=[self.security_group, cluster.cluster_security_group],
+            security_groups=[self.security_group, _cluster_security_group(cluster)],
             nic_layout=nic_layout,
             efa_count=efa_count,
             machine_image=image,
@@ -218,15 +288,16 @@ class EfaNodegroup(Construct):
             cfn = self.launch_template.launch_template.node.default_child
             assert isinstance(cfn, ec2.CfnLaunchTemplate)
             cfn.add_property_deletion_override("LaunchTemplateData.UserData")
-        self.nodegroup = eks.Nodegroup(
+        #: The managed node group: an ``aws_eks_v2.Nodegroup`` or ``aws_eks.Nodegroup``, as the cluster.
+        self.nodegroup: eks.Nodegroup | eks_v1.Nodegroup = module.Nodegroup(
             self,
             "Resource",
             cluster=cluster,
             ami_type=self.ami_type,
-            capacity_type=eks.CapacityType.CAPACITY_BLOCK
+            capacity_type=module.CapacityType.CAPACITY_BLOCK
             if capacity.kind is CapacityKind.CAPACITY_BLOCK
-            else eks.CapacityType.ON_DEMAND,
-            launch_template_spec=eks.LaunchTemplateSpec(
+            else module.CapacityType.ON_DEMAND,
+            launch_template_spec=module.LaunchTemplateSpec(
                 id=self.launch_template.launch_template_id,
                 version=self.launch_template.latest_version_number,
             ),
@@ -236,7 +307,13 @@ class EfaNodegroup(Construct):
             max_size=max_size,
             desired_size=min_size if desired_size is None else desired_size,
             labels=dict(labels or {}),
-            taints=list(taints) or None,
+            taints=[
+                module.TaintSpec(effect=getattr(module.TaintEffect, t.effect.name), key=t.key, value=t.value)
+                if t.effect is not None
+                else module.TaintSpec(key=t.key, value=t.value)
+                for t in taints
+            ]
+            or None,
         )
         self.device_plugin = efa_device_plugin(cluster) if device_plugin else None
 
@@ -273,15 +350,23 @@ class EfaNodegroup(Construct):
         return self.role
 
 
-def efa_device_plugin(cluster: eks.ICluster) -> eks.HelmChart:
-    """The EFA device plugin of `cluster`: created once (``EfaDevicePlugin`` under the cluster), on
-    every EFA type the catalogue knows instead of the chart's own list."""
-    existing = cluster.node.try_find_child("EfaDevicePlugin")
-    if isinstance(existing, eks.HelmChart):
+def efa_device_plugin(cluster: AnyCluster) -> eks.HelmChart | eks_v1.HelmChart:
+    """The EFA device plugin of `cluster`: created once (``EfaDevicePlugin`` under the cluster, or
+    ``<id>EfaDevicePlugin`` beside an imported one), on every EFA type the catalogue knows instead of the
+    chart's own list."""
+    module = eks_module(cluster)
+    # Under the cluster; an imported cluster is a jsii proxy Python cannot scope under: beside it.
+    scope, id_ = (
+        (cluster, "EfaDevicePlugin")
+        if isinstance(cluster, Construct)
+        else (Stack.of(cluster), f"{cluster.node.id}EfaDevicePlugin")
+    )
+    existing = scope.node.try_find_child(id_)
+    if isinstance(existing, (eks.HelmChart, eks_v1.HelmChart)):
         return existing
-    return eks.HelmChart(
-        cluster,  # type: ignore[arg-type]  # an ICluster is a construct
-        "EfaDevicePlugin",
+    chart: eks.HelmChart | eks_v1.HelmChart = module.HelmChart(
+        scope,
+        id_,
         cluster=cluster,
         chart=DEVICE_PLUGIN_CHART,
         repository=DEVICE_PLUGIN_REPOSITORY,
@@ -296,6 +381,7 @@ def efa_device_plugin(cluster: eks.ICluster) -> eks.HelmChart:
             "tolerations": [{"operator": "Exists"}],
         },
     )
+    return chart
 
 
 def _check_sizes(min_size: int, max_size: int, desired_size: int | None) -> None:

@@ -16,6 +16,7 @@ from aws_cdk import RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk.interfaces import ResourceEnvironment
+from aws_cdk.interfaces import aws_ec2 as ec2_refs
 from constructs import Construct
 
 from ..core.capacity import Capacity
@@ -341,6 +342,11 @@ class EfaLaunchTemplate(Construct):
     def version_number(self) -> str:
         """The version those who launch from this template use: the latest (``ILaunchTemplate``)."""
         return self.launch_template.latest_version_number
+
+    @property
+    def launch_template_ref(self) -> ec2_refs.LaunchTemplateReference:
+        """A reference to the template (``ec2.ILaunchTemplateRef``, which ``ILaunchTemplate`` extends)."""
+        return self.launch_template.launch_template_ref
 
     @property
     def launch_template_name(self) -> str | None:
