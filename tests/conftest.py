@@ -82,7 +82,7 @@ PLAIN_SHELL = [
     f"HOME={Path.home()}",
 ]
 BACKGROUND_COMMANDS: dict[str, list[str]] = {
-    "tests/test_packaging.py::test_installed_package_synthesizes_in_a_separate_app": [
+    "tests/test_packaging.py::test_the_wheel_installs_beside_the_users_aws_cdk_lib_and_synthesizes": [
         sys.executable,
         str(ROOT / "tests" / "packaging_check.py"),
         "{tmp}",

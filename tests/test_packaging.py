@@ -1,49 +1,135 @@
-"""The package installs from source and works in someone else's CDK app (see packaging_check.py)."""
+"""The package as users install it: the built wheel in a fresh venv next to an aws-cdk-lib the project
+does not pin, someone else's app (tests/user_app.py), the command from PATH (see packaging_check.py)."""
 
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
+from typing import Any
 
-import pytest
+import tomllib
 
 from tests.conftest import background_result
+from tests.helpers import ROOT
+
+CHECK = "tests/test_packaging.py::test_the_wheel_installs_beside_the_users_aws_cdk_lib_and_synthesizes"
 
 
-def test_installed_package_synthesizes_in_a_separate_app(request: pytest.FixtureRequest) -> None:
-    run, _ = background_result(request.node.nodeid)
+@cache
+def found() -> dict[str, Any]:
+    run, _ = background_result(CHECK)
     assert run.returncode == 0, run.stderr[-3000:]
-    template = json.loads(Path(run.stdout.strip().splitlines()[-1]).read_text())
-    res = template["Resources"]
-    for lt in (r for r in res.values() if r["Type"] == "AWS::EC2::LaunchTemplate"):
-        nics = lt["Properties"]["LaunchTemplateData"]["NetworkInterfaces"]
-        assert sum(n.get("InterfaceType") == "efa-only" for n in nics) == 4  # the catalogue shipped
+    result: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _resources() -> dict[str, Any]:
+    res: dict[str, Any] = json.loads(Path(found()["template"]).read_text())["Resources"]
+    return res
+
+
+def test_the_wheel_installs_beside_the_users_aws_cdk_lib_and_synthesizes() -> None:
+    """The app's own aws-cdk-lib (packaging_check.USER_CDK, not the project's pin) stays; every construct
+    the user app composes is in its template."""
+    from tests.packaging_check import USER_CDK
+
+    pinned = [
+        line
+        for line in (ROOT / "constraints.txt").read_text().splitlines()
+        if line.startswith("aws-cdk-lib==")
+    ]
+    assert pinned and f"aws-cdk-lib=={USER_CDK}" not in pinned[0]
+    assert found()["venv"].endswith(f" {USER_CDK}"), found()["venv"]
+    res = _resources()
+    types = [r["Type"] for r in res.values()]
+    for kind, count in {
+        "AWS::EKS::Nodegroup": 2,  # aws_eks_v2 and aws_eks clusters
+        "Custom::AWSCDK-EKS-HelmChart": 1,  # the device plugin on the aws_eks cluster
+        "AWS::PCS::Cluster": 1,
+        "AWS::EC2::Instance": 2,  # the EfaCluster's nodes
+        "AWS::AutoScaling::AutoScalingGroup": 1,
+    }.items():
+        assert types.count(kind) == count, (kind, types.count(kind))
+    (asg,) = [r for r in res.values() if r["Type"] == "AWS::AutoScaling::AutoScalingGroup"]
+    lt = asg["Properties"]["LaunchTemplate"]["LaunchTemplateId"]["Ref"]
+    assert lt.startswith("Lt") and res[lt]["Type"] == "AWS::EC2::LaunchTemplate"
+    nics = res[lt]["Properties"]["LaunchTemplateData"]["NetworkInterfaces"]
+    assert sum(n.get("InterfaceType") == "efa-only" for n in nics) == 4  # p4d: the catalogue shipped
     # the node software's scripts shipped too: the cluster's user data runs the bootstrap
     assert any(
         "EFA_CDK_STEPS=" in json.dumps(r) for r in res.values() if r["Type"] == "AWS::EC2::LaunchTemplate"
     )
 
 
-def test_installed_template_diff_without_its_extra_refuses_in_one_line(
-    request: pytest.FixtureRequest,
-) -> None:
-    run, _ = background_result(
-        "tests/test_packaging.py::test_installed_package_synthesizes_in_a_separate_app"
+def test_the_wheel_holds_the_package_its_data_and_its_types_and_nothing_else() -> None:
+    files = found()["wheel_files"]
+    for needed in (
+        "efa_constructs/__init__.pyi",  # the public surface the type checkers read
+        "efa_constructs/py.typed",
+        "efa_constructs/core/catalogue/instance_types.json",
+        "efa_constructs/node/boot/bootstrap.sh",
+        "efa_constructs/node/bench_parse.py",
+    ):
+        assert needed in files, needed
+    assert not [f for f in files if f.split("/")[0] in {"tests", "stacks", "docs", "scripts"}]
+    assert any(f.endswith("licenses/LICENSE") for f in files)
+
+
+def test_the_distributions_pass_twine_check_and_show_an_index_page() -> None:
+    rc, out = found()["twine"]
+    assert rc == 0 and out.count("PASSED") == 2, out  # the wheel and the sdist
+    meta = found()["metadata"]
+    for field in (
+        "Summary: AWS CDK constructs",
+        "License-Expression: Apache-2.0",
+        "Project-URL: EFA user guide, https://docs.aws.amazon.com/",
+        "Classifier: Framework :: AWS CDK :: 2",
+        "Classifier: Typing :: Typed",
+        "Requires-Python: >=3.10",
+        "Requires-Dist: aws-cdk-lib<3,>=2.270.0",
+        "Description-Content-Type: text/markdown",
+    ):
+        assert field in meta, field
+    requires = [line.split(";")[0] for line in meta.splitlines() if line.startswith("Requires-Dist")]
+    assert requires and not [r for r in requires if "==" in r]  # ranges, no exact pin for a user to fight
+
+
+def test_the_classifiers_are_pypis_own() -> None:
+    import trove_classifiers
+
+    classifiers = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["classifiers"]
+    assert [c for c in classifiers if c not in trove_classifiers.classifiers] == []
+
+
+def test_efa_cdk_runs_from_path() -> None:
+    rc, out = found()["layout"]
+    assert rc == 0 and out.startswith("trn1.32xlarge  layout=recommended  EFA=8"), out
+
+
+def test_installed_template_diff_without_its_extra_refuses_in_one_line() -> None:
+    rc, err = found()["template_diff"]
+    assert rc == 1 and "\n" not in err, err
+    assert (
+        err.startswith("error: template-diff='cfn-lint not installed'")
+        and "pip install 'efa-cdk[diff]'" in err
     )
-    (line,) = [x for x in run.stdout.splitlines() if x.startswith("template-diff exit")]
-    assert line.startswith("template-diff exit 1: error: template-diff='cfn-lint not installed'"), line
-    assert "pip install 'efa-cdk[diff]'" in line
 
 
-def test_a_separate_app_composes_the_cluster_with_cdk_grants_and_connections(
-    request: pytest.FixtureRequest,
-) -> None:
+def test_the_eks_example_names_its_extra_and_synthesizes_with_it() -> None:
+    rc, err = found()["eks_without_extra"]
+    assert rc == 1 and err == (
+        "error: this example needs aws-cdk.lambda-layer-kubectl-v35: pip install 'efa-cdk[eks]'"
+    ), err
+    rc, err = found()["eks_with_extra"]
+    assert rc == 0, err
+    res = json.loads(Path(found()["eks_template"]).read_text())["Resources"]
+    assert [r["Type"] for r in res.values()].count("AWS::EKS::Nodegroup") == 1
+
+
+def test_a_separate_app_composes_the_cluster_with_cdk_grants_and_connections() -> None:
     """bucket.grant_read(cluster) and db.connections.allow_from(cluster, ...) work through CDK itself."""
-    run, _ = background_result(
-        "tests/test_packaging.py::test_installed_package_synthesizes_in_a_separate_app"
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    res = json.loads(Path(run.stdout.strip().splitlines()[-1]).read_text())["Resources"]
+    res = _resources()
     role = next(
         k for k in res if k.startswith("TrainingLaunchTemplateRole") and res[k]["Type"] == "AWS::IAM::Role"
     )
@@ -81,7 +167,4 @@ def test_a_separate_app_composes_the_cluster_with_cdk_grants_and_connections(
 
 
 def test_the_package_loads_the_cdk_only_when_a_construct_is_used() -> None:
-    run, _ = background_result(
-        "tests/test_packaging.py::test_installed_package_synthesizes_in_a_separate_app"
-    )
-    assert "aws_cdk loaded: False True" in run.stdout.splitlines(), run.stdout
+    assert found()["lazy"] == "False True"

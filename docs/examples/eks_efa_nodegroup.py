@@ -6,18 +6,24 @@ Synthesize it offline (CI does, in tests/test_eks.py):
     npx cdk synth --app ".venv/bin/python docs/examples/eks_efa_nodegroup.py" -c zones=us-east-1c,us-east-1d
 
 It needs ``aws-cdk.lambda-layer-kubectl-v35`` (the kubectl the cluster's Helm charts are installed
-with; it is in efa-cdk's dev extra). A pod asks for EFA devices with the ``vpc.amazonaws.com/efa``
+with): ``pip install 'efa-cdk[eks]'``. A pod asks for EFA devices with the ``vpc.amazonaws.com/efa``
 resource; see the README's EKS section for a job and for teardown.
 """
 
 from __future__ import annotations
 
+import sys
+
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_s3 as s3
-from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 from constructs import Construct
+
+try:  # kubectl for the cluster's Helm charts: efa-cdk's `eks` extra
+    from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
+except ModuleNotFoundError:
+    sys.exit("error: this example needs aws-cdk.lambda-layer-kubectl-v35: pip install 'efa-cdk[eks]'")
 
 from efa_constructs.cdk import EfaNodegroup
 

@@ -1,0 +1,96 @@
+"""The public surface as a user's type checker and interpreter see it.
+
+The names are declared once, in efa_constructs/__init__.pyi; lazy_loader builds ``__all__`` and the
+lazy loading from it. These tests run mypy --strict as a user would (over tests/user_app.py and over
+every public name), in this environment and, through scripts/test-floor, on the lowest supported
+aws-cdk-lib, so "typed" holds on every version the package admits.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import efa_constructs
+from tests.helpers import ROOT
+
+#: Misspelt or mistyped arguments in the user app: (what it says, what a user wrote instead, mypy's error).
+WRONG = [
+    ("node_count=2", "node_cont=2", 'Unexpected keyword argument "node_cont" for "EfaCluster"'),
+    ("max_count=4,", "max_cuont=4,", 'Unexpected keyword argument "max_cuont" for "EfaPcsCluster"'),
+    ("max_size=4,", 'max_size="4",', 'Argument "max_size" to "EfaNodegroup" has incompatible type "str"'),
+    (
+        "launch_template=lt,",
+        "launch_template=sg,",
+        'Argument "launch_template" to "AutoScalingGroup" has incompatible type "EfaSecurityGroup"',
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def mypy_output(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    """One mypy --strict run (its cache shared with the project's own mypy step) over: the user app,
+    a file revealing the type of every public name, and one copy of the app per WRONG entry. Returns
+    mypy's lines by file name."""
+    tmp = tmp_path_factory.mktemp("mypy")
+    names = efa_constructs.__all__
+    (tmp / "reveal_names.py").write_text(
+        "import efa_constructs\n" + "".join(f"reveal_type(efa_constructs.{n})\n" for n in names)
+    )
+    app = (ROOT / "tests" / "user_app.py").read_text()
+    for i, (wrong, right, _) in enumerate(WRONG):
+        assert app.count(wrong) == 1, wrong
+        (tmp / f"user_app_wrong{i}.py").write_text(app.replace(wrong, right))
+    files = [ROOT / "tests" / "user_app.py", *sorted(tmp.glob("*.py"))]
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", *map(str, files)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert "error: Cannot find implementation or library stub" not in run.stdout, run.stdout
+    out: dict[str, list[str]] = {f.name: [] for f in files}
+    for line in run.stdout.splitlines():
+        name = Path(line.split(":", 1)[0]).name
+        if name in out:
+            out[name].append(line)
+    return out
+
+
+def test_every_public_name_loads_and_is_declared_in_the_stub() -> None:
+    stub = ast.parse((ROOT / "efa_constructs" / "__init__.pyi").read_text())
+    declared = {a.asname or a.name for n in stub.body if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert sorted(declared) == sorted(efa_constructs.__all__)
+    for name in efa_constructs.__all__:
+        assert getattr(efa_constructs, name) is not None, name
+    with pytest.raises(AttributeError, match="EfaClustr"):
+        efa_constructs.EfaClustr  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_no_public_name_is_any_to_mypy(mypy_output: dict[str, list[str]]) -> None:
+    """reveal_type of every name in __all__: each is a class, function or value of a real type."""
+    names = efa_constructs.__all__
+    revealed = [line for line in mypy_output["reveal_names.py"] if "Revealed type is" in line]
+    assert len(revealed) == len(names), mypy_output["reveal_names.py"]
+    untyped = [(n, line) for n, line in zip(names, revealed, strict=True) if '"Any"' in line]
+    assert not untyped, untyped
+    # the constructs are the classes themselves, with their signatures
+    by_name = dict(zip(names, revealed, strict=True))
+    assert (
+        "def (scope: constructs.Construct, id_: str, *, cluster: aws_cdk.aws_eks_v2.ICluster"
+        in by_name["EfaNodegroup"]
+    )
+    assert "-> efa_constructs.cdk.pcs.EfaPcsCluster" in by_name["EfaPcsCluster"]
+
+
+def test_the_user_app_type_checks_strictly(mypy_output: dict[str, list[str]]) -> None:
+    """Every construct the docs show, composed with aws-cdk-lib's own: EfaLaunchTemplate is accepted as
+    the ec2.ILaunchTemplate of an AutoScalingGroup, EfaNodegroup takes both EKS modules' clusters."""
+    assert mypy_output["user_app.py"] == []
+
+
+@pytest.mark.parametrize("case", range(len(WRONG)), ids=[w[1] for w in WRONG])
+def test_a_wrong_argument_in_the_user_app_is_caught(mypy_output: dict[str, list[str]], case: int) -> None:
+    errors = [line for line in mypy_output[f"user_app_wrong{case}.py"] if ": error: " in line]
+    assert len(errors) == 1 and WRONG[case][2] in errors[0], errors
