@@ -58,8 +58,12 @@ def _refresh(args: argparse.Namespace) -> int:
     from .core import catalogue
     from .core.catalogue import generate
 
-    answer, source = generate.load_live(args.region) if args.live else generate.load_moto_snapshot()
-    doc = generate.build(answer, source)
+    try:
+        answer, source = generate.load_live(args.region) if args.live else generate.load_moto_snapshot()
+        doc = generate.build(answer, source)
+    except generate.CatalogueGenerationError as err:
+        print(f"error: catalogue refresh: {err}", file=sys.stderr)
+        return 1
     path = generate.write(doc, Path(args.output) if args.output else None)
     catalogue.all_instance_types.cache_clear()
     print(f"wrote {doc['type_count']} EFA-capable types to {path} (source: {source})")
@@ -99,8 +103,8 @@ def _dashboard(_args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the process exit code."""
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser (the docs' tests check the commands they print against it)."""
     parser = argparse.ArgumentParser(prog="efa-cdk", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("layout", help="show the network-interface layout of an instance type")
@@ -144,7 +148,12 @@ def main(argv: list[str] | None = None) -> int:
     d.set_defaults(func=_template_diff)
     g = sub.add_parser("dashboard", help="print an SVG picture of a cluster's dashboard layout (no AWS)")
     g.set_defaults(func=_dashboard)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    args = build_parser().parse_args(argv)
     if getattr(args, "region", None) is None and getattr(args, "live", False):
         args.region = ["us-east-1", "us-west-2"]
     try:

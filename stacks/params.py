@@ -1,7 +1,7 @@
 """The ready stacks' parameters, from CDK context (``cdk synth -c key=value`` or cdk.json).
 
 One table, :data:`FIELDS`, drives everything: which keys each stack reads, how each value is
-parsed, the misspelt-key check and the README's context table (``python -m stacks.params``
+parsed, the misspelt-key check and docs/context.md's table (``python -m stacks.params``
 prints it; a test compares). This module only turns strings into values and checks how keys
 combine; whether a value works for the cluster (node count, layout, capacity, ...) is decided
 once, by the core and the constructs. Pure Python: no CDK.
@@ -35,7 +35,7 @@ from efa_constructs.core.pcs import DEFAULT_SLURM_VERSION, PcsClusterSize
 CLUSTER, PCLUSTER, PCS = KINDS = ("cluster", "pcluster", "pcs")
 BOTH = frozenset({CLUSTER, PCLUSTER})
 ALL = frozenset(KINDS)
-#: How the README's context table and the refusals name each kind.
+#: How docs/context.md's table and the refusals name each kind.
 KIND_NAMES = {CLUSTER: "clusters", PCLUSTER: "ParallelCluster", PCS: "PCS"}
 READER_NAMES = {CLUSTER: "cluster", PCLUSTER: "ParallelCluster", PCS: "PCS"}
 _AZ = re.compile(r"^(?P<region>[a-z]{2}(-gov)?-[a-z]+-\d+)[a-z]$")
@@ -110,7 +110,7 @@ class Field:
     key: str
     help: str
     parse: Parser
-    default: str = ""  # shown in the README; the value when the key is unset is the dataclass's
+    default: str = ""  # shown in docs/context.md; the value when the key is unset is the dataclass's
     stacks: frozenset[str] = field(default=BOTH)
 
 
@@ -270,7 +270,7 @@ def check_context_keys(ctx: Mapping[str, Any], stacks: Mapping[str, str]) -> Non
                 "context",
                 value=name,
                 why=f"{prefix} does not read {key} (only the {readers} stacks do), so it would be ignored",
-                fix=f"drop it, or see the keys {prefix} reads in the README's context table",
+                fix=f"drop it, or see the keys {prefix} reads in docs/context.md's table",
             )
 
 
@@ -490,7 +490,7 @@ class PcsParams:
 
 
 def context_table() -> str:
-    """The README's context table (Markdown), from :data:`FIELDS`."""
+    """docs/context.md's context table (Markdown), from :data:`FIELDS`."""
 
     def names(stacks: frozenset[str]) -> str:
         return "all" if stacks == ALL else ", ".join(KIND_NAMES[k] for k in KINDS if k in stacks)

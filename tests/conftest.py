@@ -102,20 +102,11 @@ BACKGROUND_COMMANDS: dict[str, list[str]] = {
         "--output",
         "{tmp}/out",
     ],
-    # the README's command for the EKS example app, in a bare shell like the `cdk ls` above
-    "tests/test_orchestrators.py::test_the_readmes_eks_example_command_synthesizes": [
-        *PLAIN_SHELL,
-        "npx",
-        "--no-install",
-        "cdk",
-        "synth",
-        "--app",
-        ".venv/bin/python docs/examples/eks_efa_nodegroup.py",
-        "-c",
-        "zones=us-east-1c,us-east-1d",
-        "--quiet",
-        "--output",
-        "{tmp}/out",
+    # every shell command of the README and docs, as printed, in a bare shell (tests/docs_check.py)
+    "tests/test_docs.py::test_every_shell_command_runs_as_printed": [
+        sys.executable,
+        str(ROOT / "tests" / "docs_check.py"),
+        "{tmp}",
     ],
     # app.py with a refused value, as `cdk synth` runs it (CDK_OUTDIR / CDK_CONTEXT_JSON set by env)
     "tests/test_bad_input.py::test_a_rejected_configuration_leaves_no_template": [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -227,3 +228,54 @@ def test_p6e_gb200_card_0_and_interface_total_are_the_user_guides() -> None:
     assert plan_layout(gb, efa_count=16).efa_bandwidth_gbps == 1600
     assert plan_layout(gb, efa_count=4).efa_bandwidth_gbps == 1600
     assert "AWS's EFA maximum" in plan_layout(gb).line_rate_source
+
+
+@pytest.mark.parametrize(
+    ("code", "says"),
+    [
+        ("UnauthorizedOperation", "DescribeInstanceTypes in us-west-2 failed: UnauthorizedOperation: denied"),
+        ("RequestLimitExceeded", "DescribeInstanceTypes in us-west-2 failed: RequestLimitExceeded: denied"),
+    ],
+)
+def test_a_live_refresh_error_is_one_line_naming_the_region(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], code: str, says: str
+) -> None:
+    """The AWS error a user can hit, through botocore's own EC2 model (Stubber checks the request)."""
+    import boto3
+    from botocore.stub import Stubber
+
+    from efa_constructs.__main__ import main
+
+    client = boto3.client("ec2", region_name="us-west-2", aws_access_key_id="x", aws_secret_access_key="x")
+    stubber = Stubber(client)
+    stubber.add_client_error(
+        "describe_instance_types",
+        service_error_code=code,
+        service_message="denied",
+        expected_params={"Filters": [{"Name": "network-info.efa-supported", "Values": ["true"]}]},
+    )
+    stubber.activate()
+    monkeypatch.setattr(boto3, "client", lambda *_a, **_k: client)
+    assert main(["catalogue", "refresh", "--live", "--region", "us-west-2", "--output", "/dev/null"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: catalogue refresh: {says}") and err.count("\n") == 1, err
+    assert "ec2:DescribeInstanceTypes" in err
+    stubber.assert_no_pending_responses()
+
+
+def test_a_live_refresh_without_credentials_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Any
+) -> None:
+    from efa_constructs.__main__ import main
+
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    assert main(["catalogue", "refresh", "--live", "--region", "eu-west-1", "--output", "/dev/null"]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        "error: catalogue refresh: DescribeInstanceTypes in eu-west-1 failed: Unable to locate credentials "
+        "(set AWS credentials, e.g. AWS_PROFILE, or refresh offline without --live)\n"
+    )

@@ -1,4 +1,4 @@
-"""The house's layers: the pure core never loads the CDK, and the README's context table is the code's."""
+"""The house's layers: the pure core never loads the CDK, and docs/context.md's table is the code's."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_the_pure_core_never_loads_aws_cdk() -> None:
 
 def test_the_readme_context_table_is_generated_from_the_field_table() -> None:
     """Regenerate with `python -m stacks.params` and paste between the markers."""
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "context.md").read_text()
     start, end = "<!-- context-table: python -m stacks.params -->\n", "\n<!-- /context-table -->"
     assert start in readme and end in readme
     assert readme.split(start, 1)[1].split(end, 1)[0] == context_table()

@@ -86,7 +86,7 @@ def test_the_readme_picture_is_the_dashboard() -> None:
     """docs/dashboard.svg is drawn from the dashboard's own body (`python -m efa_constructs dashboard`)."""
     expected = dashboard_svg(dashboard_body("EfaCdk/<stack>/<cluster>", "<region>", "<stack>/<cluster>"))
     assert (ROOT / "docs/dashboard.svg").read_text() == expected
-    assert "docs/dashboard.svg" in (ROOT / "README.md").read_text()
+    assert "](dashboard.svg)" in (ROOT / "docs" / "operate.md").read_text()
 
 
 def test_the_stack_has_the_dashboard_alarms_topic_and_document(p5: dict[str, Any]) -> None:

@@ -422,20 +422,6 @@ def example() -> dict[str, Any]:
     return app.synth().get_stack_by_name("EksEfaExample").template  # type: ignore[no-any-return]
 
 
-def test_the_readmes_eks_example_command_synthesizes(request: pytest.FixtureRequest) -> None:
-    """`npx cdk synth --app ".venv/bin/python docs/examples/eks_efa_nodegroup.py" ...` in a bare shell
-    (started in the background at collection); the README shows the same command."""
-    from tests.conftest import background_result
-
-    run, tmp = background_result(request.node.nodeid)
-    assert run.returncode == 0, run.stderr[-2000:]
-    template = json.loads((tmp / "out" / "EksEfaExample.template.json").read_text())
-    assert len(by_type(template, "AWS::EKS::Nodegroup")) == 1
-    readme = (ROOT / "README.md").read_text()
-    command = 'npx cdk synth --app ".venv/bin/python docs/examples/eks_efa_nodegroup.py"'
-    assert f"{command} -c zones=us-east-1c,us-east-1d" in readme
-
-
 def test_example_node_group_launches_eks_efa_nodes(example: dict[str, Any]) -> None:
     (lt,) = by_type(example, "AWS::EC2::LaunchTemplate")
     data = lt["Properties"]["LaunchTemplateData"]

@@ -116,6 +116,13 @@ def test_installed_template_diff_without_its_extra_refuses_in_one_line() -> None
     )
 
 
+def test_installed_catalogue_refresh_without_its_extra_refuses_in_one_line() -> None:
+    rc, err = found()["refresh_without_extra"]
+    assert rc == 1 and err == (
+        "error: catalogue refresh: offline refresh reads moto's snapshot: pip install 'efa-cdk[refresh]'"
+    ), err
+
+
 def test_the_eks_example_names_its_extra_and_synthesizes_with_it() -> None:
     rc, err = found()["eks_without_extra"]
     assert rc == 1 and err == (

@@ -3,7 +3,7 @@
 
 Synthesize it offline (CI does, in tests/test_eks.py):
 
-    npx cdk synth --app ".venv/bin/python docs/examples/eks_efa_nodegroup.py" -c zones=us-east-1c,us-east-1d
+    npx cdk synth --app "scripts/cdk-app docs/examples/eks_efa_nodegroup.py" -c zones=us-east-1c,us-east-1d
 
 It needs ``aws-cdk.lambda-layer-kubectl-v35`` (the kubectl the cluster's Helm charts are installed
 with): ``pip install 'efa-cdk[eks]'``. A pod asks for EFA devices with the ``vpc.amazonaws.com/efa``

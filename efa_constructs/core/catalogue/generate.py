@@ -55,19 +55,38 @@ def load_moto_snapshot() -> tuple[dict[str, dict[str, Any]], str]:
 
 
 def load_live(regions: Iterable[str]) -> tuple[dict[str, dict[str, Any]], str]:
-    """EFA-capable types from live DescribeInstanceTypes in each region (needs credentials)."""
-    import boto3
+    """EFA-capable types from live DescribeInstanceTypes in each region (needs credentials). An AWS
+    error (no credentials, a denied call, an unknown region) is one line naming the region and the fix."""
+    try:
+        import boto3
+        from botocore.exceptions import BotoCoreError, ClientError
+    except ImportError as exc:
+        raise CatalogueGenerationError(
+            "live refresh calls EC2 with boto3: pip install 'efa-cdk[refresh]'"
+        ) from exc
 
     regions = list(regions)
     answer: dict[str, dict[str, Any]] = {}
     for region in regions:
-        ec2 = boto3.client("ec2", region_name=region)
-        pages = ec2.get_paginator("describe_instance_types").paginate(
-            Filters=[{"Name": "network-info.efa-supported", "Values": ["true"]}]
-        )
-        for page in pages:
-            for it in page["InstanceTypes"]:
-                answer.setdefault(it["InstanceType"], it)
+        try:
+            ec2 = boto3.client("ec2", region_name=region)
+            pages = ec2.get_paginator("describe_instance_types").paginate(
+                Filters=[{"Name": "network-info.efa-supported", "Values": ["true"]}]
+            )
+            for page in pages:
+                for it in page["InstanceTypes"]:
+                    answer.setdefault(it["InstanceType"], it)
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            raise CatalogueGenerationError(
+                f"DescribeInstanceTypes in {region} failed: {error.get('Code')}: {error.get('Message')} "
+                "(the refresh needs ec2:DescribeInstanceTypes in every region it asks)"
+            ) from None
+        except BotoCoreError as exc:
+            raise CatalogueGenerationError(
+                f"DescribeInstanceTypes in {region} failed: {exc} (set AWS credentials, e.g. AWS_PROFILE, "
+                "or refresh offline without --live)"
+            ) from None
     return answer, f"live DescribeInstanceTypes in {', '.join(regions)}"
 
 
