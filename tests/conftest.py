@@ -131,9 +131,13 @@ FLOOR = os.environ.get("EFA_CDK_FLOOR") == "1"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On the floor run, leave out what checks the project's pinned environment rather than the library:
+    """Tests that wait for a long background run (marked ``waits``) go last, so the in-process tests run
+    meanwhile instead of waiting with them.
+
+    On the floor run, leave out what checks the project's pinned environment rather than the library:
     the snapshots (made with constraints.txt's aws-cdk-lib) and the runs in other processes, which use
     the project's own .venv, not the one under test."""
+    items.sort(key=lambda item: item.get_closest_marker("waits") is not None)  # stable: order kept
     if not FLOOR:
         return
     keep, drop = [], []

@@ -23,8 +23,13 @@ PYTHON = [b for b in BLOCKS if b.kind == "python"]
 ACCOUNT_BLOCKS = [b for b in BLOCKS if b.kind == "account"]
 #: jsii's banner for Node 20: the project's commands silence it, so no command printed here shows it.
 BANNER = "is end-of-life and not supported anymore"
+
+
 #: The shell commands run in the project's own .venv (tests/docs_check.py): once, not again on the floor.
-ON_PROJECT_VENV = pytest.mark.skipif(FLOOR, reason="the docs' shell commands run in the project's .venv")
+def ON_PROJECT_VENV(test: Any) -> Any:
+    """Waits for tests/docs_check.py, which runs in the project's .venv: once, not again on the floor."""
+    skip = pytest.mark.skipif(FLOOR, reason="the docs' shell commands run in the project's .venv")
+    return pytest.mark.waits(skip(test))
 
 
 @cache
@@ -125,8 +130,23 @@ def test_every_command_that_needs_an_account_is_checked(block: Block) -> None:
             problems.append(f"{words[0]}: neither run here nor a program of the cluster ({command})")
     assert not problems, f"{block.where}: {problems}"
     synthesized = [r for r in shell_records() if r["where"] == block.where]
-    deploys = [c for c in block.commands() if synth_instead(c)]
+    deploys = [c for c in block.commands() if synth_instead(c) and " destroy " not in c]
     assert len(synthesized) == len(deploys) and all(r["rc"] == 0 for r in synthesized), synthesized
+    # a destroy names what a deploy of the block synthesized (the same stack, or the same --app)
+    for destroy in (c for c in block.commands() if c.startswith("npx cdk destroy ")):
+        assert _target(destroy) in {_target(d) for d in deploys}, f"{block.where}: {destroy}"
+
+
+def _target(command: str) -> tuple[str, str]:
+    """The app and stack a `npx cdk VERB ...` line names."""
+    words = shlex.split(command)[3:]
+    app = words[words.index("--app") + 1] if "--app" in words else "app.py"
+    stacks = [
+        w
+        for i, w in enumerate(words)
+        if not w.startswith("-") and (i == 0 or not words[i - 1].startswith("-"))
+    ]
+    return app, stacks[0] if stacks else "*"
 
 
 def test_the_aws_check_catches_a_misspelt_option() -> None:

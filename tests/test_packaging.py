@@ -8,10 +8,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pytest
 import tomllib
 
 from tests.conftest import background_result
 from tests.helpers import ROOT
+
+pytestmark = pytest.mark.waits
 
 CHECK = "tests/test_packaging.py::test_the_wheel_installs_beside_the_users_aws_cdk_lib_and_synthesizes"
 
