@@ -6,7 +6,7 @@ kubectl provider is optional) and ``aws_eks`` (the one most existing apps use). 
 the cluster's own module.
 
 The EFA layout, security group and placement group are the ones :class:`EfaCluster` uses; EKS
-launches the nodes. Facts (checked late 2026; the README's EKS section compares with eksctl):
+launches the nodes. Facts (checked late 2026; docs/eks.md compares with eksctl):
 
 * A managed node group's launch template must not have SubnetId, IamInstanceProfile,
   RequestSpotInstances, HibernationOptions or TerminateInstances (EKS API reference,

@@ -295,7 +295,7 @@ class EfaMachineImage:
         Linux 2023 otherwise; refused for pre-Turing GPUs (see the module's sources).
 
         Gaudi (dl1) gets Amazon Linux 2023 with the EFA installer; the Habana driver stack is the
-        user's choice of AMI or container (see README).
+        user's choice of AMI or container (see docs/node-software.md, "Containers over EFA").
         """
         if not EfaMachineImage.has_default(it):
             raise EfaConfigError(

@@ -4,7 +4,7 @@ Pure Python, no jsii. Every decision is read from the catalogue's per-card facts
 interface types a card accepts, how many interfaces it holds), so new instance types come out
 right when the data says so, with no per-type branches here.
 
-Modes (see README "Layouts"):
+Modes (see docs/constructs.md, "Layouts"):
 
 * ``RECOMMENDED`` (default): AWS's current "save IP" layout. Card 0 gets an ENA ``interface``
   at DeviceIndex 0 plus an ``efa-only`` at DeviceIndex 1 when card 0 carries EFA; every other

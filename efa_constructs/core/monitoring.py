@@ -198,7 +198,7 @@ def dashboard_body(namespace: str, region: str, cluster: str) -> dict[str, Any]:
 
 
 def dashboard_svg(body: dict[str, Any]) -> str:
-    """A picture of the dashboard's layout (24-column grid), drawn from its body: for the README."""
+    """A picture of the dashboard's layout (24-column grid), drawn from its body: for docs/operate.md."""
     unit_x, unit_y = 40, 30
     height = max(w["y"] + w["height"] for w in body["widgets"]) * unit_y
     svg = 'xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="13"'

@@ -11,7 +11,7 @@ import ipaddress
 from .errors import EfaConfigError, parse_choice
 
 #: The defaults of a cluster, written once: the constructs, the checks, the ready stacks' context
-#: parsing and the README's context table read them from here.
+#: parsing and docs/context.md's table read them from here.
 DEFAULT_NODE_COUNT = 2
 DEFAULT_ROOT_VOLUME_GIB = 200  # gp3, encrypted: room for a DLAMI (100 GiB) and checkpoints
 
