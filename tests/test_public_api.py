@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import efa_constructs
+from tests.docs_blocks import blocks
 from tests.helpers import ROOT
 
 #: Misspelt or mistyped arguments in the user app: (what it says, what a user wrote instead, mypy's error).
@@ -34,8 +35,8 @@ WRONG = [
 @pytest.fixture(scope="module")
 def mypy_output(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     """One mypy --strict run (its cache shared with the project's own mypy step) over: the user app,
-    a file revealing the type of every public name, and one copy of the app per WRONG entry. Returns
-    mypy's lines by file name."""
+    a file revealing the type of every public name, one copy of the app per WRONG entry and each python
+    snippet of the README and docs. Returns mypy's lines by file name."""
     tmp = tmp_path_factory.mktemp("mypy")
     names = efa_constructs.__all__
     (tmp / "reveal_names.py").write_text(
@@ -45,6 +46,8 @@ def mypy_output(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]
     for i, (wrong, right, _) in enumerate(WRONG):
         assert app.count(wrong) == 1, wrong
         (tmp / f"user_app_wrong{i}.py").write_text(app.replace(wrong, right))
+    for i, block in enumerate(b for b in blocks() if b.kind == "python"):
+        (tmp / f"docs_snippet{i}.py").write_text(f"# {block.where}\n{block.text}")
     files = [ROOT / "tests" / "user_app.py", *sorted(tmp.glob("*.py"))]
     run = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", *map(str, files)], cwd=ROOT, capture_output=True, text=True
@@ -82,6 +85,13 @@ def test_no_public_name_is_any_to_mypy(mypy_output: dict[str, list[str]]) -> Non
         in by_name["EfaNodegroup"]
     )
     assert "-> efa_constructs.cdk.pcs.EfaPcsCluster" in by_name["EfaPcsCluster"]
+
+
+def test_the_docs_python_snippets_type_check_strictly(mypy_output: dict[str, list[str]]) -> None:
+    """What a user copies from the README and docs/ passes their mypy --strict as printed."""
+    snippets = {k: v for k, v in mypy_output.items() if k.startswith("docs_snippet")}
+    assert len(snippets) == len([b for b in blocks() if b.kind == "python"]) > 0
+    assert not [line for lines in snippets.values() for line in lines], snippets
 
 
 def test_the_user_app_type_checks_strictly(mypy_output: dict[str, list[str]]) -> None:

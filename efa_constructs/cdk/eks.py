@@ -105,9 +105,9 @@ _AL2023_AMI_TYPES = frozenset(
 
 
 #: A cluster of either EKS module, and the enums and structs either module's node group takes.
-#: (``aws_eks_v2.Cluster`` is named too: its class lacks the interface's ``kubectl_provider_options``
-#: property, so mypy would refuse it as an ``aws_eks_v2.ICluster``.)
-AnyCluster = eks.ICluster | eks.Cluster | eks_v1.ICluster
+#: (The ``Cluster`` classes are named too: neither has every property of its module's ``ICluster``,
+#: e.g. ``aws_eks_v2.Cluster`` lacks ``kubectl_provider_options``, so mypy would refuse them as such.)
+AnyCluster = eks.ICluster | eks.Cluster | eks_v1.ICluster | eks_v1.Cluster
 AnyAmiType = eks.NodegroupAmiType | eks_v1.NodegroupAmiType
 AnyTaint = eks.TaintSpec | eks_v1.TaintSpec
 
