@@ -191,9 +191,37 @@ def test_pcs_login_template_is_secure_by_default(pcs: dict[str, Any]) -> None:
     ]
     data = login["Properties"]["LaunchTemplateData"]
     assert data["MetadataOptions"]["HttpTokens"] == "required"
+    # 1 hop, as the compute template: an image registered IMDSv2-only defaults to 2 (EC2 user guide,
+    # "Configure the instance metadata options"), which lets a bridged container reach the node role
+    assert data["MetadataOptions"]["HttpPutResponseHopLimit"] == 1
     ((volume,),) = [[m["Ebs"] for m in data["BlockDeviceMappings"]]]
     assert volume == {"DeleteOnTermination": True, "Encrypted": True, "VolumeSize": 200, "VolumeType": "gp3"}
     assert "IamInstanceProfile" not in data and "ImageId" not in data
+
+
+def test_the_pcs_cluster_has_a_valid_name_from_the_stack(pcs: dict[str, Any]) -> None:
+    """Name is create-only (PCS API reference, CreateCluster: 3-40 characters, a letter first, letters,
+    digits and '-', not pcs_): the cluster gets a stable one from its path, never CloudFormation's."""
+    (cluster,) = by_type(pcs, "AWS::PCS::Cluster")
+    name = cluster["Properties"]["Name"]
+    assert re.fullmatch(r"(?!pcs_)[A-Za-z][A-Za-z0-9-]{2,39}", name) and name.startswith("Trn1PcsCluster"), (
+        name
+    )
+
+
+def test_a_long_stack_name_still_gives_a_valid_pcs_cluster_name() -> None:
+    stack = Stack(new_app(), "A" + "VeryLongStackNameForTrainingTrainiumNodes" * 3)
+    cluster = EfaPcsCluster(
+        stack, "Cluster", instance_type=ec2.InstanceType("trn1.32xlarge"), ami_id="ami-0123456789abcdef0",
+        availability_zone="us-east-1c",
+    )  # fmt: skip
+    name = stack.resolve(cluster.cluster.name)
+    assert re.fullmatch(r"[A-Za-z][A-Za-z0-9-]{2,39}", name), name
+    given = EfaPcsCluster(
+        stack, "Named", instance_type=ec2.InstanceType("trn1.32xlarge"), ami_id="ami-0123456789abcdef0",
+        availability_zone="us-east-1c", cluster_name="trn1-training",
+    )  # fmt: skip
+    assert given.cluster.name == "trn1-training"
 
 
 def test_pcs_max_count_change_touches_only_the_scaling_configuration() -> None:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import jsii
 import yaml
-from aws_cdk import Aws, RemovalPolicy, Token
+from aws_cdk import Aws, Names, RemovalPolicy, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_pcs as pcs
@@ -124,7 +124,8 @@ class EfaPcsCluster(Construct):
         availability_zone: the zone of a created network. Default: the region's first.
         slurm_version: Default: 25.11.
         size: a :class:`PcsClusterSize` (changing it replaces the cluster). Default: SMALL (32 instances).
-        cluster_name: Default: a name CloudFormation generates.
+        cluster_name: PCS's name for the cluster (create-only). Default: the construct's unique name,
+            e.g. ``Trn1PcsClusterClusterA1B2C3D4`` (at most 40 characters, as PCS requires).
         login_instance_type: Default: c7i.xlarge (c7g.xlarge for Arm compute types).
         login_count: login nodes (0: no login node group). Default: 1.
         queue_name: the Slurm partition users submit to, and the compute node group's name (letters,
@@ -221,7 +222,9 @@ class EfaPcsCluster(Construct):
         self.cluster = pcs.CfnCluster(
             self,
             "Resource",
-            name=cluster_name,
+            # Name is create-only and every AWS sample sets one: a stable, valid name from the construct's
+            # path (stack name first, a hash last), rather than whatever CloudFormation would generate.
+            name=cluster_name or Names.unique_resource_name(self, max_length=40, separator="-"),
             size=size.value,
             scheduler=pcs.CfnCluster.SchedulerProperty(type="SLURM", version=slurm_version),
             networking=pcs.CfnCluster.NetworkingProperty(
@@ -296,6 +299,9 @@ class EfaPcsCluster(Construct):
             "LoginTemplate",
             security_group=self.security_group,
             require_imdsv2=True,
+            # 1, as the compute template: an image registered IMDSv2-only would default to 2 (EC2 user
+            # guide, "Configure the instance metadata options"), letting a bridged container reach the role
+            http_put_response_hop_limit=1,
             user_data=login_data,
             block_devices=[
                 ec2.BlockDevice(
