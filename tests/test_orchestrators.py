@@ -453,6 +453,10 @@ def example() -> dict[str, Any]:
 def test_example_node_group_launches_eks_efa_nodes(example: dict[str, Any]) -> None:
     (lt,) = by_type(example, "AWS::EC2::LaunchTemplate")
     data = lt["Properties"]["LaunchTemplateData"]
+    # EKS tags its nodes with keys holding '/' (kubernetes.io/cluster/<name>), which EC2 refuses while
+    # tags are allowed in the instance metadata (EC2 user guide, "View tags for your EC2 instances from
+    # instance metadata"); nothing on an EKS node reads them
+    assert data["MetadataOptions"] == {"HttpPutResponseHopLimit": 1, "HttpTokens": "required"}
     for key in (*EKS_FORBIDDEN, "ImageId", "UserData", "SecurityGroupIds"):
         assert key not in data, key
     assert "InstanceMarketOptions" not in data

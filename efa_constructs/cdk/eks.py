@@ -280,6 +280,7 @@ class EfaNodegroup(Construct):
             machine_image=image,
             role=self.role,
             instance_profile=False,
+            instance_metadata_tags=False,  # EKS's tag keys hold '/', which fails a launch with them on
             user_data=user_data or ec2.MultipartUserData(),
             root_volume_gib=root_volume_gib,
             placement_group=self.placement_group,

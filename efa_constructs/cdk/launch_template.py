@@ -148,6 +148,11 @@ class EfaLaunchTemplate(Construct):
             instance metadata: IMDS hop limit 2. Such a container can then read the node role's
             credentials (which read the cluster SSH key). Default: False, hop limit 1: the node and
             host-networked containers (efa-cdk's container step) reach IMDS, bridged containers do not.
+        instance_metadata_tags: False keeps the instance's tags out of its metadata, for launchers that
+            tag instances with keys EC2 then refuses: with tags in the metadata, a key holding ``/`` or a
+            space fails the launch (EC2 user guide, "View tags for your EC2 instances using instance
+            metadata"), and EKS tags its nodes ``kubernetes.io/cluster/<name>``. efa-cdk's node software
+            needs them. Default: True.
     """
 
     @checked
@@ -171,6 +176,7 @@ class EfaLaunchTemplate(Construct):
         primary_network_interface_id: str | None = None,
         capacity: Capacity | None = None,
         bridged_containers: bool = False,
+        instance_metadata_tags: bool = True,
     ) -> None:
         """Create the template; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
@@ -190,7 +196,7 @@ class EfaLaunchTemplate(Construct):
         self._ec2_instance_type = instance_type
         self._subnet, self._key_pair, self._root_volume_gib = subnet, key_pair, root_volume_gib
         self._placement_group, self._bridged_containers = placement_group, bridged_containers
-        self._instance_profile = instance_profile
+        self._instance_profile, self._instance_metadata_tags = instance_profile, instance_metadata_tags
         self.capacity = capacity or Capacity.on_demand()
         self.machine_image = machine_image or EfaMachineImage.default_for(self.instance_type)
         if (
@@ -242,7 +248,8 @@ class EfaLaunchTemplate(Construct):
             detailed_monitoring=True,
             # 1: the node and host-networked containers; a bridged container is one more hop away
             http_put_response_hop_limit=2 if bridged_containers else 1,
-            instance_metadata_tags=True,  # the node software reads its node index and logical id
+            # the node software reads its node index and logical id from them
+            instance_metadata_tags=True if self._instance_metadata_tags else None,
             placement_group=placement_group,
             block_devices=[
                 ec2.BlockDevice(
@@ -325,6 +332,7 @@ class EfaLaunchTemplate(Construct):
             primary_network_interface_id=network_interface_id,
             capacity=self.capacity,
             bridged_containers=self._bridged_containers,
+            instance_metadata_tags=self._instance_metadata_tags,
         )
 
     @property
