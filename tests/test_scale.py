@@ -258,3 +258,38 @@ def test_the_limits_validation_stops_synthesis_with_the_fix() -> None:
     assert "[ManyOutputs/Cluster] ManyOutputs: 2" in str(
         err.value
     ) and "outputs; CloudFormation allows 200" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("capacity", "warned"),
+    [
+        ("capacity_reservation", True),
+        ("capacity_block", True),
+        (None, False),  # On-Demand: no fixed pool
+    ],
+)
+@pytest.mark.parametrize(("instances", "nodes"), [(2, 2), (3, 2)])
+def test_a_replacement_in_a_reservation_without_a_spare_instance_is_warned(
+    capacity: str | None, warned: bool, instances: int, nodes: int
+) -> None:
+    """Issue 34 item 2: CloudFormation creates the new instance before it deletes the old one, so in a
+    reservation or Capacity Block exactly the cluster's size the new one cannot launch."""
+    context: dict[str, Any] = {"node_count": str(nodes), "replace_nodes": "1:2026-11-24"}
+    if capacity:
+        context |= {
+            capacity: "cr-0123456789abcdef0",
+            "capacity_instances": str(instances),
+            "availability_zone": "us-east-1c",
+        }
+    params = ClusterParams.from_context(context, default_instance_type="trn1.32xlarge")
+    stack = EfaClusterStack(new_app(), "Reserved", params=params)
+    found = assertions.Annotations.from_stack(stack).find_warning(
+        "*", assertions.Match.string_like_regexp("replace_nodes")
+    )
+    texts = [str(m.entry.data) for m in found]
+    if warned and instances == nodes:
+        (text,) = texts
+        assert "holds 2 instances for 2 nodes" in text and "Terminate the node first" in text, text
+        assert "aws ec2 terminate-instances" in text
+    else:
+        assert texts == []

@@ -26,7 +26,7 @@ from constructs import Construct
 from ..core.capacity import Capacity
 from ..core.catalogue import AcceleratorKind, InstanceType
 from ..core.catalogue import instance_type as lookup
-from ..core.checks import ClusterRequest, check_cluster
+from ..core.checks import ClusterRequest, check_cluster, replacement_without_spare
 from ..core.containers import ContainerRun
 from ..core.errors import EfaConfigError
 from ..core.layout import LayoutMode, NicLayout, resolve_layout
@@ -249,29 +249,31 @@ class EfaCluster(Construct):
                 why="explicit nodes are one resource each, so their number must be known at synth",
                 fix="pass a number, or node_group=NodeGroup.ASG (-c node_group=asg), whose size may be one",
             )
-        check_cluster(
-            ClusterRequest(
-                instance_type=self.instance_type,
-                layout=self.layout,
-                node_count=_known(node_count),
-                node_group=self.node_group,
-                public_ip=self.public_ip,
-                internet_egress=internet_egress,
-                node_software=software is not None,
-                user_data=user_data is not None,
-                placement_group=None if placement_group is None else placement_group.placement_group_name,
-                use_placement_group=use_placement_group,
-                capacity=self.capacity,
-                availability_zone=_known(self.subnet.availability_zone),
-                public_subnet=eip_subnet is not None,
-                public_subnet_availability_zone=_known(eip_subnet.availability_zone) if eip_subnet else None,
-                root_volume_gib=_known(root_volume_gib),
-                monitoring=monitoring,
-                container=container is not None,
-                node_replacements=tuple(self._replacements.items()),
-                region=_known(Stack.of(self).region),
-            )
+        request = ClusterRequest(
+            instance_type=self.instance_type,
+            layout=self.layout,
+            node_count=_known(node_count),
+            node_group=self.node_group,
+            public_ip=self.public_ip,
+            internet_egress=internet_egress,
+            node_software=software is not None,
+            user_data=user_data is not None,
+            placement_group=None if placement_group is None else placement_group.placement_group_name,
+            use_placement_group=use_placement_group,
+            capacity=self.capacity,
+            availability_zone=_known(self.subnet.availability_zone),
+            public_subnet=eip_subnet is not None,
+            public_subnet_availability_zone=_known(eip_subnet.availability_zone) if eip_subnet else None,
+            root_volume_gib=_known(root_volume_gib),
+            monitoring=monitoring,
+            container=container is not None,
+            node_replacements=tuple(self._replacements.items()),
+            region=_known(Stack.of(self).region),
         )
+        check_cluster(request)
+        warning = replacement_without_spare(request)
+        if warning:
+            Annotations.of(self).add_warning_v2("efa-cdk:replacement-without-spare-capacity", warning)
 
     def _warn_ssh_without_key_pair(self, ssh_peers: Sequence[ec2.IPeer]) -> None:
         Annotations.of(self).add_warning_v2(

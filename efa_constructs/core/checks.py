@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .capacity import Capacity
+from .capacity import Capacity, CapacityKind
 from .catalogue import AcceleratorKind, InstanceType
 from .errors import EfaConfigError
 from .layout import NicLayout
@@ -117,6 +117,24 @@ def check_node_replacements(r: ClusterRequest) -> None:
                 why="the label becomes part of the node's CloudFormation logical id",
                 fix="use 1 to 64 letters, digits, '.', '_' or '-' (a date such as 2026-11-24)",
             )
+
+
+def replacement_without_spare(r: ClusterRequest) -> str | None:
+    """A warning when a node replacement needs an instance the reservation does not have: CloudFormation
+    creates the replacement before it deletes the node it replaces (CloudFormation user guide, "Update
+    behaviors of stack resources": Replacement), so in a reservation or Capacity Block that holds exactly
+    the cluster's nodes the new instance finds no capacity. None when there is a spare or it is unknown."""
+    count = r.capacity.instance_count
+    if not r.node_replacements or r.node_count is None or count is None or count > r.node_count:
+        return None
+    what = "Capacity Block" if r.capacity.kind is CapacityKind.CAPACITY_BLOCK else "reservation"
+    nodes = ", ".join(str(index) for index, _ in r.node_replacements)
+    return (
+        f"replace_nodes (node {nodes}): the {what} {r.capacity.target} holds {count} instances for "
+        f"{r.node_count} nodes, and CloudFormation launches a replacement before it deletes the old node, "
+        "so the new one would find no capacity. Terminate the node first (aws ec2 terminate-instances "
+        "--instance-ids <its id>), then deploy the label."
+    )
 
 
 def check_explicit_node_limit(r: ClusterRequest) -> None:
