@@ -27,7 +27,7 @@ from efa_constructs.core import (
     parse_ssh_source,
 )
 from efa_constructs.core.checks import AMI_ID_PATTERN, REFRESH_LABEL_PATTERN, has_default_image
-from efa_constructs.core.options import DEFAULT_NODE_COUNT, DEFAULT_ROOT_VOLUME_GIB
+from efa_constructs.core.options import AZ_PATTERN, DEFAULT_NODE_COUNT, DEFAULT_ROOT_VOLUME_GIB
 from efa_constructs.core.pcluster import DEFAULT_HEAD_NODE_TYPE
 from efa_constructs.core.pcs import DEFAULT_SLURM_VERSION, PcsClusterSize
 
@@ -38,7 +38,6 @@ ALL = frozenset(KINDS)
 #: How docs/context.md's table and the refusals name each kind.
 KIND_NAMES = {CLUSTER: "clusters", PCLUSTER: "ParallelCluster", PCS: "PCS"}
 READER_NAMES = {CLUSTER: "cluster", PCLUSTER: "ParallelCluster", PCS: "PCS"}
-_AZ = re.compile(r"^(?P<region>[a-z]{2}(-gov)?-[a-z]+-\d+)[a-z]$")
 
 Parser = Callable[[str, Any], Any]
 
@@ -99,8 +98,24 @@ def replacements(key: str, raw: Any) -> tuple[tuple[int, str], ...]:
 
 
 def ssh_sources(key: str, raw: Any) -> tuple[str, ...]:
-    """Comma-separated CIDRs or prefix list ids."""
-    return tuple(parse_ssh_source(c) for c in str(raw).split(",") if c.strip())
+    """Comma-separated CIDRs or prefix list ids: at least one (an empty value would silently open nothing)."""
+    sources = tuple(parse_ssh_source(c) for c in str(raw).split(",") if c.strip())
+    if not sources:
+        raise EfaConfigError(
+            key,
+            value=raw,
+            why="empty: it names no source to allow SSH from",
+            fix=f"pass -c {key}=<your address>/32 or a prefix list id, or leave {key} out (port 22 closed)",
+        )
+    return sources
+
+
+def at_least_one(key: str, raw: Any) -> int:
+    """A whole number >= 1."""
+    value = whole(key, raw)
+    if value < 1:
+        raise EfaConfigError(key, value=raw, why="it must be at least one", fix=f"pass -c {key}=<1 or more>")
+    return value
 
 
 @dataclass(frozen=True)
@@ -117,7 +132,7 @@ class Field:
 FIELDS: tuple[Field, ...] = (
     Field("instance_type", "EC2 instance type of the nodes (must support EFA)", any_text, "per stack", ALL),
     Field("availability_zone", "AZ for the cluster subnet, e.g. us-east-1c; also sets the stack's region",
-          text(_AZ.pattern, "an Availability Zone name", "us-east-1c"),
+          text(AZ_PATTERN.pattern, "an Availability Zone name", "us-east-1c"),
           "none: `cdk deploy` asks for the AvailabilityZone parameter", ALL),
     Field("key_pair", "name of an existing EC2 key pair for SSH", text(r"^[\x20-\x7e]{1,255}$",
           "an EC2 key pair name", "my-key"), "cluster: none (Session Manager); pcluster: one is created"),
@@ -128,7 +143,7 @@ FIELDS: tuple[Field, ...] = (
     Field("capacity_block", "Capacity Block for ML reservation id (cr-...) to launch into", any_text, "none",
           ALL),
     Field("capacity_instances", "instances the reservation or block holds (checked against the node count)",
-          whole, "unknown", ALL),
+          at_least_one, "unknown", ALL),
     Field("node_count", "number of nodes", whole, str(DEFAULT_NODE_COUNT), frozenset({CLUSTER})),
     Field("nic_layout", "recommended | max-bandwidth | legacy", choice(LayoutMode.parse), "recommended",
           frozenset({CLUSTER})),
@@ -209,8 +224,16 @@ def parse_fields(ctx: Mapping[str, Any], kind: str) -> dict[str, Any]:
     out = {}
     for f in FIELDS:
         raw = ctx.get(f.key)
-        if kind in f.stacks and raw is not None and raw != "":
-            out[f.key] = f.parse(f.key, raw)
+        if kind not in f.stacks or raw is None:
+            continue
+        if isinstance(raw, str) and not raw.strip():
+            raise EfaConfigError(
+                f.key,
+                value=raw,
+                why="empty (an unset shell variable in -c key=$VAR?)",
+                fix=f"give a value, or leave -c {f.key} out for its default ({f.default})",
+            )
+        out[f.key] = f.parse(f.key, raw)
     return out
 
 
@@ -350,7 +373,7 @@ def pop_capacity(v: dict[str, Any]) -> Capacity:
 
 def region_of(availability_zone: str | None) -> str | None:
     """The region an AZ name belongs to, or None."""
-    match = _AZ.match(availability_zone or "")
+    match = AZ_PATTERN.match(availability_zone or "")
     return match.group("region") if match else None
 
 

@@ -96,6 +96,39 @@ def template(**kwargs: Any) -> Callable[[Any], Any]:
     return build
 
 
+def pcs_cluster(*, own_network: bool = False, **kwargs: Any) -> Callable[[Any], Any]:
+    """An EfaPcsCluster in a fresh stack (of us-east-1), in a network of its own or one given."""
+    from efa_constructs import EfaPcsCluster
+
+    def build(make: Any) -> Any:
+        stack = make(env=Environment(region="us-east-1"))
+        network = {}
+        if own_network:
+            net = EfaNetwork(stack, "Net", availability_zone="us-east-1c")
+            network = {"vpc": net.vpc, "subnet": net.private_subnet}
+        return EfaPcsCluster(
+            stack, "Pcs", instance_type=ec2.InstanceType("trn1.32xlarge"), ami_id="ami-0123456789abcdef0",
+            **network, **kwargs,
+        )  # fmt: skip
+
+    return build
+
+
+def pcluster(**kwargs: Any) -> Callable[[Any], Any]:
+    """An EfaParallelCluster in a fresh stack, in a network given."""
+    from efa_constructs import EfaParallelCluster
+
+    def build(make: Any) -> Any:
+        stack = make(env=Environment(region="us-east-1"))
+        net = EfaNetwork(stack, "Net", availability_zone="us-east-1c")
+        return EfaParallelCluster(
+            stack, "Pc", instance_type=ec2.InstanceType("trn1.32xlarge"), vpc=net.vpc,
+            head_node_subnet=net.public_subnet, compute_subnet=net.private_subnet, **kwargs,
+        )  # fmt: skip
+
+    return build
+
+
 def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[Any], Any]:
     return lambda _make: fn(*args, **kwargs)
 
@@ -266,6 +299,87 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ("malformed CIDR", ctx(ssh_cidr="10.0.0.0/33"), "ssh_cidr", "not a CIDR"),
     ("CIDR with host bits", call(ssh_peer, "192.168.1.7/24"), "ssh_cidr", "host bits set"),
     ("a hostname as CIDR", ctx(ssh_cidr="laptop.example.com"), "ssh_cidr", "not a CIDR"),
+    # issue 34 item 18: an empty source list, a malformed prefix list id, a zone in every construct
+    ("empty ssh_cidr", ctx(ssh_cidr=""), "ssh_cidr", "empty (an unset shell variable"),
+    ("empty node_count", ctx(node_count=" "), "node_count", "empty (an unset shell variable"),
+    ("commas only in ssh_cidr", ctx(ssh_cidr=" , "), "ssh_cidr", "empty: it names no source"),
+    ("malformed prefix list id", ctx(ssh_cidr="pl-xyz"), "ssh_cidr", "not a CIDR block or prefix list id"),
+    (
+        "prefix list id of 9 digits",
+        call(ssh_peer, "pl-0123abcde"),
+        "ssh_cidr",
+        "not a CIDR block or prefix list",
+    ),
+    (
+        "a reservation of no instances",
+        ctx(
+            capacity_reservation="cr-0123456789abcdef0",
+            capacity_instances="0",
+            availability_zone="us-east-1c",
+        ),
+        "capacity_instances",
+        "at least one",
+    ),
+    (
+        "a Capacity Block of no instances, in code",
+        call(Capacity.capacity_block, "cr-0123456789abcdef0", instance_count=0),
+        "instance_count",
+        "holds at least one instance",
+    ),
+    (
+        "a region as a reservation's zone, in code",
+        call(Capacity.reservation, "cr-0123456789abcdef0", availability_zone="us-east-1"),
+        "availability_zone",
+        "not an Availability Zone name",
+    ),
+    (
+        "a region as EfaNetwork's zone",
+        cluster(vpc=network(availability_zone="us-east-1")),
+        "availability_zone",
+        "not an Availability Zone name",
+    ),
+    (
+        "banana as EfaNetwork's zone",
+        cluster(vpc=network(availability_zone="banana")),
+        "availability_zone",
+        "not an Availability Zone name",
+    ),
+    (
+        "EfaNetwork CIDR not a network",
+        cluster(vpc=network(cidr="10.0.0.1/16")),
+        "cidr",
+        "not an IPv4 network",
+    ),
+    (
+        "EfaNetwork CIDR too large",
+        cluster(vpc=network(cidr="10.0.0.0/8")),
+        "cidr",
+        "a VPC's block is /16 to /28",
+    ),
+    (
+        "EfaNetwork private subnet that does not fit",
+        cluster(vpc=network(cidr="10.0.0.0/24", private_subnet_mask=25)),
+        "private_subnet_mask",
+        "does not fit in 10.0.0.0/24",
+    ),
+    (
+        "a region as the PCS zone",
+        pcs_cluster(availability_zone="us-east-1"),
+        "availability_zone",
+        "not an Availability Zone name",
+    ),
+    (
+        "a PCS zone its subnet is not in",
+        pcs_cluster(availability_zone="us-east-1d", own_network=True),
+        "availability_zone",
+        "the subnet given is in us-east-1c",
+    ),
+    (
+        "a ParallelCluster zone its subnets decide",
+        pcluster(availability_zone="us-east-1d"),
+        "availability_zone",
+        "is in us-east-1c",
+    ),
     (
         "region instead of AZ",
         ctx(availability_zone="us-east-1"),

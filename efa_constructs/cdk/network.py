@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 from aws_cdk import Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from ..core.errors import EfaConfigError
+from ..core.options import check_availability_zone
 from .acknowledgements import explain_cdk_lambda_lint
 from .arguments import checked
 
@@ -49,6 +52,9 @@ class EfaNetwork(Construct):
     ) -> None:
         """Create the network; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
+        if availability_zone is not None and not Token.is_unresolved(availability_zone):
+            check_availability_zone(availability_zone)
+        _check_cidr(cidr, private_subnet_mask)
         region = Stack.of(self).region
         if availability_zone and not Token.is_unresolved(region) and not availability_zone.startswith(region):
             raise EfaConfigError(
@@ -66,7 +72,9 @@ class EfaNetwork(Construct):
             max_azs=None if availability_zone else 1,
             nat_gateways=1,
             subnet_configuration=[
-                ec2.SubnetConfiguration(name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
+                ec2.SubnetConfiguration(
+                    name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24
+                ),  # 256
                 ec2.SubnetConfiguration(
                     name="Private",
                     subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS,
@@ -88,4 +96,35 @@ class EfaNetwork(Construct):
         explain_cdk_lambda_lint(
             provider.node.try_find_child("Handler") if provider else None,
             "CDK's restrict-default-SG provider",
+        )
+
+
+#: The public subnet's size: a /24.
+PUBLIC_SUBNET_SIZE = 256
+
+
+def _check_cidr(cidr: str, private_subnet_mask: int) -> None:
+    """The VPC's block: an IPv4 network VPC accepts (/16 to /28: VPC user guide, "VPC CIDR blocks") with
+    room for the private subnet of `private_subnet_mask` and the public one."""
+    if Token.is_unresolved(cidr):
+        return
+    try:
+        network = ipaddress.IPv4Network(cidr, strict=True)
+    except ValueError as exc:
+        raise EfaConfigError(
+            "cidr", value=cidr, why=f"not an IPv4 network ({exc})", fix="pass e.g. 10.0.0.0/16"
+        ) from None
+    if not 16 <= network.prefixlen <= 28:
+        raise EfaConfigError(
+            "cidr", value=cidr, why="a VPC's block is /16 to /28", fix="pass e.g. 10.0.0.0/16"
+        )
+    # The public /24 comes first, then the private subnet at the next address aligned to its size.
+    private = 2 ** (32 - private_subnet_mask) if 16 <= private_subnet_mask <= 28 else 0
+    if not private or -(-PUBLIC_SUBNET_SIZE // private) * private + private > network.num_addresses:
+        raise EfaConfigError(
+            "private_subnet_mask",
+            value=private_subnet_mask,
+            why=f"a private /{private_subnet_mask} does not fit in {cidr} after the public /24 "
+            "(a subnet is /16 to /28)",
+            fix="pass a larger cidr or a longer mask (the defaults: 10.0.0.0/16 and 18)",
         )

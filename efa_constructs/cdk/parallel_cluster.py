@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import jsii
-from aws_cdk import Aws, CfnStack, CustomResource, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnStack, CustomResource, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
@@ -21,6 +21,7 @@ from constructs import Construct
 from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import instance_type as lookup
 from ..core.errors import EfaConfigError
+from ..core.options import check_zone_of_subnet
 from ..core.pcluster import (
     DEFAULT_HEAD_NODE_TYPE,
     PCLUSTER_MANAGED_TOPOLOGY_PREFIXES,
@@ -127,6 +128,13 @@ class EfaParallelCluster(Construct):
             vpc, head_node_subnet = self.network.vpc, self.network.public_subnet
             compute_subnet = self.network.private_subnet
         assert head_node_subnet is not None and compute_subnet is not None  # _check_inputs
+        if self.network is None:  # the compute subnet decides the zone
+            zone = (
+                None
+                if Token.is_unresolved(compute_subnet.availability_zone)
+                else compute_subnet.availability_zone
+            )
+            check_zone_of_subnet(availability_zone, zone, used_unknown=False)
         self.vpc = vpc
         # One group for head and compute: EFA needs all traffic to and from itself, and the head
         # node talks to the compute nodes (Slurm, NFS) through it as well.

@@ -47,7 +47,7 @@ from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import instance_type as lookup
 from ..core.errors import EfaConfigError
 from ..core.layout import LayoutMode, NicLayout
-from ..core.options import DEFAULT_ROOT_VOLUME_GIB
+from ..core.options import DEFAULT_ROOT_VOLUME_GIB, check_zone_of_subnet
 from ..core.pcs import (
     DEFAULT_SLURM_VERSION,
     PcsClusterSize,
@@ -193,6 +193,9 @@ class EfaPcsCluster(Construct):
         if vpc is None or subnet is None:
             self.network = EfaNetwork(self, "Network", availability_zone=availability_zone)
             vpc, subnet = self.network.vpc, self.network.private_subnet
+        else:  # the zone then only checks the capacity's: it must be the subnet's
+            zone = None if Token.is_unresolved(subnet.availability_zone) else subnet.availability_zone
+            check_zone_of_subnet(availability_zone, zone, used_unknown=True)
         check_subnet_of(vpc, subnet, "subnet")
         self.vpc, self.subnet = vpc, subnet
         # One group for the cluster's controller interface and every node: EFA needs all traffic to

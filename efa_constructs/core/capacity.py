@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import EfaConfigError
+from .options import check_availability_zone
 
 _RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{17}$")
 _GROUP_ARN = re.compile(r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[A-Za-z0-9_.-]+$")
@@ -65,6 +66,7 @@ class Capacity:
     ) -> Capacity:
         """A targeted On-Demand Capacity Reservation (``cr-...``); launches fail rather than spill over."""
         _check_id(reservation_id, "capacity_reservation")
+        _check_declared(availability_zone, instance_count)
         return Capacity(
             CapacityKind.RESERVATION, reservation_id, instance_type, availability_zone, instance_count
         )
@@ -91,6 +93,7 @@ class Capacity:
     ) -> Capacity:
         """A Capacity Block for ML, by its reservation id (``cr-...``)."""
         _check_id(reservation_id, "capacity_block")
+        _check_declared(availability_zone, instance_count)
         return Capacity(
             CapacityKind.CAPACITY_BLOCK, reservation_id, instance_type, availability_zone, instance_count
         )
@@ -151,4 +154,17 @@ def _check_id(value: str, what: str) -> None:
     if not _RESERVATION_ID.match(value):
         raise EfaConfigError(
             what, value=value, why="not a Capacity Reservation id", fix="pass cr- followed by 17 hex digits"
+        )
+
+
+def _check_declared(availability_zone: str | None, instance_count: int | None) -> None:
+    """What a user declares of a reservation: a zone's name, and at least one instance."""
+    if availability_zone is not None:
+        check_availability_zone(availability_zone)
+    if instance_count is not None and (isinstance(instance_count, bool) or instance_count < 1):
+        raise EfaConfigError(
+            "instance_count",
+            value=instance_count,
+            why="a reservation or Capacity Block holds at least one instance",
+            fix="pass the number it holds (aws ec2 describe-capacity-reservations), or leave it unset",
         )

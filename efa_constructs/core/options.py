@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import enum
 import ipaddress
+import re
 
 from .errors import EfaConfigError, parse_choice
 
@@ -65,6 +66,46 @@ class InternetEgress(enum.Enum):
         return parse_choice(cls, value, what="internet_egress", why="not a known egress policy")
 
 
+#: An Availability Zone's name: its region's name and a letter (us-east-1c), or a Local Zone's
+#: (us-east-1-bos-1a) (EC2 user guide, "Regions and Zones").
+AZ_PATTERN = re.compile(r"^(?P<region>[a-z]{2}(-gov)?-[a-z]+-\d+)(-[a-z]+-\d+)?[a-z]$")
+#: A prefix list id: pl- and 8 or 17 hexadecimal digits (EC2 user guide, "Resource IDs").
+PREFIX_LIST_PATTERN = re.compile(r"^pl-([0-9a-f]{8}|[0-9a-f]{17})$")
+
+
+def check_availability_zone(zone: str, key: str = "availability_zone") -> None:
+    """Refuse what is not an Availability Zone's name (a region such as us-east-1, a typo)."""
+    if not AZ_PATTERN.match(zone):
+        raise EfaConfigError(
+            key,
+            value=zone,
+            why="not an Availability Zone name (a zone is its region's name and a letter)",
+            fix="pass a zone such as us-east-1c (aws ec2 describe-availability-zones --region <region>)",
+        )
+
+
+def check_zone_of_subnet(zone: str | None, subnet_zone: str | None, *, used_unknown: bool) -> None:
+    """`availability_zone` given with an existing subnet: the subnet decides the zone, so the value must
+    be the subnet's. Where the subnet's zone is not known at synth (an imported subnet), it is accepted
+    when the construct uses it (`used_unknown`, e.g. to check a reservation's zone), else refused as
+    ignored."""
+    if zone is None:
+        return
+    check_availability_zone(zone)
+    if subnet_zone == zone or (subnet_zone is None and used_unknown):
+        return
+    raise EfaConfigError(
+        "availability_zone",
+        value=zone,
+        why=(
+            f"the subnet given is in {subnet_zone}, and an existing network's zone is its subnet's"
+            if subnet_zone
+            else "an existing subnet decides the zone, so this value would be ignored"
+        ),
+        fix="leave availability_zone out, or pass a subnet in that zone",
+    )
+
+
 def parse_ssh_source(source: str) -> str:
     """An SSH source, normalized: an IPv4/IPv6 CIDR (host bits zero) or a prefix list id (``pl-...``).
 
@@ -72,7 +113,7 @@ def parse_ssh_source(source: str) -> str:
         EfaConfigError: the string is neither.
     """
     text = source.strip()
-    if text.startswith("pl-"):
+    if PREFIX_LIST_PATTERN.match(text):
         return text
     try:
         return str(ipaddress.ip_network(text, strict=True))
