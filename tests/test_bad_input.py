@@ -129,6 +129,25 @@ def pcluster(**kwargs: Any) -> Callable[[Any], Any]:
     return build
 
 
+def pcs_unknown(**kwargs: Any) -> Callable[[Any], Any]:
+    from efa_constructs import EfaPcsCluster
+
+    return lambda make: EfaPcsCluster(
+        make(), "P", instance_type=ec2.InstanceType("trn1.32xlarge"), ami_id="ami-0123456789abcdef0", **kwargs
+    )
+
+
+def nodegroup_with_vpc() -> Callable[[Any], Any]:
+    from efa_constructs import EfaNodegroup
+
+    def build(make: Any) -> Any:
+        stack = make()
+        vpc = ec2.Vpc(stack, "V", max_azs=1)
+        return EfaNodegroup(stack, "N", vpc=vpc, instance_type=ec2.InstanceType("trn1.32xlarge"))  # type: ignore[call-arg]
+
+    return build
+
+
 def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[Any], Any]:
     return lambda _make: fn(*args, **kwargs)
 
@@ -617,7 +636,8 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
         "vpc",
         "EfaSecurityGroup takes ec2.IVpc",
     ),
-    ("an unknown keyword", cluster(nodes=3), "EfaCluster", "unexpected keyword argument 'nodes'"),
+    ("an unknown keyword", cluster(nodes=3), "nodes", "EfaCluster has no argument 'nodes'"),
+    ("a missing keyword", call(EfaCluster), "EfaCluster", "missing a required argument"),
     # context keys
     ("dashed context key", ctx(**{"node-count": "3"}), "context", "not a context key"),
     ("misspelt context key", ctx(instancetype="p5.48xlarge"), "context", "not a context key"),
@@ -658,3 +678,39 @@ def test_a_rejected_configuration_leaves_no_template(request: pytest.FixtureRequ
     assert run.returncode != 0
     assert "node_count=0: a cluster needs at least one node" in run.stderr
     assert not list(tmp.glob("out/*.template.json"))
+
+
+@pytest.mark.parametrize(
+    ("build", "says"),
+    [
+        # issue 34 item 19: the argument meant, and values as the user wrote them
+        (cluster(nodes=3), "nodes=3: EfaCluster has no argument 'nodes'. Fix: did you mean node_count?"),
+        (cluster(node_cont=3), "Fix: did you mean node_count?"),
+        (
+            pcs_unknown(node_count=3),
+            "node_count=3: EfaPcsCluster has no argument 'node_count'. Fix: did you "
+            "mean max_count (min_count: the nodes PCS keeps running)?",
+        ),
+        (
+            nodegroup_with_vpc(),
+            "vpc=<Vpc Scratch/V>: EfaNodegroup has no argument 'vpc'. Fix: did you mean "
+            "nothing: the nodes are in the cluster's VPC",
+        ),
+    ],
+)
+def test_an_unknown_argument_names_the_one_meant_and_shows_values_readably(
+    make_stack: Any, build: Any, says: str
+) -> None:
+    with pytest.raises(EfaConfigError) as err:
+        build(make_stack)
+    assert str(err.value).startswith(says) or says in str(err.value), str(err.value)
+    assert "object at 0x" not in str(err.value)
+
+
+def test_values_in_messages_are_readable() -> None:
+    from efa_constructs.core.errors import readable
+
+    assert readable(LayoutMode.LEGACY) == "LayoutMode.LEGACY"
+    assert readable({"min_size": 0, "max_size": 2}) == "min_size=0, max_size=2"
+    assert readable(ec2.InstanceType("p5.48xlarge")) == "'p5.48xlarge'"
+    assert readable("us-east-1") == "'us-east-1'"

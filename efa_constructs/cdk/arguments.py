@@ -12,6 +12,7 @@ anything through, so a plain value (str, number, list...) given for one is refus
 from __future__ import annotations
 
 import collections.abc
+import difflib
 import enum
 import functools
 import inspect
@@ -125,6 +126,36 @@ def check_argument(owner: str, name: str, value: Any, hint: Any) -> None:
         raise EfaConfigError(name, value=shown, why=problem, fix=fix)
 
 
+#: Arguments users reach for that a construct names otherwise (or does not need).
+MEANT = {
+    ("EfaCluster", "nodes"): "node_count",
+    ("EfaPcsCluster", "node_count"): "max_count (min_count: the nodes PCS keeps running)",
+    ("EfaParallelCluster", "node_count"): "max_count (min_count: the static nodes)",
+    ("EfaNodegroup", "vpc"): "nothing: the nodes are in the cluster's VPC; pass subnet= (one of its subnets)",
+    ("EfaNodegroup", "node_count"): "desired_size (with min_size and max_size)",
+}
+
+
+def _binding_error(
+    owner: str, signature: inspect.Signature, kwargs: dict[str, Any], err: TypeError
+) -> EfaConfigError:
+    """An unknown keyword names the argument meant (the closest of the construct's own names); a missing
+    one names itself, with Python's message."""
+    known = [n for n in signature.parameters if n not in ("self", "scope", "id_")]
+    unknown = [k for k in kwargs if k not in signature.parameters]
+    if unknown:
+        hint = MEANT.get((owner, unknown[0]))
+        close = [hint] if hint else difflib.get_close_matches(unknown[0], known, n=1, cutoff=0.6)
+        meant = f"did you mean {' or '.join(close)}? " if close else ""
+        return EfaConfigError(
+            unknown[0],
+            value=kwargs[unknown[0]],
+            why=f"{owner} has no argument {unknown[0]!r}",
+            fix=f"{meant}{owner} takes: {', '.join(known)}",
+        )
+    return EfaConfigError(owner, value="(arguments)", why=str(err), fix=f"{owner} takes: {', '.join(known)}")
+
+
 def checked(init: F) -> F:
     """Check every argument of a construct's ``__init__`` against its annotation before it runs."""
     signature = inspect.signature(init)
@@ -137,9 +168,7 @@ def checked(init: F) -> F:
         try:
             bound = signature.bind(self, *args, **kwargs)
         except TypeError as err:  # a missing or unknown keyword: Python's own message says which
-            raise EfaConfigError(
-                type(self).__name__, value="(arguments)", why=str(err), fix="see the class docstring"
-            ) from None
+            raise _binding_error(type(self).__name__, signature, kwargs, err) from None
         for name, value in list(bound.arguments.items())[1:]:
             if name in hints and name != "scope":
                 check_argument(type(self).__name__, name, value, hints[name])

@@ -24,13 +24,29 @@ class EfaConfigError(ValueError):
         #: The stack whose configuration was refused (set by the app; None inside a construct).
         self.stack = stack
         where = f"{stack}: " if stack else ""
-        super().__init__(f"{where}{what}={value!r}: {why}. Fix: {fix}")
+        super().__init__(f"{where}{what}={readable(value)}: {why}. Fix: {fix}")
 
     def in_stack(self, stack: str, *, fix_suffix: str = "") -> EfaConfigError:
         """The same refusal, naming the stack it happened in (and more to the fix, if given)."""
         return EfaConfigError(
             self.what, value=self.value, why=self.why, fix=self.fix + fix_suffix, stack=stack
         )
+
+
+def readable(value: object) -> str:
+    """A value as a user wrote it: a construct by its path, a CDK instance type by its name, an enum
+    member by its name, a mapping as key=value pairs; anything else by its repr."""
+    node = getattr(value, "node", None)
+    if node is not None and isinstance(getattr(node, "path", None), str):
+        return f"<{type(value).__name__} {node.path}>"
+    to_string = getattr(value, "to_string", None)
+    if callable(to_string) and type(value).__name__ == "InstanceType":
+        return repr(to_string())
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}.{value.name}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={readable(v)}" for k, v in value.items())
+    return repr(value)
 
 
 E = TypeVar("E", bound=enum.Enum)
