@@ -399,6 +399,26 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
         "availability_zone",
         "is in us-east-1c",
     ),
+    # issue 34 item 18: a typo in a head or login node type; strings where Benchmark members go
+    (
+        "a misspelt PCS login type",
+        pcs_cluster(availability_zone="us-east-1c", login_instance_type=ec2.InstanceType("c7i.xlarg")),
+        "login_instance_type",
+        "not an EC2 instance type",
+    ),
+    (
+        "a misspelt head node type",
+        pcluster(head_node_instance_type=ec2.InstanceType("c5.2xlarg")),
+        "head_node_instance_type",
+        "not an EC2 instance type",
+    ),
+    (
+        "benchmarks as strings",
+        call(EfaUserData, benchmarks=["nccl-tests"]),
+        "benchmarks",
+        "item 0 is the str",
+    ),
+    ("benchmarks as one string", call(EfaUserData, benchmarks="nccl-tests"), "benchmarks", "not a str"),
     (
         "region instead of AZ",
         ctx(availability_zone="us-east-1"),

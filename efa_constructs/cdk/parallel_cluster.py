@@ -19,6 +19,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from ..core.capacity import Capacity, CapacityKind
+from ..core.catalogue import check_ec2_type
 from ..core.catalogue import instance_type as lookup
 from ..core.errors import EfaConfigError
 from ..core.options import check_zone_of_subnet
@@ -120,6 +121,7 @@ class EfaParallelCluster(Construct):
         super().__init__(scope, id_)
         it = lookup(instance_type.to_string())
         head_type = (head_node_instance_type or ec2.InstanceType(DEFAULT_HEAD_NODE_TYPE)).to_string()
+        check_ec2_type(head_type, "head_node_instance_type")
         capacity = capacity or Capacity.on_demand()
         _check_inputs(vpc, head_node_subnet, compute_subnet, ssh_peers, capacity)
         self.network: EfaNetwork | None = None

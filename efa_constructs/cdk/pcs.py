@@ -44,6 +44,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from ..core.capacity import Capacity, CapacityKind
+from ..core.catalogue import check_ec2_type
 from ..core.catalogue import instance_type as lookup
 from ..core.errors import EfaConfigError
 from ..core.layout import LayoutMode, NicLayout
@@ -297,6 +298,7 @@ class EfaPcsCluster(Construct):
         login_data = ec2.MultipartUserData()
         login_data.add_part(mount)
         login_type = login_instance_type or ec2.InstanceType(DEFAULT_LOGIN_TYPES[architecture])
+        check_ec2_type(login_type.to_string(), "login_instance_type")
         template = ec2.LaunchTemplate(
             self,
             "LoginTemplate",

@@ -206,6 +206,24 @@ class EfaInstaller:
         }
 
 
+def _benchmarks(given: Sequence[Benchmark]) -> tuple[Benchmark, ...]:
+    """The benchmarks as Benchmark members (a string is refused with the member to use)."""
+    fix = "pass Benchmark members, e.g. [Benchmark.NCCL_TESTS] (Benchmark.parse_list reads a string)"
+    if isinstance(given, str):
+        raise EfaConfigError(
+            "benchmarks", value=given, why="a sequence of Benchmark is wanted, not a str", fix=fix
+        )
+    for i, item in enumerate(given):
+        if not isinstance(item, Benchmark):
+            raise EfaConfigError(
+                "benchmarks",
+                value=list(given),
+                why=f"item {i} is the {type(item).__name__} {item!r}",
+                fix=fix,
+            )
+    return tuple(given)
+
+
 class EfaUserData:
     """The node software: library steps, the user's own steps and their settings.
 
@@ -245,7 +263,7 @@ class EfaUserData:
                     name, value=value, why=f"out of range {lo}..{hi}", fix=f"pass {lo}..{hi}"
                 )
         self.installer = installer or EfaInstaller()
-        self.benchmarks = None if benchmarks is None else tuple(benchmarks)
+        self.benchmarks = None if benchmarks is None else _benchmarks(benchmarks)
         self.wait_seconds = wait_seconds
         self.signal_timeout_minutes = signal_timeout_minutes
         self.benchmark_timeout_minutes = benchmark_timeout_minutes

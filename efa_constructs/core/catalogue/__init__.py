@@ -201,6 +201,22 @@ def _non_efa_types() -> frozenset[str]:
     return frozenset(_read_json(CATALOGUE_FILE).get("non_efa_types", ()))
 
 
+def check_ec2_type(name: str, key: str) -> None:
+    """Refuse a name that is no EC2 instance type the catalogue knows, EFA-capable or not (a typo in a head
+    or login node's type would otherwise fail only at deploy)."""
+    known = set(all_instance_types()) | _non_efa_types()
+    if name in known:
+        return
+    close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.7)
+    raise EfaConfigError(
+        key,
+        value=name,
+        why="not an EC2 instance type" + (f" (did you mean {', '.join(close)}?)" if close else ""),
+        fix="pass a type EC2 offers, e.g. c7i.xlarge; if it is newer than the catalogue, refresh it with "
+        "`python -m efa_constructs catalogue refresh --live`",
+    )
+
+
 def instance_type(name: str) -> InstanceType:
     """Look up an EFA-capable instance type.
 
