@@ -28,7 +28,8 @@ NODE = Path(shutil.which("node") or "/usr/bin/node").parent
 BARE = ["env", "-i", f"PATH=/usr/local/bin:/usr/bin:/bin:{NODE}", f"HOME={Path.home()}"]
 
 
-def copy_repository(dest: Path) -> None:
+def copy_tracked(dest: Path) -> None:
+    """The files git tracks, as they are in the working tree (tests/packaging_check.py builds from them)."""
     tracked = subprocess.run(
         ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.split("\0")
@@ -36,6 +37,11 @@ def copy_repository(dest: Path) -> None:
         if (ROOT / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, dest / name)
+
+
+def copy_repository(dest: Path) -> None:
+    """The tracked files as a git repository of two commits, sharing the project's .venv and node_modules."""
+    copy_tracked(dest)
     for shared in (".venv", "node_modules"):
         (dest / shared).symlink_to(ROOT / shared)
     git = ["git", "-c", "user.name=docs", "-c", "user.email=docs@example.com"]

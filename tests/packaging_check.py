@@ -28,6 +28,9 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.docs_check import copy_tracked  # noqa: E402
 
 #: The aws-cdk-lib of the user's app: inside the supported range, neither the floor nor constraints.txt's pin.
 USER_CDK = "2.272.0"
@@ -70,11 +73,7 @@ def main(workdir: Path) -> None:
     found: dict[str, object] = {}
     # 1. build and check, from a copy of the project's tracked files (the build writes egg-info beside them)
     src = workdir / "src"
-    tracked = _run("git", "ls-files", "-z", cwd=ROOT, check=True).stdout.split("\0")
-    for name in filter(None, tracked):
-        if (ROOT / name).is_file():
-            (src / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, src / name)
+    copy_tracked(src)
     dist = workdir / "dist"
     build = _run(sys.executable, "-m", "build", "--installer", "uv", "--outdir", dist, src)
     assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-2000:]
