@@ -179,7 +179,7 @@ while [ $# -gt 0 ]; do
 done
 case "$url" in
   */api/token) echo tok ;;
-  */meta-data/instance-id) echo i-0123456789abcdef0 ;;  # THIS_INSTANCE
+  */meta-data/instance-id) cat "$STUB_DIR/instance-id" 2>/dev/null || echo i-0123456789abcdef0 ;;  # THIS_INSTANCE
   */meta-data/local-ipv4) cat "$STUB_DIR/local-ipv4" ;;
   */meta-data/tags/instance/*) cat "$STUB_DIR/tags/${url##*/}" 2>/dev/null || exit 22 ;;
   https://stand-in/handle) cp "$data" "$STUB_DIR/posted.json" ;;
@@ -191,17 +191,21 @@ args=" $* "
 case "$args" in
   *" signal-resource "*) [ -z "${STUB_SIGNAL_FAILS:-}" ] || exit 254; echo "$*" >>"$STUB_DIR/signals.log" ;;
   *" get-parameter "*"/ec2/keypair/"*) echo "-----BEGIN OPENSSH PRIVATE KEY-----"; echo fake ;;
-  *" get-parameter "*"last-replacement"*) cat "$STUB_DIR/last-replacement" 2>/dev/null || echo none ;;
-  *" put-parameter "*"last-replacement"*)  # --value "<epoch> <id>"; STUB_RACE: another node wrote after
-    v=${args#* --value }; v=${v% --overwrite *}
-    [ -z "${STUB_RACE:-}" ] || v="$v-other"
-    echo "$v" >"$STUB_DIR/last-replacement" ;;
+  *" get-parameter "*"last-replacement"*)  # --query [Parameter.Version,Parameter.Value], as text
+    printf '%s\t%s\n' "$(cat "$STUB_DIR/last-replacement-version" 2>/dev/null || echo 1)" \
+      "$(cat "$STUB_DIR/last-replacement" 2>/dev/null || echo none)" ;;
+  *" put-parameter "*"last-replacement"*)  # --value "<epoch> <id>": the new Version; STUB_RACE: another
+    v=${args#* --value }; v=${v% --overwrite *}  # node's write landed first (one more version)
+    n=$(($(cat "$STUB_DIR/last-replacement-version" 2>/dev/null || echo 1) + 1 + ${STUB_RACE:-0}))
+    echo "$n" >"$STUB_DIR/last-replacement-version"
+    echo "$v" >"$STUB_DIR/last-replacement"
+    echo "$n" ;;
   *" get-parameter "*) cat "$STUB_DIR/node-count" ;;
   *" describe-instances "*) cat "$STUB_DIR/instances" ;;
   *" put-metric-data "*)
     echo "$*" >>"$STUB_DIR/metrics.log"
     for a in "$@"; do case "$a" in file://*) cat "${a#file://}" >>"$STUB_DIR/metrics.log" ;; esac; done ;;
-  *" set-instance-health "*) echo "$*" >>"$STUB_DIR/health.log" ;;
+  *" set-instance-health "*) [ -z "${STUB_HEALTH_FAILS:-}" ] || exit 254; echo "$*" >>"$STUB_DIR/health.log" ;;
   *" describe-instance-topology "*)  # recorded answers, one per call: topology-0.json, topology-1.json, ...
     n=$(find "$STUB_DIR" -maxdepth 1 -name 'topology-served-*' | wc -l); touch "$STUB_DIR/topology-served-$n"
     cat "$STUB_DIR/topology-$n.json" 2>/dev/null \

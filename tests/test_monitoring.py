@@ -330,15 +330,34 @@ def test_one_replacement_per_group_per_hour_and_a_held_back_one_is_published(
     held = "MetricName=EfaReplacementsHeldBack,Value=1" in (node.stub_dir / "metrics.log").read_text()
     assert held is not replaced
     if not replaced:
-        assert "NOT REPLACED: the group replaced i-0aaaaaaaaaaaaaaaa 10 min ago" in _health_log(node)
+        assert (
+            "NOT REPLACED: the group's last replacement was claimed by i-0aaaaaaaaaaaaaaaa 10 min ago"
+            in _health_log(node)
+        )
 
 
 def test_of_two_nodes_failing_at_once_the_one_that_lost_the_claim_waits(tmp_path: Path) -> None:
+    """Another node's write landed between this node's read and its write: Parameter Store gave this
+    write the version after next, so this node did not win the claim (tests/e2e/test_replacement.py runs
+    the race for real against the emulator)."""
     node = _failing_asg_node(tmp_path)
     (node.root / "var/lib/efa-cdk/health-failures").write_text("2\n")
     assert node.run("health-check", STUB_RACE="1").returncode == 1
     assert not (node.stub_dir / "health.log").exists()
-    assert "another node of the group claimed the replacement" in _health_log(node)
+    assert "another node of the group claimed the replacement first (version 2 of" in _health_log(node)
+
+
+def test_a_claim_whose_set_instance_health_fails_is_given_back(tmp_path: Path) -> None:
+    """Issue 34 item 1: a node that claimed the replacement but could not mark itself Unhealthy was
+    not replaced, so the group must not be held back for the hour: the old value is written back."""
+    node = _failing_asg_node(tmp_path)
+    (node.root / "var/lib/efa-cdk/health-failures").write_text("2\n")
+    earlier = f"{int(time.time()) - 7200} i-0aaaaaaaaaaaaaaaa"
+    (node.stub_dir / "last-replacement").write_text(earlier + "\n")
+    assert node.run("health-check", STUB_HEALTH_FAILS="1").returncode == 1
+    assert "giving the replacement claim back" in _health_log(node)
+    assert (node.stub_dir / "last-replacement").read_text().strip() == earlier
+    assert (node.stub_dir / "last-replacement-version").read_text().strip() == "3"  # claimed, given back
 
 
 def test_the_replacement_limit_is_in_the_template_with_its_alarm_and_least_privilege() -> None:

@@ -57,15 +57,27 @@ held_back() {
 param=${EFA_CDK_REPLACEMENT_PARAMETER:?}
 window=$((${EFA_CDK_REPLACE_MINUTES:?} * 60))
 now=$(date +%s)
-last=$(aws_ ssm get-parameter --name "$param" --query Parameter.Value) || held_back "could not read $param"
+read=$(aws_ ssm get-parameter --name "$param" --query '[Parameter.Version,Parameter.Value]') \
+  || held_back "could not read $param"
+version=${read%%$'\t'*} last=${read#*$'\t'}
 last_time=${last%% *}
 if [[ $last_time =~ ^[0-9]+$ ]] && [ $((now - last_time)) -lt "$window" ]; then
-  held_back "the group replaced ${last#* } $(((now - last_time) / 60)) min ago (at most one per $EFA_CDK_REPLACE_MINUTES min)"
+  held_back "the group's last replacement was claimed by ${last#* } $(((now - last_time) / 60)) min ago (at most one per $EFA_CDK_REPLACE_MINUTES min)"
 fi
-# Claim the replacement, then read it back: of nodes failing at once, the last writer goes, the rest wait.
-aws_ ssm put-parameter --name "$param" --value "$now $id" --overwrite >/dev/null || held_back "could not write $param"
-[ "$(aws_ ssm get-parameter --name "$param" --query Parameter.Value)" = "$now $id" ] \
-  || held_back "another node of the group claimed the replacement"
-retry 3 5 aws_ autoscaling set-instance-health --instance-id "$id" --health-status Unhealthy \
-  --no-should-respect-grace-period && log "marked Unhealthy: the Auto Scaling group replaces this node"
+# The claim is a compare-and-swap: Parameter Store numbers the writes of a parameter one by one (PutParameter
+# returns the new Version: SSM API reference), so of the nodes that read version N, exactly one writes N+1;
+# that node goes, the others wait. (Writing then reading back is not enough: A:put A:get B:put B:get lets both go.)
+wrote=$(aws_ ssm put-parameter --name "$param" --value "$now $id" --overwrite --query Version) \
+  || held_back "could not write $param"
+[ "$wrote" = $((version + 1)) ] \
+  || held_back "another node of the group claimed the replacement first (version $((version + 1)) of $param)"
+if retry 3 5 aws_ autoscaling set-instance-health --instance-id "$id" --health-status Unhealthy \
+  --no-should-respect-grace-period; then
+  log "marked Unhealthy: the Auto Scaling group replaces this node"
+else
+  # Not replaced, so the claim must not hold the group back for the whole window: give back the old value.
+  log "could not mark this node Unhealthy (SetInstanceHealth failed); giving the replacement claim back"
+  aws_ ssm put-parameter --name "$param" --value "$last" --overwrite >/dev/null \
+    || log "could not give the claim back: $param holds replacements back until $(date -u -d "@$((now + window))" +%H:%M) UTC"
+fi
 exit 1

@@ -1,0 +1,129 @@
+"""Issue 34 item 1: the one-replacement-per-window limit holds when two nodes of an Auto Scaling group
+fail at the same moment. Two nodes' health checks (node/boot/health-check.sh, as the timer runs it) run at
+once against moto's server with the real AWS CLI, and both read the group's last-replacement parameter
+before either writes it: the interleaving that let both nodes go when the claim was a write read back.
+Parameter Store's version numbers make the claim a compare-and-swap: exactly one node marks itself
+Unhealthy, the other is held back. A stand-in shim around the CLI only orders the calls (both reads before
+any write, the second node's write 2 s after the first's, so each node's read-back would see its own
+value); every answer is moto's.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto.server import ThreadedMotoServer
+
+from tests.helpers import ROOT, Node, executable
+
+AWS = ROOT / ".venv-e2e/bin/aws"
+pytestmark = pytest.mark.skipif(not AWS.exists(), reason="the AWS CLI (.venv-e2e, scripts/setup --dev)")
+PARAM = "/efa-cdk/Trn1EfaCluster/Cluster/last-replacement"
+PORT = 5391
+
+#: The AWS CLI, after this node's reads of the parameter and before its write waiting for the other
+#: node's read (files in $BARRIER), the write delayed by $WRITE_DELAY seconds.
+SHIM = f"""#!/bin/bash
+case " $* " in
+  *" put-parameter "*)
+    until [ "$(ls "$BARRIER" | wc -l)" -ge 2 ]; do /bin/sleep 0.05; done
+    /bin/sleep "$WRITE_DELAY" ;;
+esac
+{AWS} "$@"; rc=$?
+case " $* " in *" get-parameter "*) touch "$BARRIER/$(cat "$STUB_DIR/instance-id")" ;; esac
+exit $rc
+"""
+
+
+@pytest.fixture(scope="module")
+def aws() -> Iterator[dict[str, Any]]:
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=PORT)
+    server.start()
+    env = {
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{PORT}",
+        "AWS_ACCESS_KEY_ID": "e2e",
+        "AWS_SECRET_ACCESS_KEY": "e2e",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    kw = {"endpoint_url": env["AWS_ENDPOINT_URL"], "region_name": "us-east-1",
+          "aws_access_key_id": "e2e", "aws_secret_access_key": "e2e"}  # fmt: skip
+    try:
+        yield {"env": env, "ssm": boto3.client("ssm", **kw), "autoscaling": boto3.client("autoscaling", **kw),
+               "ec2": boto3.client("ec2", **kw)}  # fmt: skip
+    finally:
+        server.stop()
+
+
+def _group(aws: dict[str, Any], name: str) -> list[str]:
+    """An Auto Scaling group of two instances in moto; their ids."""
+    image = aws["ec2"].describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    aws["autoscaling"].create_launch_configuration(
+        LaunchConfigurationName=name, ImageId=image, InstanceType="trn1.32xlarge"
+    )
+    aws["autoscaling"].create_auto_scaling_group(
+        AutoScalingGroupName=name, LaunchConfigurationName=name, MinSize=2, MaxSize=2,
+        DesiredCapacity=2, AvailabilityZones=["us-east-1a"],
+    )  # fmt: skip
+    group = aws["autoscaling"].describe_auto_scaling_groups(AutoScalingGroupNames=[name])
+    return [i["InstanceId"] for i in group["AutoScalingGroups"][0]["Instances"]]
+
+
+def _health(aws: dict[str, Any], name: str) -> dict[str, str]:
+    group = aws["autoscaling"].describe_auto_scaling_groups(AutoScalingGroupNames=[name])
+    return {i["InstanceId"]: i["HealthStatus"] for i in group["AutoScalingGroups"][0]["Instances"]}
+
+
+def _failing_node(tmp: Path, instance: str, barrier: Path, delay: str, env: dict[str, str]) -> Node:
+    node = Node(tmp, EFA_CDK_NODE_GROUP="asg", EFA_CDK_UNHEALTHY_AFTER="1", EFA_CDK_REPLACE_MINUTES="60",
+                EFA_CDK_REPLACEMENT_PARAMETER=PARAM, EFA_CDK_METRICS_NAMESPACE="EfaCdk/Trn1EfaCluster/Cluster")  # fmt: skip
+    (node.root / "var/lib/efa-cdk/verified").write_text("2026-11-25T00:00:00Z\n")
+    (node.stub_dir / "instance-id").write_text(instance + "\n")
+    executable(node.stub_dir / "bin/aws", SHIM)
+    node.set_devices(7)  # one EFA device gone: the check fails
+    node.env |= env | {"BARRIER": str(barrier), "WRITE_DELAY": delay}
+    return node
+
+
+def test_two_nodes_failing_at_the_same_moment_replace_exactly_one(
+    tmp_path: Path, aws: dict[str, Any]
+) -> None:
+    ids = _group(aws, "race")
+    aws["ssm"].put_parameter(Name=PARAM, Value="none", Type="String")  # the template's value
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    nodes = [_failing_node(tmp_path / i, i, barrier, d, aws["env"]) for i, d in zip(ids, ("0", "2"))]
+    runs = [subprocess.Popen([str(n.bin / "health-check.sh")], env=n.env) for n in nodes]
+    assert [r.wait(timeout=120) for r in runs] == [1, 1]  # a failed check exits 1 either way
+    logs = {i: (n.root / "var/log/efa-cdk-health.log").read_text() for i, n in zip(ids, nodes)}
+    health = _health(aws, "race")
+    assert sorted(health.values()) == ["Healthy", "Unhealthy"], logs
+    (replaced,) = [i for i, h in health.items() if h == "Unhealthy"]
+    (held,) = [i for i in ids if i != replaced]
+    assert replaced == ids[0]  # the first write after both reads is version 2: node 0's
+    assert "marked Unhealthy" in logs[replaced]
+    assert "another node of the group claimed the replacement first (version 2" in logs[held], logs[held]
+    history = aws["ssm"].get_parameter_history(Name=PARAM)["Parameters"]
+    assert [h["Value"].split()[-1] for h in history] == ["none", ids[0], ids[1]]
+
+
+def test_a_later_failure_in_the_window_is_held_back(tmp_path: Path, aws: dict[str, Any]) -> None:
+    ids = _group(aws, "later")
+    now = int(time.time())
+    aws["ssm"].put_parameter(
+        Name=PARAM, Value=f"{now - 120} i-0aaaaaaaaaaaaaaaa", Type="String", Overwrite=True
+    )
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    (barrier / "other").touch()  # one node alone: no one else to wait for
+    node = _failing_node(tmp_path, ids[0], barrier, "0", aws["env"])
+    assert subprocess.run([str(node.bin / "health-check.sh")], env=node.env).returncode == 1
+    assert _health(aws, "later") == dict.fromkeys(ids, "Healthy")
+    assert (
+        "claimed by i-0aaaaaaaaaaaaaaaa 2 min ago" in (node.root / "var/log/efa-cdk-health.log").read_text()
+    )
