@@ -25,7 +25,6 @@ from tests.helpers import ROOT, Node, executable
 AWS = ROOT / ".venv-e2e/bin/aws"
 pytestmark = pytest.mark.skipif(not AWS.exists(), reason="the AWS CLI (.venv-e2e, scripts/setup --dev)")
 PARAM = "/efa-cdk/Trn1EfaCluster/Cluster/last-replacement"
-PORT = 5391
 
 #: The AWS CLI, after this node's reads of the parameter and before its write waiting for the other
 #: node's read (files in $BARRIER), the write delayed by $WRITE_DELAY seconds.
@@ -43,10 +42,11 @@ exit $rc
 
 @pytest.fixture(scope="module")
 def aws() -> Iterator[dict[str, Any]]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=PORT)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)  # a free port
     server.start()
+    host, port = server.get_host_and_port()
     env = {
-        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{PORT}",
+        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
         "AWS_ACCESS_KEY_ID": "e2e",
         "AWS_SECRET_ACCESS_KEY": "e2e",
         "AWS_DEFAULT_REGION": "us-east-1",
@@ -80,8 +80,14 @@ def _health(aws: dict[str, Any], name: str) -> dict[str, str]:
 
 
 def _failing_node(tmp: Path, instance: str, barrier: Path, delay: str, env: dict[str, str]) -> Node:
-    node = Node(tmp, EFA_CDK_NODE_GROUP="asg", EFA_CDK_UNHEALTHY_AFTER="1", EFA_CDK_REPLACE_MINUTES="60",
-                EFA_CDK_REPLACEMENT_PARAMETER=PARAM, EFA_CDK_METRICS_NAMESPACE="EfaCdk/Trn1EfaCluster/Cluster")  # fmt: skip
+    node = Node(
+        tmp,
+        EFA_CDK_NODE_GROUP="asg",
+        EFA_CDK_UNHEALTHY_AFTER="1",
+        EFA_CDK_REPLACE_MINUTES="60",
+        EFA_CDK_REPLACEMENT_PARAMETER=PARAM,
+        EFA_CDK_METRICS_NAMESPACE="EfaCdk/Trn1EfaCluster/Cluster",
+    )
     (node.root / "var/lib/efa-cdk/verified").write_text("2026-11-25T00:00:00Z\n")
     (node.stub_dir / "instance-id").write_text(instance + "\n")
     executable(node.stub_dir / "bin/aws", SHIM)
@@ -97,10 +103,12 @@ def test_two_nodes_failing_at_the_same_moment_replace_exactly_one(
     aws["ssm"].put_parameter(Name=PARAM, Value="none", Type="String")  # the template's value
     barrier = tmp_path / "barrier"
     barrier.mkdir()
-    nodes = [_failing_node(tmp_path / i, i, barrier, d, aws["env"]) for i, d in zip(ids, ("0", "2"))]
+    nodes = [
+        _failing_node(tmp_path / i, i, barrier, d, aws["env"]) for i, d in zip(ids, ("0", "2"), strict=True)
+    ]
     runs = [subprocess.Popen([str(n.bin / "health-check.sh")], env=n.env) for n in nodes]
     assert [r.wait(timeout=120) for r in runs] == [1, 1]  # a failed check exits 1 either way
-    logs = {i: (n.root / "var/log/efa-cdk-health.log").read_text() for i, n in zip(ids, nodes)}
+    logs = {i: (n.root / "var/log/efa-cdk-health.log").read_text() for i, n in zip(ids, nodes, strict=True)}
     health = _health(aws, "race")
     assert sorted(health.values()) == ["Healthy", "Unhealthy"], logs
     (replaced,) = [i for i, h in health.items() if h == "Unhealthy"]
