@@ -179,7 +179,8 @@ while [ $# -gt 0 ]; do
 done
 case "$url" in
   */api/token) echo tok ;;
-  */meta-data/instance-id) cat "$STUB_DIR/instance-id" 2>/dev/null || echo i-0123456789abcdef0 ;;  # THIS_INSTANCE
+  */meta-data/instance-id)  # THIS_INSTANCE unless the test names another
+    cat "$STUB_DIR/instance-id" 2>/dev/null || echo i-0123456789abcdef0 ;;
   */meta-data/local-ipv4) cat "$STUB_DIR/local-ipv4" ;;
   */meta-data/tags/instance/*) cat "$STUB_DIR/tags/${url##*/}" 2>/dev/null || exit 22 ;;
   https://stand-in/handle) cp "$data" "$STUB_DIR/posted.json" ;;
@@ -205,7 +206,9 @@ case "$args" in
   *" put-metric-data "*)
     echo "$*" >>"$STUB_DIR/metrics.log"
     for a in "$@"; do case "$a" in file://*) cat "${a#file://}" >>"$STUB_DIR/metrics.log" ;; esac; done ;;
-  *" set-instance-health "*) [ -z "${STUB_HEALTH_FAILS:-}" ] || exit 254; echo "$*" >>"$STUB_DIR/health.log" ;;
+  *" set-instance-health "*)
+    [ -z "${STUB_HEALTH_FAILS:-}" ] || exit 254
+    echo "$*" >>"$STUB_DIR/health.log" ;;
   *" describe-instance-topology "*)  # recorded answers, one per call: topology-0.json, topology-1.json, ...
     n=$(find "$STUB_DIR" -maxdepth 1 -name 'topology-served-*' | wc -l); touch "$STUB_DIR/topology-served-$n"
     cat "$STUB_DIR/topology-$n.json" 2>/dev/null \
