@@ -206,9 +206,14 @@ def test_an_agent_older_than_the_first_with_efa_metrics_is_upgraded(
         node.stub_dir / "bin" / "dpkg",
         f'#!/bin/bash\necho "dpkg $*" >>"$STUB_DIR/calls.log"\necho {installs} >"{version}"\n',
     )
+    node.setting("EFA_CDK_REGION", "eu-central-1")
     r = node.run("monitoring", STUB_KEY_FPR="937616F3450B7D806CBD9725D58167303B789C72")
     assert r.returncode == 0, r.log
     assert len(node.calls("dpkg")) == 1 and node.calls("ctl")
+    # from the region's bucket (CloudWatch user guide), not the global (us-east-1) one: issue 34 item 4
+    regional = "https://amazoncloudwatch-agent-eu-central-1.s3.eu-central-1.amazonaws.com"
+    for f in ("ubuntu/amd64/latest/amazon-cloudwatch-agent.deb", "assets/amazon-cloudwatch-agent.gpg"):
+        assert any(f"{regional}/{f}" in c for c in node.calls("curl")), node.calls("curl")
     if image_has:
         assert "(1.300064.0) is older than 1.300068.0, the first with EFA metrics: upgrading" in r.log
 
@@ -565,7 +570,12 @@ def test_an_image_without_the_agent_gets_it_installed_and_is_not_called_old(tmp_
         f'cp "{staged}" "{bin_dir}/amazon-cloudwatch-agent-ctl"\n'
         f'echo 1.300070.1 >"{bin_dir}/CWAGENT_VERSION"\n',
     )
+    node.setting("EFA_CDK_REGION", "eu-central-1")
     r = node.run("monitoring", STUB_KEY_FPR="937616F3450B7D806CBD9725D58167303B789C72")
     assert r.returncode == 0, r.log
     assert len(node.calls("dpkg")) == 1 and node.calls("ctl")
+    # from the region's bucket (CloudWatch user guide), not the global (us-east-1) one: issue 34 item 4
+    regional = "https://amazoncloudwatch-agent-eu-central-1.s3.eu-central-1.amazonaws.com"
+    for f in ("ubuntu/amd64/latest/amazon-cloudwatch-agent.deb", "assets/amazon-cloudwatch-agent.gpg"):
+        assert any(f"{regional}/{f}" in c for c in node.calls("curl")), node.calls("curl")
     assert "the image's CloudWatch agent" not in r.log  # there was none to call old

@@ -34,9 +34,11 @@ if TYPE_CHECKING:
 
 #: The EFA installer this library installs where the image has no EFA software: 1.51.0, released
 #: 2026-10-22 (EC2 user guide, "Elastic Fabric Adapter release notes": libfabric 2.7.0amzn2.0, EFA
-#: driver 3.3.1, rdma-core 65.0, aws-ofi-nccl 1.22.0). No published SHA-256 of this tarball could
-#: be found (the aws-parallelcluster-cookbook snapshot available pins 1.34.0), so the installer is
-#: trusted on its detached signature alone, checked against the pinned key fingerprint below.
+#: driver 3.3.1, rdma-core 65.0, aws-ofi-nccl 1.22.0). AWS publishes a SHA-256 per installer version
+#: (EC2 user guide, "Verify the EFA installer using a checksum"), but no copy of that page listing
+#: 1.51.0 was within reach when this was pinned (ParallelCluster's cookbook, which pins the same
+#: checksums, was at 1.41.0), so the default checks the detached signature against the pinned key
+#: fingerprint below, always; pass ``EfaInstaller(sha256=...)`` from that page to check both.
 EFA_INSTALLER_VERSION = "1.51.0"
 EFA_INSTALLER_SHA256 = ""
 #: Fingerprint of the key that signs the EFA installer (AWS EFA documentation).
@@ -166,7 +168,9 @@ class EfaInstaller:
     Args:
         version: installer version (pinned: "latest" would make nodes differ).
         sha256: expected SHA-256 of the tarball; empty skips that check (the signature is
-            always checked). Default: empty for 1.51.0 (no published SHA-256 was found).
+            always checked). Default: empty for 1.51.0 (the EC2 user guide's checksum for it was
+            not within reach when it was pinned: copy it from "Verify the EFA installer using a
+            checksum").
         fingerprint: the signing key's fingerprint.
         skip_kmod: pass ``--skip-kmod`` (container hosts whose kernel module comes elsewhere).
         minimal: pass ``--minimal`` (kernel module and rdma-core only, no Open MPI/libfabric tools).

@@ -27,7 +27,11 @@ if [ ! -x "$ctl" ] || ! version_at_least "$have" "$min"; then
     amzn | rhel | rocky) pkg="amazon_linux/$arch/latest/amazon-cloudwatch-agent.rpm" install=(rpm -U) ;;
     *) die "no CloudWatch agent package for $(os_id); use an image with the agent, or monitoring=False" ;;
   esac
-  base=${EFA_CDK_CW_AGENT_URL:-https://amazoncloudwatch-agent.s3.amazonaws.com}
+  # The region's own bucket (CloudWatch user guide, "Verifying the signature of the CloudWatch agent
+  # package": amazoncloudwatch-agent-<region>.s3.<region>.amazonaws.com), which a subnet that reaches S3
+  # only through the region's gateway endpoint can reach; the global link is us-east-1's bucket.
+  region=${EFA_CDK_REGION:?}
+  base=${EFA_CDK_CW_AGENT_URL:-https://amazoncloudwatch-agent-$region.s3.$region.amazonaws.com}
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
   for f in "$pkg" "$pkg.sig" assets/amazon-cloudwatch-agent.gpg; do
