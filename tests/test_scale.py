@@ -133,6 +133,16 @@ def test_a_replacement_label_also_renews_the_elastic_ip_interface() -> None:
         ]
     )
     assert all(v != "AWS::EC2::EIP" for v in d.removed.values())  # the address is kept
+    # Issue 34 item 4: each instance names in DependsOn the interface its launch template attaches, so
+    # CloudFormation deletes the old interface only after the old instance (a resource is deleted after
+    # the resources that depend on it)
+    for t in (old, new):
+        for logical_id in node_ids(t).values():
+            instance = t["Resources"][logical_id]
+            template_id = instance["Properties"]["LaunchTemplate"]["LaunchTemplateId"]["Ref"]
+            data = t["Resources"][template_id]["Properties"]["LaunchTemplateData"]
+            (primary,) = [i for i in data["NetworkInterfaces"] if i.get("NetworkInterfaceId")]
+            assert primary["NetworkInterfaceId"]["Ref"] in instance["DependsOn"]
 
 
 def test_switching_mode_is_shown_as_replacing_every_node() -> None:

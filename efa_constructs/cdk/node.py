@@ -177,6 +177,10 @@ class EfaNode(Construct):
             )
         if self.public_address is not None:  # boot with the Elastic IP in place: the software is fetched
             self.instance.add_resource_dependency(self.public_address.association)
+            # Stated, not left to the chain through the node's launch template (updated in place when the
+            # node is replaced): CloudFormation deletes a resource after those that depend on it, so the
+            # old interface goes only once the old instance it is attached to has gone.
+            self.instance.add_resource_dependency(self.public_address.network_interface)
         Tags.of(self.instance).add("Name", name)
         Tags.of(self.instance).add("efa-cdk:node-index", str(index))
         Tags.of(self.instance).add("efa-cdk:logical-id", Stack.of(self).resolve(self.instance.logical_id))
