@@ -1,11 +1,12 @@
 """A node's user data as cloud-init reads it, with cloud-init's own code (Debian's python3-cloudinit).
 
 Usage: /usr/bin/python3 tests/cloud_init_check.py USER_DATA FSTAB_DIR [--mount-fails]
-Prints JSON: the parts' content types after cloud-init's UserDataProcessor, the content types its part
-handlers claim, the cloud-config's schema errors (strict), and what cc_mounts does with the
-cloud-config: the /etc/fstab it writes (to FSTAB_DIR/fstab), the directories it makes, the commands it
-runs, and the warnings it logs. Nothing on this machine is changed: cc_mounts' fstab path, ensure_dir
-and subp are redirected. With --mount-fails, `mount -a` fails as it does when the EFS cannot be reached.
+Prints JSON: the parts' content types and transfer encodings after cloud-init's UserDataProcessor, the
+shell parts' text as its shell handler would write it, the content types its part handlers claim, the
+cloud-config's schema errors (strict), and what cc_mounts does with the cloud-config: the /etc/fstab it
+writes (to FSTAB_DIR/fstab), the directories it makes, the commands it runs, and the warnings it logs.
+Nothing on this machine is changed: cc_mounts' fstab path, ensure_dir and subp are redirected. With
+--mount-fails, `mount -a` fails as it does when the EFS cannot be reached.
 """
 
 from __future__ import annotations
@@ -50,7 +51,14 @@ def main(user_data: Path, fstab_dir: Path, mount_fails: bool = False) -> dict[st
     message = UserDataProcessor(paths).process(user_data.read_bytes())
     parts = [p for p in message.walk() if not p.is_multipart()]
     handled = {*CloudConfigPartHandler(paths).list_types(), *ShellScriptPartHandler(paths).list_types()}
-    out: dict[str, object] = {"types": [p.get_content_type() for p in parts], "handled": sorted(handled)}
+    out: dict[str, object] = {
+        "types": [p.get_content_type() for p in parts],
+        "handled": sorted(handled),
+        "encodings": [p.get("Content-Transfer-Encoding", "7bit") for p in parts],
+        "shell": [
+            p.get_payload(decode=True).decode() for p in parts if p.get_content_type() == "text/x-shellscript"
+        ],
+    }
     configs = [
         yaml.safe_load(p.get_payload(decode=True))
         for p in parts

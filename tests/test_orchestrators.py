@@ -33,6 +33,7 @@ from efa_constructs.cdk import EfaNodegroup, EfaPcsCluster
 from efa_constructs.cdk.eks import accelerated_ami_type
 from efa_constructs.core import EfaConfigError, instance_type
 from efa_constructs.core.capacity import Capacity
+from efa_constructs.core.layout import LayoutMode
 from tests.helpers import ROOT, by_type, efa_launch_template, isolated_vpc, lint, new_app
 
 #: What an EKS managed node group's launch template must not contain (EKS API reference,
@@ -144,7 +145,9 @@ def test_pcs_efa_template_has_the_layout_and_nothing_pcs_sets_itself(pcs: dict[s
     assert data["MetadataOptions"]["HttpTokens"] == "required"
 
     (compute,) = [
-        g for g in by_type(pcs, "AWS::PCS::ComputeNodeGroup") if g["Properties"]["Name"] == "compute"
+        g
+        for g in by_type(pcs, "AWS::PCS::ComputeNodeGroup")
+        if g["Properties"]["Name"].startswith("compute-")
     ]
     props = compute["Properties"]
     assert props["CustomLaunchTemplate"]["TemplateId"] == {"Ref": compute_id}
@@ -390,12 +393,12 @@ def test_pcs_refuses_a_role_pcs_would_not_accept_and_gives_one_it_takes_what_nod
     ]
     assert {"pcs:RegisterComputeNodeGroupInstance", "s3:GetObject"} <= {s["Action"] for s in granted}
     # login_count=0: the compute node group only
-    assert [g["Properties"]["Name"] for g in by_type(t, "AWS::PCS::ComputeNodeGroup")] == ["compute"]
+    assert [g["Properties"]["Name"][:-7] for g in by_type(t, "AWS::PCS::ComputeNodeGroup")] == ["compute"]
 
 
 def test_pcs_defaults_and_a_half_given_network() -> None:
     t = new_template(Stack.of(_pcs()))
-    groups = {g["Properties"]["Name"]: g["Properties"] for g in by_type(t, "AWS::PCS::ComputeNodeGroup")}
+    groups = {g["Properties"]["Name"][:-7]: g["Properties"] for g in by_type(t, "AWS::PCS::ComputeNodeGroup")}
     assert groups["compute"]["ScalingConfiguration"] == {"MinInstanceCount": 0, "MaxInstanceCount": 2}
     assert groups["login"]["ScalingConfiguration"] == {"MinInstanceCount": 1, "MaxInstanceCount": 1}
     assert groups["login"]["InstanceConfigs"] == [{"InstanceType": "c7i.xlarge"}]
@@ -801,6 +804,13 @@ def test_cloud_init_reads_the_pcs_user_data_and_mounts_the_efs(pcs: dict[str, An
     seen = _cloud_init(pcs, tmp_path)
     assert seen["types"] == ["text/cloud-config", "text/x-shellscript"]
     assert set(seen["types"]) <= set(seen["handled"])
+    # issue 34 item 8: plain text, as AWS's PCS examples (PCS merges the document with its own), and
+    # cloud-init still reads the shell part whole: the bootstrap that runs the EFA check
+    raw = (tmp_path / "user-data").read_text()
+    assert "Content-Transfer-Encoding: base64" not in raw
+    assert seen["encodings"] == ["7bit", "7bit"]
+    (shell,) = seen["shell"]
+    assert shell.startswith("#!/bin/bash\n") and "EFA_CDK_STEPS='efa-env,verify-efa'" in shell
     assert seen["schema_errors"] == []
     options = "nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport,_netdev"
     assert seen["fstab"] == (
@@ -923,3 +933,42 @@ def test_node_group_refuses_what_is_not_an_eks_cluster(eks_cluster: Any) -> None
             subnet=vpc.isolated_subnets[0], device_plugin=False,
         )  # fmt: skip
     assert "not an EKS cluster of aws-cdk-lib's aws_eks_v2 or aws_eks module" in str(err.value)
+
+
+@pytest.mark.parametrize("change", ["instance_type", "login_instance_type"])
+def test_a_type_change_replaces_the_node_group_under_a_new_name(change: str) -> None:
+    """Issue 34 item 6: InstanceConfigs and Name are create-only (CloudFormation's schema) and the new
+    group is created before the old one is deleted, in the same cluster: the name changes with the type,
+    so the two never collide, and template-diff shows the group replaced."""
+    from efa_constructs.tools.template_diff import diff_templates
+
+    new_type = {"instance_type": "trn1n.32xlarge", "login_instance_type": "c7i.2xlarge"}[change]
+    old = new_template(Stack.of(_pcs()))
+    new = new_template(Stack.of(_pcs(**{change: ec2.InstanceType(new_type)})))
+
+    def names(t: dict[str, Any]) -> dict[str, str]:
+        groups = t["Resources"].items()
+        return {k: g["Properties"]["Name"] for k, g in groups if g["Type"] == "AWS::PCS::ComputeNodeGroup"}
+
+    before, after = names(old), names(new)
+    (changed,) = [k for k in before if before[k] != after[k]]
+    assert before[changed][:-7] == after[changed][:-7] and len(after[changed]) <= 25
+    d = diff_templates(old, new)
+    assert changed in d.replaced and "InstanceConfigs" in json.dumps(d.replaced[changed])
+
+
+def test_pcs_nodes_get_the_layout_pcs_documents_and_the_other_on_request(pcs: dict[str, Any]) -> None:
+    """Issue 34 item 7: every PCS source (user guide, "Using EFA with AWS PCS"; aws-hpc-recipes
+    recipes/pcs/enable_efa) puts an `efa` interface on each card, card 0 at DeviceIndex 0 and the others
+    at 1; none shows efa-only. trn1.32xlarge has 8 cards (EFA-FACTS.md)."""
+    data = pcs["Resources"][efa_launch_template(pcs)]["Properties"]["LaunchTemplateData"]
+    placed = sorted(
+        (n["NetworkCardIndex"], n["DeviceIndex"], n["InterfaceType"]) for n in data["NetworkInterfaces"]
+    )
+    assert placed == [(0, 0, "efa")] + [(card, 1, "efa") for card in range(1, 8)]
+    t = new_template(Stack.of(_pcs(nic_layout=LayoutMode.RECOMMENDED)))
+    data = t["Resources"][efa_launch_template(t)]["Properties"]["LaunchTemplateData"]
+    assert {n.get("InterfaceType", "interface") for n in data["NetworkInterfaces"]} == {
+        "interface",
+        "efa-only",
+    }

@@ -34,6 +34,8 @@ here (AWS PCS user guide and API reference, CloudFormation's AWS::PCS::* referen
 
 from __future__ import annotations
 
+import hashlib
+
 import jsii
 import yaml
 from aws_cdk import Aws, Names, RemovalPolicy, Token
@@ -79,6 +81,15 @@ EFS_MOUNT_OPTIONS = "nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retr
 DEFAULT_LOGIN_TYPES = {"x86_64": "c7i.xlarge", "arm64": "c7g.xlarge"}
 #: The steps an EFA node runs from its user data (after PCS registers it, before slurmd starts).
 PCS_COMPUTE_STEPS = ("efa-env", "verify-efa")
+
+
+def node_group_name(base: str, instance_type: str) -> str:
+    """A node group's name: `base` and 6 hex digits of its instance type, at most 25 characters (PCS's
+    limit, as for queues). InstanceConfigs and Name are both create-only (CloudFormation's
+    AWS::PCS::ComputeNodeGroup schema), and CloudFormation creates the new group before it deletes the
+    old one, in the same cluster: a fixed name would collide on a type change; this one changes with it."""
+    digest = hashlib.sha256(instance_type.encode()).hexdigest()[:6]
+    return f"{base[: 25 - 7]}-{digest}"
 
 
 def check_pcs_role(role: iam.IRole) -> None:
@@ -129,9 +140,15 @@ class EfaPcsCluster(Construct):
             e.g. ``Trn1PcsClusterClusterA1B2C3D4`` (at most 40 characters, as PCS requires).
         login_instance_type: Default: c7i.xlarge (c7g.xlarge for Arm compute types).
         login_count: login nodes (0: no login node group). Default: 1.
-        queue_name: the Slurm partition users submit to, and the compute node group's name (letters,
-            digits, '-', a letter first, at most 25). Default: ``compute``.
-        nic_layout, efa_count, root_volume_gib: as for :class:`EfaLaunchTemplate`.
+        queue_name: the Slurm partition users submit to (letters, digits, '-', a letter first, at most
+            25), and the start of the compute node group's name, which ends in 6 hex digits of the
+            instance type (``compute-1a2b3c``): a type change creates the new group beside the old one.
+            Default: ``compute``.
+        nic_layout: Default: ``LEGACY``, an ``efa`` interface on every card (card 0 at DeviceIndex 0,
+            the others at 1), the layout every PCS source shows (PCS user guide, "Using EFA with AWS
+            PCS"; aws-hpc-recipes ``recipes/pcs/enable_efa``). ``RECOMMENDED`` (``efa-only`` on the
+            EFA cards, one IP per node) is EC2's current layout; no PCS source shows PCS taking it.
+        efa_count, root_volume_gib: as for :class:`EfaLaunchTemplate`.
         capacity: a Capacity Reservation or Capacity Block. Default: On-Demand.
         placement_group: an existing placement group. Default: a new one On-Demand; none with a
             reservation or a Capacity Block.
@@ -161,7 +178,7 @@ class EfaPcsCluster(Construct):
         login_instance_type: ec2.InstanceType | None = None,
         login_count: int = 1,
         queue_name: str = "compute",
-        nic_layout: LayoutMode | NicLayout = LayoutMode.RECOMMENDED,
+        nic_layout: LayoutMode | NicLayout = LayoutMode.LEGACY,
         efa_count: int | None = None,
         root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
         capacity: Capacity | None = None,
@@ -259,7 +276,13 @@ class EfaPcsCluster(Construct):
             placement_group=self.placement_group,
             capacity=capacity,
         )
-        compute_data.add_part(ec2.MultipartBody.from_user_data(self._efa_check()))
+        # Plain text, as AWS's PCS examples write their parts (PCS merges this document with its own);
+        # CDK's MultipartBody.from_user_data would base64-encode it.
+        compute_data.add_part(
+            ec2.MultipartBody.from_raw_body(
+                content_type='text/x-shellscript; charset="utf-8"', body=self._efa_check().render()
+            )
+        )
         self.login_nodes = (
             self._login_nodes(
                 mount, login_instance_type, it.architecture, ami_id, ami_os, login_count, root_volume_gib
@@ -363,7 +386,7 @@ class EfaPcsCluster(Construct):
     def _node_group(
         self,
         id_: str,
-        name: str,
+        base_name: str,
         template_id: str,
         template_version: str,
         instance_type: str,
@@ -376,7 +399,7 @@ class EfaPcsCluster(Construct):
             self,
             id_,
             cluster_id=self.cluster.attr_id,
-            name=name,
+            name=node_group_name(base_name, instance_type),
             ami_id=ami_id,
             custom_launch_template=pcs.CfnComputeNodeGroup.CustomLaunchTemplateProperty(
                 template_id=template_id, version=template_version
