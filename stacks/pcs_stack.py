@@ -50,7 +50,8 @@ class EfaPcsClusterStack(Stack):
             params.instance_type,
             description=f"An AMI for AWS PCS nodes ({params.instance_type} and the login node): the PCS "
             f"agent, PCS's Slurm {params.slurm_version}, the EFA software and the accelerator's drivers "
-            "(aws-samples/aws-hpc-recipes recipes/pcs/hpc_ready_ami or dlami_for_pcs)",
+            "(aws-hpc-recipes recipes/pcs/hpc_ready_ami; for Trainium, a Neuron DLAMI with them added: "
+            "docs/pcs.md)",
             why="on AWS PCS needs an image with the PCS agent and PCS's Slurm, for which AWS publishes no "
             "parameter",
         )

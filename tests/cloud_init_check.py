@@ -1,12 +1,12 @@
 """A node's user data as cloud-init reads it, with cloud-init's own code (Debian's python3-cloudinit).
 
-Usage: /usr/bin/python3 tests/cloud_init_check.py USER_DATA FSTAB_DIR [--mount-fails]
+Usage: /usr/bin/python3 tests/cloud_init_check.py USER_DATA SANDBOX
 Prints JSON: the parts' content types and transfer encodings after cloud-init's UserDataProcessor, the
 shell parts' text as its shell handler would write it, the content types its part handlers claim, the
-cloud-config's schema errors (strict), and what cc_mounts does with the cloud-config: the /etc/fstab it
-writes (to FSTAB_DIR/fstab), the directories it makes, the commands it runs, and the warnings it logs.
-Nothing on this machine is changed: cc_mounts' fstab path, ensure_dir and subp are redirected. With
---mount-fails, `mount -a` fails as it does when the EFS cannot be reached.
+cloud-config's schema errors (strict), and what its modules make of the cloud-config, in the order a
+first boot runs them: bootcmd (run for real, before anything is written: its exit status), write_files
+(the files written under SANDBOX, with their modes) and runcmd (the script it writes for the final
+stage, under SANDBOX). Nothing outside SANDBOX is written.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 from cloudinit import helpers, subp, util
-from cloudinit.config import cc_mounts
+from cloudinit.config import cc_bootcmd, cc_runcmd, cc_write_files
 from cloudinit.config.schema import SchemaValidationError, get_schema, validate_cloudconfig_schema
 from cloudinit.handlers.cloud_config import CloudConfigPartHandler
 from cloudinit.handlers.shell_script import ShellScriptPartHandler
@@ -26,15 +26,25 @@ from cloudinit.user_data import UserDataProcessor
 
 
 class _Distro:
-    def uses_systemd(self) -> bool:
-        return True
+    default_owner = "root:root"  # write_files' owner when an entry names none
 
 
 class _Cloud:
+    """What the modules ask of the cloud: the distro's default owner (write_files), the instance id
+    (bootcmd's INSTANCE_ID) and the instance's scripts directory (runcmd's script), under the sandbox."""
+
     distro = _Distro()
 
-    def device_name_to_device(self, name: str) -> None:
-        return None  # no ephemeral or swap devices: only the configured mounts
+    def __init__(self, sandbox: Path) -> None:
+        self.sandbox = sandbox
+
+    def get_instance_id(self) -> str:
+        return "i-0123456789abcdef0"
+
+    def get_ipath(self, name: str) -> str:
+        path = self.sandbox / "instance" / name
+        path.mkdir(parents=True, exist_ok=True)
+        return str(path)
 
 
 class _Collect(logging.Handler):
@@ -46,8 +56,8 @@ class _Collect(logging.Handler):
         self.into.append(record.getMessage())
 
 
-def main(user_data: Path, fstab_dir: Path, mount_fails: bool = False) -> dict[str, object]:
-    paths = helpers.Paths({"cloud_dir": str(fstab_dir / "cloud")})
+def main(user_data: Path, sandbox: Path) -> dict[str, object]:
+    paths = helpers.Paths({"cloud_dir": str(sandbox / "cloud")})
     message = UserDataProcessor(paths).process(user_data.read_bytes())
     parts = [p for p in message.walk() if not p.is_multipart()]
     handled = {*CloudConfigPartHandler(paths).list_types(), *ShellScriptPartHandler(paths).list_types()}
@@ -71,28 +81,38 @@ def main(user_data: Path, fstab_dir: Path, mount_fails: bool = False) -> dict[st
         except SchemaValidationError as err:
             errors.append(str(err))
     out["schema_errors"] = errors
-    made: list[str] = []
-    ran: list[list[str]] = []
-    cc_mounts.FSTAB_PATH = str(fstab_dir / "fstab")
-    util.ensure_dir = lambda path, mode=None: made.append(path)  # type: ignore[assignment]
-
-    def run(cmd: list[str], *args: object, **kwargs: object) -> tuple[str, str]:
-        ran.append(list(cmd))
-        if mount_fails and cmd[:2] == ["mount", "-a"]:
-            raise subp.ProcessExecutionError(cmd=cmd, exit_code=32, stderr="mount.nfs4: Connection timed out")
-        return "", ""
-
-    subp.subp = run  # type: ignore[assignment]
-    log = logging.getLogger("cc_mounts")
+    log = logging.getLogger("cloud_init_check")
     warnings: list[str] = []
     log.addHandler(_Collect(warnings))
+    cloud = _Cloud(sandbox)
+    bootcmd_ok = True
+    for config in configs:  # bootcmd first, as on a first boot: nothing written yet
+        try:
+            cc_bootcmd.handle("bootcmd", config, cloud, log, [])
+        except subp.ProcessExecutionError:
+            bootcmd_ok = False
+    out["bootcmd_ok"] = bootcmd_ok
+    written: dict[str, str] = {}
+    real_write = util.write_file
+
+    def write(path: str, content: object, mode: int = 0o644, omode: str = "wb", **kw: object) -> None:
+        if path.startswith(str(sandbox)):  # runcmd's script, in the instance directory
+            real_write(path, content, mode=mode, omode=omode)
+            return
+        real_write(str(sandbox / "root" / path.lstrip("/")), content, mode=mode, omode=omode)
+        written[path] = oct(mode)
+
+    util.write_file = write  # type: ignore[assignment]
+    util.chownbyname = lambda *a, **k: None  # type: ignore[assignment]
     for config in configs:
-        cc_mounts.handle("mounts", config, _Cloud(), log, [])
-    fstab = Path(cc_mounts.FSTAB_PATH)
-    out["fstab"] = fstab.read_text() if fstab.exists() else ""
-    out["made"], out["ran"], out["warnings"] = made, ran, warnings
+        cc_write_files.handle("write_files", config, cloud, log, [])
+        cc_runcmd.handle("runcmd", config, cloud, log, [])
+    out["written"] = written
+    runcmd = Path(cloud.get_ipath("scripts")) / "runcmd"
+    out["runcmd"] = runcmd.read_text() if runcmd.exists() else ""
+    out["warnings"] = warnings
     return out
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(Path(sys.argv[1]), Path(sys.argv[2]), "--mount-fails" in sys.argv[3:])))
+    print(json.dumps(main(Path(sys.argv[1]), Path(sys.argv[2]))))

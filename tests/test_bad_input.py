@@ -734,3 +734,92 @@ def test_values_in_messages_are_readable() -> None:
     assert readable({"min_size": 0, "max_size": 2}) == "min_size=0, max_size=2"
     assert readable(ec2.InstanceType("p5.48xlarge")) == "'p5.48xlarge'"
     assert readable("us-east-1") == "'us-east-1'"
+
+
+# --- issue 34 item 18: groups without EFA's self rules, placement groups that are not cluster groups,
+# multi-interface nodes in a public subnet without an address
+
+
+def _template_with(groups: Callable[[Any, Any], list[Any]]) -> Any:
+    from aws_cdk import Stack
+
+    stack = Stack(new_app(), "Groups")
+    vpc = isolated_vpc(stack)
+    EfaLaunchTemplate(
+        stack, "Lt", instance_type=ec2.InstanceType("trn1.32xlarge"), security_groups=groups(stack, vpc)
+    )
+    return stack
+
+
+def _plain(stack: Any, vpc: Any, name: str, *, self_in: bool = True, self_out: bool = True) -> Any:
+    # (CDK ignores egress rules of a group that allows all outbound; 0.0.0.0/0 does not carry EFA anyway)
+    sg = ec2.SecurityGroup(stack, name, vpc=vpc, allow_all_outbound=not self_out)
+    if self_in:
+        sg.add_ingress_rule(sg, ec2.Port.all_traffic())
+    if self_out:
+        sg.add_egress_rule(sg, ec2.Port.all_traffic())
+    return sg
+
+
+@pytest.mark.parametrize(("self_in", "self_out"), [(True, False), (False, True), (False, False)])
+def test_a_group_without_efas_self_rules_is_refused_at_synth(self_in: bool, self_out: bool) -> None:
+    stack = _template_with(lambda s, v: [_plain(s, v, "Mine", self_in=self_in, self_out=self_out)])
+    with pytest.raises(Exception) as err:  # CDK's validation error, with our one line in it
+        stack.node.root.synth()
+    text = str(err.value)
+    assert "security_groups=['Groups/Mine']: no group of the EFA interfaces allows all traffic" in text
+    assert "add group.add_ingress_rule(group, ec2.Port.all_traffic())" in text
+
+
+def test_a_group_with_the_self_rules_or_an_imported_one_passes() -> None:
+    _template_with(lambda s, v: [_plain(s, v, "Mine")]).node.root.synth()
+    _template_with(lambda s, v: [EfaSecurityGroup(s, "Efa", vpc=v)]).node.root.synth()
+    imported = lambda s, v: [ec2.SecurityGroup.from_security_group_id(s, "Theirs", "sg-0123456789abcdef0")]  # noqa: E731
+    _template_with(imported).node.root.synth()  # its rules are not known here: not refused
+
+
+def test_a_placement_group_that_is_not_a_cluster_group_is_warned_of() -> None:
+    from aws_cdk import Stack, assertions
+
+    stack = Stack(new_app(), "Spread")
+    vpc = isolated_vpc(stack)
+    for strategy in (ec2.PlacementGroupStrategy.SPREAD, ec2.PlacementGroupStrategy.CLUSTER):
+        EfaLaunchTemplate(
+            stack, f"Lt{strategy.name}", instance_type=ec2.InstanceType("trn1.32xlarge"),
+            security_groups=[EfaSecurityGroup(stack, f"Sg{strategy.name}", vpc=vpc)],
+            placement_group=ec2.PlacementGroup(stack, f"Pg{strategy.name}", strategy=strategy),
+        )  # fmt: skip
+    found = assertions.Annotations.from_stack(stack).find_warning(
+        "*", assertions.Match.string_like_regexp("is a")
+    )
+    assert [w.id for w in found] == ["/Spread/LtSPREAD"]
+    assert "is a SPREAD group" in str(found)
+
+
+@pytest.mark.parametrize(
+    ("itype", "layout", "public_ip", "warned"),
+    [
+        ("trn1.32xlarge", "recommended", "none", True),
+        ("trn1.32xlarge", "recommended", "all", False),
+        ("c5n.18xlarge", "recommended", "none", True),  # ENA + efa-only on its one card: two interfaces
+        ("c5n.18xlarge", "legacy", "none", False),  # one efa interface: the subnet's public address
+    ],
+)
+def test_multi_interface_nodes_in_a_public_subnet_without_an_address_are_warned_of(
+    itype: str, layout: str, public_ip: str, warned: bool
+) -> None:
+    """They get no public address (EC2 assigns none to an instance launched with several interfaces), and
+    a public subnet's route out needs one."""
+    from aws_cdk import Stack, assertions
+
+    stack = Stack(new_app(), "Public")
+    public = ec2.SubnetConfiguration(name="pub", subnet_type=ec2.SubnetType.PUBLIC)
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=1, nat_gateways=0, subnet_configuration=[public])
+    EfaCluster(
+        stack, "C", vpc=vpc, subnet=vpc.public_subnets[0], instance_type=ec2.InstanceType(itype),
+        node_count=2, public_ip=PublicIp(public_ip), node_software=False, nic_layout=LayoutMode(layout),
+    )  # fmt: skip
+    found = assertions.Annotations.from_stack(stack).find_warning(
+        "*", assertions.Match.string_like_regexp("get no public address")
+    )
+    assert bool(found) is warned

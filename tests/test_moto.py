@@ -146,7 +146,7 @@ def test_pcs_stack_instantiates_in_moto_without_its_pcs_resources(
         LaunchTemplateId=physical[efa_launch_template(synthesized)]
     )
     stored = version["LaunchTemplateVersions"][0]["LaunchTemplateData"]["NetworkInterfaces"]
-    assert len([n for n in stored if n.get("InterfaceType") == "efa-only"]) == 8  # trn1.32xlarge
+    assert len([n for n in stored if n.get("InterfaceType") == "efa"]) == 8  # trn1.32xlarge, PCS's layout
     (profile,) = [k for k, v in synthesized["Resources"].items() if v["Type"] == "AWS::IAM::InstanceProfile"]
     iam = boto3.client("iam", region_name="us-east-1")
     assert (

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import aws_cdk as cdk
 import pytest
 import yaml
 from aws_cdk import Stack
@@ -34,7 +35,7 @@ from efa_constructs.cdk.eks import accelerated_ami_type
 from efa_constructs.core import EfaConfigError, instance_type
 from efa_constructs.core.capacity import Capacity
 from efa_constructs.core.layout import LayoutMode
-from tests.helpers import ROOT, by_type, efa_launch_template, isolated_vpc, lint, new_app
+from tests.helpers import ROOT, by_type, efa_launch_template, executable, isolated_vpc, lint, new_app
 
 #: What an EKS managed node group's launch template must not contain (EKS API reference,
 #: LaunchTemplateSpecification): SubnetId (on any interface), IamInstanceProfile, a Spot request
@@ -163,16 +164,25 @@ def test_pcs_efa_template_has_the_layout_and_nothing_pcs_sets_itself(pcs: dict[s
     assert pcs["Parameters"]["ImageId"]["Type"] == "AWS::EC2::Image::Id"
 
 
-def test_pcs_user_data_mounts_efs_then_checks_efa(pcs: dict[str, Any]) -> None:
-    """MIME multi-part (PCS user guide): a cloud-config part mounting the EFS at /shared before the node
-    registers, then a shell part running efa-cdk's efa-env and verify-efa for 8 EFAs."""
+PREP = ROOT / "efa_constructs/node/pcs/prep.sh"
+
+
+def test_pcs_user_data_prepares_the_node_then_checks_efa(pcs: dict[str, Any]) -> None:
+    """MIME multi-part (PCS user guide): a cloud-config part (node/pcs/prep.sh written in; the
+    instance-metadata rule at every boot and at first boot's end; the EFS at /shared over TLS), then a
+    shell part running efa-cdk's efa-env and verify-efa for 8 EFAs. The login node gets the same
+    cloud-config and no shell part."""
     parts = mime_parts(pcs["Resources"][efa_launch_template(pcs)])
     assert list(parts) == ["text/cloud-config", "text/x-shellscript"]
     config = yaml.safe_load(parts["text/cloud-config"])
-    ((source, target, kind, options, *_),) = config["mounts"]
+    ((written,),) = [config["write_files"]]
+    assert written["path"] == "/opt/efa-cdk/pcs/prep.sh" and written["content"] == PREP.read_text()
+    assert config["bootcmd"] == ["test ! -x /opt/efa-cdk/pcs/prep.sh || /opt/efa-cdk/pcs/prep.sh imds root"]
     (efs,) = [k for k, v in pcs["Resources"].items() if v["Type"] == "AWS::EFS::FileSystem"]
-    assert source.startswith(f"<{efs}>.efs.") and (target, kind) == ("/shared", "nfs4")
-    assert "nfsvers=4.1" in options and "_netdev" in options
+    assert config["runcmd"] == [
+        ["/opt/efa-cdk/pcs/prep.sh", "imds", "root"],
+        ["/opt/efa-cdk/pcs/prep.sh", "shared", f"<{efs}>", "/shared"],
+    ]
     shell = parts["text/x-shellscript"]
     assert shell.startswith("#!/bin/bash")
     assert "EFA_CDK_STEPS='efa-env,verify-efa'" in shell
@@ -183,7 +193,7 @@ def test_pcs_user_data_mounts_efs_then_checks_efa(pcs: dict[str, Any]) -> None:
         for v in by_type(pcs, "AWS::EC2::LaunchTemplate")
         if "NetworkInterfaces" not in v["Properties"]["LaunchTemplateData"]
     ]
-    assert list(mime_parts(login)) == ["text/cloud-config"]
+    assert mime_parts(login) == {"text/cloud-config": parts["text/cloud-config"]}
 
 
 def test_pcs_login_template_is_secure_by_default(pcs: dict[str, Any]) -> None:
@@ -493,8 +503,7 @@ def test_example_node_group_launches_eks_efa_nodes(example: dict[str, Any]) -> N
 
 
 def test_example_installs_the_device_plugin_for_every_catalogued_efa_type(example: dict[str, Any]) -> None:
-    (chart,) = [v for v in example["Resources"].values() if v["Type"] == "Custom::AWSCDK-EKS-HelmChart"]
-    props = chart["Properties"]
+    (props,) = [p for p in _charts(example) if p["Chart"] == "aws-efa-k8s-device-plugin"]
     assert (props["Chart"], props["Version"], props["Repository"], props["Namespace"]) == (
         "aws-efa-k8s-device-plugin",
         "v0.5.30",
@@ -507,6 +516,26 @@ def test_example_installs_the_device_plugin_for_every_catalogued_efa_type(exampl
     # the chart's own list (eks-charts 5239609) lacks types AWS lists as EFA-capable, e.g. c8gn.48xlarge
     assert {"trn1.32xlarge", "p5.48xlarge", "c8gn.48xlarge"} <= set(types)
     assert values["tolerations"] == [{"operator": "Exists"}]
+    # issue 34 item 13: the image from the cluster's region (EKS user guide, add-on image registries)
+    assert values["image"] == {
+        "repository": "602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/aws-efa-k8s-device-plugin"
+    }
+
+
+def _charts(template: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        v["Properties"] for v in template["Resources"].values() if v["Type"] == "Custom::AWSCDK-EKS-HelmChart"
+    ]
+
+
+def test_example_installs_the_neuron_device_plugin_as_the_eks_guide_does(example: dict[str, Any]) -> None:
+    """Issue 34 item 12: without the accelerator's device plugin a pod asking for aws.amazon.com/neuron
+    stays Pending. The EKS user guide ("Install Kubernetes device plugin for GPUs") installs Neuron's chart
+    from public ECR with the node problem detector off."""
+    (neuron,) = [p for p in _charts(example) if p["Chart"] == "neuron-helm-chart"]
+    assert neuron["Repository"] == "oci://public.ecr.aws/neuron/neuron-helm-chart"
+    assert neuron["Namespace"] == "kube-system" and neuron["Version"] == "1.10.0"
+    assert json.loads(neuron["Values"]) == {"npd": {"enabled": False}}
 
 
 def test_example_node_group_snapshot(example: dict[str, Any], snapshot: Any) -> None:
@@ -525,16 +554,34 @@ def test_example_node_group_snapshot(example: dict[str, Any], snapshot: Any) -> 
     assert readable(masked({"Resources": ours})) == snapshot(extension_class=JSONSnapshotExtension)
 
 
-def test_example_grants_reach_the_node_role(example: dict[str, Any]) -> None:
+def test_example_grants_go_to_a_pod_role_not_the_node_role(example: dict[str, Any]) -> None:
+    """Issue 34 item 17: the bucket is granted to the `trainer` service account's role through EKS Pod
+    Identity (the role trusts pods.eks.amazonaws.com; an association names the account), not to the node
+    role every pod on the node shares; the API endpoint answers the VPC only (no admin_cidr given) and the
+    control plane logs every type."""
     (group,) = by_type(example, "AWS::EKS::Nodegroup")
-    role = group["Properties"]["NodeRole"]["Fn::GetAtt"][0]
-    assert any(
-        {"Ref": role} in p["Properties"]["Roles"] and "s3:PutObject" in json.dumps(p)
+    node_role = group["Properties"]["NodeRole"]["Fn::GetAtt"][0]
+    writers = {
+        r["Ref"]
         for p in by_type(example, "AWS::IAM::Policy")
-    )
-    managed = json.dumps(example["Resources"][role]["Properties"]["ManagedPolicyArns"])
+        if "s3:PutObject" in json.dumps(p)
+        for r in p["Properties"]["Roles"]
+    }
+    (pod_role,) = writers
+    assert pod_role != node_role
+    trust = json.dumps(example["Resources"][pod_role]["Properties"]["AssumeRolePolicyDocument"])
+    assert "pods.eks.amazonaws.com" in trust
+    (association,) = by_type(example, "AWS::EKS::PodIdentityAssociation")
+    assert association["Properties"]["ServiceAccount"] == "trainer"
+    assert association["Properties"]["RoleArn"] == {"Fn::GetAtt": [pod_role, "Arn"]}
+    managed = json.dumps(example["Resources"][node_role]["Properties"]["ManagedPolicyArns"])
     for policy in ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly", "AmazonEKS_CNI_Policy"):
         assert policy in managed
+    (cluster,) = by_type(example, "AWS::EKS::Cluster")
+    vpc_config = cluster["Properties"]["ResourcesVpcConfig"]
+    assert (vpc_config["EndpointPublicAccess"], vpc_config["EndpointPrivateAccess"]) == (False, True)
+    logged = {t["Type"] for t in cluster["Properties"]["Logging"]["ClusterLogging"]["EnabledTypes"]}
+    assert logged == {"api", "audit", "authenticator", "controllerManager", "scheduler"}
 
 
 def test_example_is_stock_cfn_lint_clean(example: dict[str, Any]) -> None:
@@ -583,7 +630,7 @@ def eks_cluster() -> Any:
 @pytest.mark.parametrize(
     ("kwargs", "says"),
     [
-        ({"device_plugin": True}, "device_plugin=True: the EFA device plugin is a Helm chart"),
+        ({"device_plugin": True}, "device_plugin=True: the device plugins are Helm charts"),
         ({"instance_type": ec2.InstanceType("dl1.24xlarge")}, "no EKS-optimized AMI has their drivers"),
         (
             {"ami_type": eks.NodegroupAmiType.BOTTLEROCKET_X86_64_NVIDIA},
@@ -719,7 +766,14 @@ def test_one_device_plugin_for_two_node_groups_and_capacity_blocks() -> None:
     }
     assert len(sources) == 2 and any("ASecurityGroup" in s for s in sources)
     assert any("ClusterSecurityGroupId" in s for s in sources)
-    assert len([v for v in t["Resources"].values() if v["Type"] == "Custom::AWSCDK-EKS-HelmChart"]) == 1
+    # one EFA and one NVIDIA device plugin for the cluster (the EKS user guide's NVIDIA chart)
+    charts = sorted(_charts(t), key=lambda c: c["Chart"])
+    assert [(c["Chart"], c["Namespace"], c["Version"]) for c in charts] == [
+        ("aws-efa-k8s-device-plugin", "kube-system", "v0.5.30"),
+        ("nvidia-device-plugin", "nvidia", "0.17.4"),
+    ]
+    assert charts[1]["Repository"] == "https://nvidia.github.io/k8s-device-plugin"
+    assert json.loads(charts[1]["Values"]) == {"gfd": {"enabled": True}}
     groups = {k: v["Properties"] for k, v in t["Resources"].items() if v["Type"] == "AWS::EKS::Nodegroup"}
     assert sorted(g["CapacityType"] for g in groups.values()) == ["CAPACITY_BLOCK", "ON_DEMAND"]
     assert sorted(g["AmiType"] for g in groups.values()) == ["AL2023_x86_64_NVIDIA"] * 2
@@ -769,7 +823,7 @@ def test_node_group_alone_is_cdk_nag_clean() -> None:
 CLOUD_INIT = shutil.which("cloud-init")
 
 
-def _cloud_init(pcs: dict[str, Any], tmp_path: Path, *flags: str) -> dict[str, Any]:
+def _cloud_init(pcs: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
     """The PCS compute node's user data through tests/cloud_init_check.py (cloud-init's own code)."""
     compute = pcs["Resources"][efa_launch_template(pcs)]
     (efs,) = [k for k, v in pcs["Resources"].items() if v["Type"] == "AWS::EFS::FileSystem"]
@@ -780,7 +834,6 @@ def _cloud_init(pcs: dict[str, Any], tmp_path: Path, *flags: str) -> dict[str, A
             str(ROOT / "tests/cloud_init_check.py"),
             str(tmp_path / "user-data"),
             str(tmp_path),
-            *flags,
         ],
         capture_output=True,
         text=True,
@@ -795,12 +848,36 @@ NO_CLOUD_INIT = pytest.mark.skipif(
     CLOUD_INIT is None, reason="cloud-init is not installed (scripts/setup --dev installs it as root)"
 )
 
+#: Stand-ins for what prep.sh calls on a node: the EFS mount helper is there; `mount` records and
+#: mounts (STUB_MOUNT_FAILS: it fails), `mountpoint` answers from that; iptables and sleep record.
+PREP_STUBS = {
+    "mount.efs": "exit 0",
+    "mount": '[ -z "${STUB_MOUNT_FAILS:-}" ] || exit 32\n'
+    'echo "mount $*" >>"$STUB_DIR/calls"; touch "$STUB_DIR/mounted"',
+    "mountpoint": '[ -e "$STUB_DIR/mounted" ]',
+    "iptables": 'echo "iptables $*" >>"$STUB_DIR/calls"; case "$*" in *" -C "*) exit 1 ;; esac',
+    "sleep": "exit 0",
+    "dnf": 'echo "dnf $*" >>"$STUB_DIR/calls"; exit 1',  # the package manager has no such package
+}
+
+
+def _prep_env(tmp_path: Path) -> dict[str, str]:
+    stubs = tmp_path / "stubs"
+    for name, body in PREP_STUBS.items():
+        executable(stubs / name, f"#!/bin/bash\n{body}\n")
+    (tmp_path / "node/etc").mkdir(parents=True, exist_ok=True)
+    return {"PATH": f"{stubs}:/usr/bin:/bin", "EFA_CDK_ROOT": str(tmp_path / "node"), "STUB_DIR": str(stubs)}
+
 
 @NO_CLOUD_INIT
-def test_cloud_init_reads_the_pcs_user_data_and_mounts_the_efs(pcs: dict[str, Any], tmp_path: Path) -> None:
-    """Debian's cloud-init (22.4), its own code: the MIME parts are types its handlers take, the
-    cloud-config passes its strict schema, and its mounts module writes the EFS line to /etc/fstab,
-    makes /shared and runs `mount -a` (tests/cloud_init_check.py redirects the fstab and the commands)."""
+def test_cloud_init_runs_the_pcs_cloud_config_and_the_node_mounts_efs_over_tls(
+    pcs: dict[str, Any], tmp_path: Path
+) -> None:
+    """Debian's cloud-init (22.4), its own code: the MIME parts are types its handlers take; the
+    cloud-config passes its strict schema; bootcmd runs on a first boot, before write_files, without
+    failing; write_files writes prep.sh executable; runcmd's script, run as the final stage runs it (here
+    with stand-ins for mount, mountpoint and iptables), mounts the EFS with the EFS mount helper over TLS
+    from /etc/fstab (issue 34 item 14), makes /shared mode 1777 (item 9) and sets the metadata rule."""
     seen = _cloud_init(pcs, tmp_path)
     assert seen["types"] == ["text/cloud-config", "text/x-shellscript"]
     assert set(seen["types"]) <= set(seen["handled"])
@@ -811,28 +888,41 @@ def test_cloud_init_reads_the_pcs_user_data_and_mounts_the_efs(pcs: dict[str, An
     assert seen["encodings"] == ["7bit", "7bit"]
     (shell,) = seen["shell"]
     assert shell.startswith("#!/bin/bash\n") and "EFA_CDK_STEPS='efa-env,verify-efa'" in shell
-    assert seen["schema_errors"] == []
-    options = "nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport,_netdev"
-    assert seen["fstab"] == (
-        f"fs-0123456789abcdef0.efs.us-east-1.amazonaws.com:/\t/shared\tnfs4\t{options},comment=cloudconfig\t0\t0\n"
-    )
-    assert [d for d in seen["made"] if not d.startswith(str(tmp_path))] == [
-        "/shared"
-    ]  # (the fstab's own dir)
-    assert ["mount", "-a"] in seen["ran"]
-    assert seen["warnings"] == []
+    assert seen["schema_errors"] == [] and seen["warnings"] == []
+    assert seen["bootcmd_ok"] is True
+    assert seen["written"] == {"/opt/efa-cdk/pcs/prep.sh": "0o755"}
+    prep = tmp_path / "root/opt/efa-cdk/pcs/prep.sh"
+    assert prep.read_text() == PREP.read_text()
+    runcmd = seen["runcmd"]
+    assert "'/opt/efa-cdk/pcs/prep.sh' 'shared' 'fs-0123456789abcdef0' '/shared'" in runcmd
+    script = tmp_path / "runcmd"
+    script.write_text(runcmd.replace("/opt/efa-cdk/pcs/prep.sh", str(prep)))
+    run = subprocess.run(["/bin/sh", str(script)], env=_prep_env(tmp_path), capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    node = tmp_path / "node"
+    assert (node / "etc/fstab").read_text() == "fs-0123456789abcdef0:/ /shared efs _netdev,tls 0 0\n"
+    assert (node / "shared").stat().st_mode & 0o7777 == 0o1777
+    calls = (tmp_path / "stubs/calls").read_text()
+    assert f"mount {node}/shared" in calls
+    assert "-m owner --uid-owner 0 -j ACCEPT" in calls and "-A efa-cdk-imds -j REJECT" in calls
+    assert "fs-0123456789abcdef0 mounted at /shared over TLS, mode 1777" in run.stderr
 
 
-@NO_CLOUD_INIT
-def test_an_efs_that_cannot_be_mounted_is_logged_and_the_node_boots_on(
-    pcs: dict[str, Any], tmp_path: Path
-) -> None:
-    """What the README promises: when `mount -a` fails at first boot (EFS unreachable), cloud-init's
-    mounts module logs it and returns, so the shell part (verify-efa) and slurmd still run, without
-    /shared. The fstab line is written all the same, for the next boot."""
-    seen = _cloud_init(pcs, tmp_path, "--mount-fails")
-    assert "Activate mounts: FAIL:mount -a" in seen["warnings"]
-    assert "/shared\tnfs4" in seen["fstab"]
+def test_an_efs_that_cannot_be_mounted_leaves_shared_alone_and_says_why(tmp_path: Path) -> None:
+    """A mount target that never answers: six tries, then one line naming the file system; /shared is
+    not opened up. The same line when the image has no EFS mount helper and none can be installed."""
+    env = _prep_env(tmp_path)
+    run = subprocess.run(
+        ["bash", str(PREP), "shared", "fs-0123456789abcdef0", "/shared"],
+        env={**env, "STUB_MOUNT_FAILS": "1"}, capture_output=True, text=True,
+    )  # fmt: skip
+    assert run.returncode == 1 and "could not mount fs-0123456789abcdef0 at /shared over TLS" in run.stderr
+    assert (tmp_path / "node/shared").stat().st_mode & 0o7777 != 0o1777
+    (tmp_path / "stubs/mount.efs").unlink()
+    run = subprocess.run(["bash", str(PREP), "shared", "fs-0123456789abcdef0", "/shared"], env=env,
+                         capture_output=True, text=True)  # fmt: skip
+    assert run.returncode == 1 and "no EFS mount helper (amazon-efs-utils) on this image" in run.stderr
+    assert "dnf -y -q install amazon-efs-utils" in (tmp_path / "stubs/calls").read_text()  # tried first
 
 
 def test_node_group_on_an_aws_eks_cluster() -> None:
@@ -876,8 +966,9 @@ def test_node_group_on_an_aws_eks_cluster() -> None:
         {"Effect": "NO_SCHEDULE", "Key": "efa", "Value": "true"}
     ]
     assert by_ami["AL2023_x86_64_NVIDIA"]["Taints"] == [{"Effect": "NO_EXECUTE", "Key": "gpu"}]
-    charts = [v["Properties"] for v in t["Resources"].values() if v["Type"] == "Custom::AWSCDK-EKS-HelmChart"]
-    assert [c["Chart"] for c in charts] == ["aws-efa-k8s-device-plugin"]
+    assert sorted(c["Chart"] for c in _charts(t)) == [
+        "aws-efa-k8s-device-plugin", "neuron-helm-chart", "nvidia-device-plugin"
+    ]  # fmt: skip
     lts = by_type(t, "AWS::EC2::LaunchTemplate")
     efa = [n for lt in lts for n in lt["Properties"]["LaunchTemplateData"]["NetworkInterfaces"]]
     assert sum(n.get("InterfaceType") == "efa-only" for n in efa) == 8 + 32  # trn1 and p5 layouts
@@ -914,9 +1005,13 @@ def test_node_group_on_an_imported_aws_eks_cluster_needs_its_kubectl_role_for_th
     )
     with pytest.raises(EfaConfigError) as err:
         EfaNodegroup(stack, "NoRole", cluster=bare, **args)
-    assert str(err.value).startswith("device_plugin=True: the EFA device plugin is a Helm chart")
+    assert str(err.value).startswith("device_plugin=True: the device plugins are Helm charts")
     assert "import the cluster with kubectl_role_arn=" in str(err.value)
-    EfaNodegroup(stack, "NoPlugin", cluster=bare, device_plugin=False, **args)
+    with pytest.raises(EfaConfigError, match=r"^accelerator_device_plugin=True: the device plugins"):
+        EfaNodegroup(
+            stack, "NoEfaPlugin", cluster=bare, device_plugin=False, accelerator_device_plugin=True, **args
+        )
+    EfaNodegroup(stack, "NoPlugin", cluster=bare, device_plugin=False, **args)  # neither, by default
     with_role = eks_v1.Cluster.from_cluster_attributes(
         stack, "WithRole", cluster_name="training2", vpc=vpc, cluster_security_group_id=group_id,
         kubectl_role_arn="arn:aws:iam::123456789012:role/kubectl",
@@ -972,3 +1067,111 @@ def test_pcs_nodes_get_the_layout_pcs_documents_and_the_other_on_request(pcs: di
         "interface",
         "efa-only",
     }
+
+
+def test_pcs_cluster_prolog_storage_policy_and_node_group_order(pcs: dict[str, Any]) -> None:
+    """Issue 34 items 10, 14, 11: the cluster names efa-cdk's Prolog (a node that has not verified EFA
+    is drained, tests/e2e/test_pcs_node.py runs it under real slurmd); the EFS refuses connections
+    without TLS (Amazon EFS user guide: aws:SecureTransport); every node group waits for the EFS mount
+    target its nodes mount at first boot."""
+    (cluster,) = by_type(pcs, "AWS::PCS::Cluster")
+    assert cluster["Properties"]["SlurmConfiguration"]["SlurmCustomSettings"] == [
+        {"ParameterName": "Prolog", "ParameterValue": "/opt/efa-cdk/bin/slurm-prolog.sh"}
+    ]
+    assert (ROOT / "efa_constructs/node/boot/slurm-prolog.sh").exists()  # staged to /opt/efa-cdk/bin
+    (efs,) = by_type(pcs, "AWS::EFS::FileSystem")
+    (deny,) = [s for s in efs["Properties"]["FileSystemPolicy"]["Statement"] if s["Effect"] == "Deny"]
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} and deny["Action"] == "*"
+    targets = {k for k, v in pcs["Resources"].items() if v["Type"] == "AWS::EFS::MountTarget"}
+    assert targets
+    for group in by_type(pcs, "AWS::PCS::ComputeNodeGroup"):
+        assert targets <= set(group["DependsOn"])
+
+
+def test_pcs_metadata_users_and_a_second_hop_on_request() -> None:
+    """Issue 34 items 16 and 11: more users than root through to instance metadata, and hop limit 2 for
+    bridged containers, on the login and the compute templates alike; a bad user name is refused."""
+    t = new_template(Stack.of(_pcs(imds_users=["ec2-user"], bridged_containers=True)))
+    templates = by_type(t, "AWS::EC2::LaunchTemplate")
+    assert len(templates) == 2
+    for lt in templates:
+        assert lt["Properties"]["LaunchTemplateData"]["MetadataOptions"]["HttpPutResponseHopLimit"] == 2
+        config = yaml.safe_load(mime_parts(lt, {})["text/cloud-config"])
+        assert config["runcmd"][0] == ["/opt/efa-cdk/pcs/prep.sh", "imds", "root", "ec2-user"]
+    for bad in ("root", "Ec2 User", ""):
+        with pytest.raises(EfaConfigError, match=r"imds_users=.*not a local user name besides root"):
+            _pcs(imds_users=[bad])
+
+
+def test_accelerator_plugin_options_and_the_efa_image_region() -> None:
+    """Issue 34 items 12, 13 and 17: the accelerator's plugin can be left off on its own; the EFA
+    plugin's image comes from the cluster's region where EKS lists a registry for it (another account in
+    some regions), the chart's default otherwise; the CNI policy can stay off a created node role."""
+    from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
+
+    def charts(region: str | None, **kwargs: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        app = new_app()
+        env = cdk.Environment(region=region) if region else None
+        stack = Stack(app, "Plugins", env=env)
+        vpc = isolated_vpc(stack)
+        cluster = eks.Cluster(
+            stack, "Cluster", version=eks.KubernetesVersion.V1_35, vpc=vpc, default_capacity=0,
+            default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+            vpc_subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
+            kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=KubectlV35Layer(stack, "K")),
+        )  # fmt: skip
+        EfaNodegroup(stack, "G", cluster=cluster, subnet=vpc.isolated_subnets[0], **kwargs)
+        t = new_template(stack)
+        return _charts(t), t
+
+    p5 = {"instance_type": ec2.InstanceType("p5.48xlarge")}
+    found, _ = charts("af-south-1", **p5, accelerator_device_plugin=False)
+    (efa,) = found
+    assert json.loads(efa["Values"])["image"]["repository"] == (
+        "877085696533.dkr.ecr.af-south-1.amazonaws.com/eks/aws-efa-k8s-device-plugin"
+    )
+    found, _ = charts(None, **p5)
+    (efa,) = [c for c in found if c["Chart"] == "aws-efa-k8s-device-plugin"]
+    assert "image" not in json.loads(efa["Values"])  # no region known at synth: the chart's default
+    _, t = charts("us-east-1", instance_type=ec2.InstanceType("trn1.32xlarge"), cni_policy=False)
+    (role,) = [
+        v for k, v in t["Resources"].items() if v["Type"] == "AWS::IAM::Role" and k.startswith("GNodeRole")
+    ]
+    managed = json.dumps(role["Properties"]["ManagedPolicyArns"])
+    assert "AmazonEKSWorkerNodePolicy" in managed and "AmazonEKS_CNI_Policy" not in managed
+
+
+@pytest.mark.parametrize(("desired", "warned"), [(2, True), (0, False)])
+def test_a_capacity_block_node_group_says_how_to_update_it(
+    eks_cluster: Any, desired: int, warned: bool
+) -> None:
+    """Issue 34 item 13: EKS updates a Capacity Block node group only at desired size 0."""
+    from aws_cdk import assertions
+
+    stack, vpc, cluster = eks_cluster
+    EfaNodegroup(
+        stack, f"Block{desired}", cluster=cluster, instance_type=ec2.InstanceType("p5.48xlarge"),
+        subnet=vpc.isolated_subnets[0], device_plugin=False, max_size=2, desired_size=desired,
+        capacity=Capacity.capacity_block("cr-0123456789abcdef0", instance_count=2),
+    )  # fmt: skip
+    found = assertions.Annotations.from_stack(stack).find_warning(
+        f"/{stack.stack_name}/Block{desired}", assertions.Match.string_like_regexp("only at desired size 0")
+    )
+    assert bool(found) is warned
+
+
+def test_the_eks_pod_asks_for_the_whole_node_with_huge_pages() -> None:
+    """Issue 34 item 12: the docs' pod requests every EFA and every Neuron device of a trn1.32xlarge (the
+    catalogue's counts) and 2 MiB huge pages, requests equal to limits (Kubernetes requires it of huge
+    pages), as the EKS user guide's EFA example does on p5; it runs as the pod-role service account."""
+    text = (ROOT / "docs/eks.md").read_text()
+    (block,) = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    spec = yaml.safe_load(block)["spec"]
+    assert spec["serviceAccountName"] == "trainer"
+    (container,) = spec["containers"]
+    limits, requests = container["resources"]["limits"], container["resources"]["requests"]
+    it = instance_type("trn1.32xlarge")
+    assert limits["vpc.amazonaws.com/efa"] == it.max_efa_interfaces
+    assert limits["aws.amazon.com/neuron"] == it.accelerator.count
+    assert limits["hugepages-2Mi"] == requests["hugepages-2Mi"] == "5120Mi"
+    assert limits == requests

@@ -48,7 +48,7 @@ def test_the_wheel_installs_beside_the_users_aws_cdk_lib_and_synthesizes() -> No
     types = [r["Type"] for r in res.values()]
     for kind, count in {
         "AWS::EKS::Nodegroup": 2,  # aws_eks_v2 and aws_eks clusters
-        "Custom::AWSCDK-EKS-HelmChart": 1,  # the device plugin on the aws_eks cluster
+        "Custom::AWSCDK-EKS-HelmChart": 2,  # the EFA and accelerator device plugins (aws_eks cluster)
         "AWS::PCS::Cluster": 1,
         "AWS::EC2::Instance": 2,  # the EfaCluster's nodes
         "AWS::AutoScaling::AutoScalingGroup": 1,

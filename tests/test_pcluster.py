@@ -733,9 +733,13 @@ def test_efs_is_mounted_with_iam_because_its_policy_refuses_anonymous_clients(st
     """The synthesized policy grants ClientWrite/ClientRootAccess to IAM principals through mount
     targets and nothing to anonymous clients, so ParallelCluster must mount with IAM (and TLS)."""
     (fs,) = by_type(stack, "AWS::EFS::FileSystem")
-    (statement,) = fs["Properties"]["FileSystemPolicy"]["Statement"]
+    statements = fs["Properties"]["FileSystemPolicy"]["Statement"]
+    (statement,) = [s for s in statements if s["Effect"] == "Allow"]
+    (deny,) = [s for s in statements if s["Effect"] == "Deny"]
     assert statement["Effect"] == "Allow" and "elasticfilesystem:ClientMount" not in statement["Action"]
     assert statement["Condition"] == {"Bool": {"elasticfilesystem:AccessedViaMountTarget": "true"}}
+    # and no connection without TLS (issue 34 item 14), which ParallelCluster's EncryptionInTransit meets
+    assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     joined = stack["Outputs"]["ParallelClusterConfig"]["Value"]["Fn::Join"][1]
     text = "".join(p if isinstance(p, str) else "X" for p in joined)
     efs = text.split("EfsSettings:")[1].split("Name:")[0]

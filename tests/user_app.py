@@ -85,7 +85,7 @@ def build(app: cdk.App) -> cdk.Stack:
         instance_type=ec2.InstanceType("trn1.32xlarge"),
         subnet=private,
         max_size=4,
-        device_plugin=False,  # a cluster without a kubectl provider: install the plugin yourself
+        device_plugin=False,  # a cluster without a kubectl provider: install the plugins yourself
     )
     v1 = eks_v1.Cluster.from_cluster_attributes(
         stack,

@@ -194,6 +194,7 @@ class EfaCluster(Construct):
         benchmarks = software.benchmarks_for(self.instance_type) if software else ()
         if software is not None:
             self._warn_if_isolated(vpc)
+        self._warn_if_public_without_address(vpc, node_count)
         self.machine_image = machine_image or EfaMachineImage.default_for(self.instance_type)
         if container is not None:
             self._warn_if_gaudi_without_runtime()
@@ -329,6 +330,23 @@ class EfaCluster(Construct):
                 "efa-cdk:isolated-subnet",
                 "The nodes' subnet has no route out: the node software needs VPC endpoints for S3, SSM, "
                 "EC2 and CloudFormation, and an image with EFA preinstalled (the installer is downloaded).",
+            )
+
+    def _warn_if_public_without_address(self, vpc: ec2.IVpc, node_count: int) -> None:
+        """A public subnet routes out through the internet gateway, which carries only traffic from a
+        public address, and EC2 gives none to an instance with several network interfaces."""
+        if not any(s.node.path == self.subnet.node.path for s in vpc.public_subnets):
+            return
+        with_address = 0 if self.node_group is NodeGroup.ASG else self.public_ip.count(node_count)
+        interfaces = len(self.layout.interfaces)
+        if with_address < node_count and interfaces > 1:
+            Annotations.of(self).add_warning_v2(
+                "efa-cdk:public-subnet-without-public-address",
+                f"{node_count - with_address} of {node_count} nodes in the public subnet "
+                f"{self.subnet.node.path} get no public address ({interfaces} network interfaces: EC2 "
+                "assigns none, and their subnet's route out is the internet gateway), so they cannot reach "
+                "S3, SSM or the EFA installer: put them in a private subnet with NAT (subnet=), or give them "
+                "Elastic IPs (public_ip=PublicIp.ALL).",
             )
 
     def _warn_if_gaudi_without_runtime(self) -> None:

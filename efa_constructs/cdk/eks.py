@@ -32,10 +32,12 @@ launches the nodes. Facts (checked late 2026; docs/eks.md compares with eksctl):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 import jsii
-from aws_cdk import Stack
+from aws_cdk import Annotations, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks_v1
 from aws_cdk import aws_eks_v2 as eks
@@ -61,12 +63,63 @@ DEVICE_PLUGIN_VERSION = "v0.5.30"
 DEVICE_PLUGIN_REPOSITORY = "https://aws.github.io/eks-charts"
 #: The extended resource a pod requests EFA devices with (the chart's README).
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
-#: The AWS managed policies of an EKS node role (EKS user guide, "Amazon EKS node IAM role").
-NODE_ROLE_POLICIES = (
-    "AmazonEKSWorkerNodePolicy",
-    "AmazonEC2ContainerRegistryPullOnly",
-    "AmazonEKS_CNI_Policy",
-)
+#: The AWS managed policies of an EKS node role (EKS user guide, "Amazon EKS node IAM role"); the
+#: CNI policy may instead go to the VPC CNI's own service account (same page), hence optional.
+NODE_ROLE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
+CNI_POLICY = "AmazonEKS_CNI_Policy"
+
+
+@dataclass(frozen=True)
+class DevicePluginChart:
+    """A device plugin's Helm chart, installed once per cluster (``<id>`` under the cluster)."""
+
+    id: str
+    repository: str
+    chart: str
+    version: str
+    namespace: str
+    values: Mapping[str, Any]
+
+
+#: The accelerators' device plugins as the EKS user guide installs them ("Install Kubernetes device plugin
+#: for GPUs": the NVIDIA chart 0.17.4 with GPU feature discovery into `nvidia`; the Neuron chart with the
+#: node problem detector off). The guide leaves the Neuron chart unpinned: 1.10.0 is the tag helm pulled
+#: from public.ecr.aws/neuron/neuron-helm-chart as the latest in September 2026 (device plugin 2.32.0.0).
+#: Without it a pod asking for aws.amazon.com/neuron or nvidia.com/gpu stays Pending.
+ACCELERATOR_PLUGINS = {
+    AcceleratorKind.NEURON: DevicePluginChart(
+        "NeuronDevicePlugin", "oci://public.ecr.aws/neuron/neuron-helm-chart", "neuron-helm-chart", "1.10.0",
+        "kube-system", {"npd": {"enabled": False}},
+    ),
+    AcceleratorKind.NVIDIA_GPU: DevicePluginChart(
+        "NvidiaDevicePlugin", "https://nvidia.github.io/k8s-device-plugin", "nvidia-device-plugin", "0.17.4",
+        "nvidia", {"gfd": {"enabled": True}},
+    ),
+}  # fmt: skip
+#: The registry of EKS's add-on images per region where it is not account 602401143452 (EKS user guide,
+#: "View Amazon container image registries for Amazon EKS add-ons"); the EFA device plugin's image is
+#: pulled from the cluster's own region, so nodes reach it through the region's ECR endpoint.
+_ADDON_REGISTRY_ACCOUNTS = {
+    "af-south-1": "877085696533", "ap-east-1": "800184023465", "ap-southeast-3": "296578399912",
+    "ap-south-2": "900889452093", "ap-southeast-4": "491585149902", "ap-southeast-5": "151610086707",
+    "ap-southeast-6": "333609536671", "ap-southeast-7": "121268973566",
+}  # fmt: skip
+#: Regions the same page lists under 602401143452.
+_ADDON_REGISTRY_DEFAULT_REGIONS = frozenset(
+    {"us-east-1", "us-east-2", "us-west-1", "us-west-2", "ca-central-1", "sa-east-1", "eu-west-1",
+     "eu-west-2", "eu-west-3", "eu-central-1", "eu-north-1", "ap-south-1", "ap-northeast-1",
+     "ap-northeast-2", "ap-northeast-3", "ap-southeast-1", "ap-southeast-2"}
+)  # fmt: skip
+
+
+def addon_registry(region: str) -> str | None:
+    """EKS's add-on image registry in `region`, or None where the page lists none (the chart's default,
+    us-west-2's, then applies)."""
+    if region in _ADDON_REGISTRY_ACCOUNTS:
+        return f"{_ADDON_REGISTRY_ACCOUNTS[region]}.dkr.ecr.{region}.amazonaws.com"
+    if region in _ADDON_REGISTRY_DEFAULT_REGIONS:
+        return f"602401143452.dkr.ecr.{region}.amazonaws.com"
+    return None
 
 
 def accelerated_ami_type(it: InstanceType) -> eks.NodegroupAmiType:
@@ -213,6 +266,13 @@ class EfaNodegroup(Construct):
         taints: Kubernetes taints of the nodes (the device plugin tolerates every taint). Default: none.
         device_plugin: install the EFA device plugin (Helm, through the cluster's kubectl provider),
             once per cluster. Default: True.
+        accelerator_device_plugin: install the accelerator's device plugin once per cluster too, as the
+            EKS user guide does: Neuron's chart for Trainium and Inferentia (``aws.amazon.com/neuron``),
+            NVIDIA's for GPUs (``nvidia.com/gpu``); nothing for other accelerators. Default: as
+            ``device_plugin``.
+        cni_policy: attach ``AmazonEKS_CNI_Policy`` to a created node role. Default: True. The EKS user
+            guide prefers it on the VPC CNI's service account (IRSA or Pod Identity): pass False when
+            yours has it.
     """
 
     @checked
@@ -238,6 +298,8 @@ class EfaNodegroup(Construct):
         labels: Mapping[str, str] | None = None,
         taints: Sequence[AnyTaint] = (),
         device_plugin: bool = True,
+        accelerator_device_plugin: bool | None = None,
+        cni_policy: bool = True,
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
@@ -250,23 +312,29 @@ class EfaNodegroup(Construct):
         _check_ami_type(chosen, it)
         #: The AMI type, as the cluster's module spells it.
         self.ami_type: AnyAmiType = getattr(module.NodegroupAmiType, chosen.name)
-        if device_plugin and not _kubectl_ready(cluster, module):
+        accelerator_chart = (
+            ACCELERATOR_PLUGINS.get(it.accelerator.kind)
+            if (device_plugin if accelerator_device_plugin is None else accelerator_device_plugin)
+            else None
+        )
+        if (device_plugin or accelerator_chart) and not _kubectl_ready(cluster, module):
+            which = "device_plugin" if device_plugin else "accelerator_device_plugin"
             raise EfaConfigError(
-                "device_plugin",
+                which,
                 value=True,
-                why=f"the EFA device plugin is a Helm chart, and the cluster {cluster.node.path} has no "
-                "kubectl provider to install it with",
+                why=f"the device plugins are Helm charts, and the cluster {cluster.node.path} has no "
+                "kubectl provider to install them with",
                 fix=(
                     "create the cluster with kubectl_provider_options=eks.KubectlProviderOptions("
                     "kubectl_layer=...)"
                     if module is eks
                     else "import the cluster with kubectl_role_arn=... (or kubectl_provider=...)"
                 )
-                + ", or pass device_plugin=False and install the plugin yourself",
+                + ", or pass device_plugin=False and install the plugins yourself",
             )
         self.security_group = EfaSecurityGroup(self, "SecurityGroup", vpc=cluster.vpc)
         self.placement_group = cluster_placement_group(self, placement_group, capacity)
-        self.role: iam.IRole = role or self._node_role()
+        self.role: iam.IRole = role or self._node_role(cni_policy)
         image = EfaMachineImage.chosen_by_launcher(
             f"EKS AMI type {self.ami_type.name}", os_family=OsFamily.AMAZON_LINUX_2023
         )
@@ -318,22 +386,31 @@ class EfaNodegroup(Construct):
             ]
             or None,
         )
+        desired = min_size if desired_size is None else desired_size
+        if capacity.kind is CapacityKind.CAPACITY_BLOCK and desired > 0:
+            Annotations.of(self).add_warning_v2(
+                "efa-cdk:capacity-block-node-group-update",
+                "A Capacity Block node group updates (a new launch template version, AMI release or "
+                "Kubernetes version) only at desired size 0 (EKS user guide, Capacity Blocks for managed "
+                f"node groups): deploy desired_size=0 first, then the change, then desired_size={desired}",
+            )
         self.device_plugin = efa_device_plugin(cluster) if device_plugin else None
+        #: The accelerator's device plugin (the cluster's one chart), or None.
+        self.accelerator_device_plugin = (
+            cluster_chart(cluster, accelerator_chart) if accelerator_chart is not None else None
+        )
 
-    def _node_role(self) -> iam.Role:
+    def _node_role(self, cni_policy: bool) -> iam.Role:
+        policies = (*NODE_ROLE_POLICIES, CNI_POLICY) if cni_policy else NODE_ROLE_POLICIES
         role = iam.Role(
             self,
             "NodeRole",
             assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
-            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(p) for p in NODE_ROLE_POLICIES],
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(p) for p in policies],
             description="EKS EFA nodes: EKS's node policies",
         )
         acknowledge(
-            role,
-            *(
-                f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{p}]"
-                for p in NODE_ROLE_POLICIES
-            ),
+            role, *(f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{p}]" for p in policies)
         )
         return role
 
@@ -353,16 +430,15 @@ class EfaNodegroup(Construct):
         return self.role
 
 
-def efa_device_plugin(cluster: AnyCluster) -> eks.HelmChart | eks_v1.HelmChart:
-    """The EFA device plugin of `cluster`: created once (``EfaDevicePlugin`` under the cluster, or
-    ``<id>EfaDevicePlugin`` beside an imported one), on every EFA type the catalogue knows instead of the
-    chart's own list."""
+def cluster_chart(cluster: AnyCluster, spec: DevicePluginChart) -> eks.HelmChart | eks_v1.HelmChart:
+    """The chart `spec` on `cluster`, created once (``<spec.id>`` under the cluster, or
+    ``<cluster id><spec.id>`` beside an imported one) and shared by every node group of the cluster."""
     module = eks_module(cluster)
     # Under the cluster; an imported cluster is a jsii proxy Python cannot scope under: beside it.
     scope, id_ = (
-        (cluster, "EfaDevicePlugin")
+        (cluster, spec.id)
         if isinstance(cluster, Construct)
-        else (Stack.of(cluster), f"{cluster.node.id}EfaDevicePlugin")
+        else (Stack.of(cluster), f"{cluster.node.id}{spec.id}")
     )
     existing = scope.node.try_find_child(id_)
     if isinstance(existing, (eks.HelmChart, eks_v1.HelmChart)):
@@ -371,20 +447,39 @@ def efa_device_plugin(cluster: AnyCluster) -> eks.HelmChart | eks_v1.HelmChart:
         scope,
         id_,
         cluster=cluster,
-        chart=DEVICE_PLUGIN_CHART,
-        repository=DEVICE_PLUGIN_REPOSITORY,
-        version=DEVICE_PLUGIN_VERSION,
-        namespace="kube-system",
-        values={
-            "supportedInstanceLabels": {
-                "keys": ["node.kubernetes.io/instance-type"],
-                "values": sorted(all_instance_types()),
-            },
-            # A device plugin must run on every EFA node, tainted or not (GPU nodes often are).
-            "tolerations": [{"operator": "Exists"}],
-        },
+        chart=spec.chart,
+        repository=spec.repository,
+        version=spec.version,
+        namespace=spec.namespace,
+        values=dict(spec.values),
     )
     return chart
+
+
+def efa_device_plugin(cluster: AnyCluster) -> eks.HelmChart | eks_v1.HelmChart:
+    """The EFA device plugin of `cluster` (``EfaDevicePlugin``), on every EFA type the catalogue knows
+    instead of the chart's own list, its image from the cluster's region where EKS lists a registry."""
+    values: dict[str, Any] = {
+        "supportedInstanceLabels": {
+            "keys": ["node.kubernetes.io/instance-type"],
+            "values": sorted(all_instance_types()),
+        },
+        # A device plugin must run on every EFA node, tainted or not (GPU nodes often are).
+        "tolerations": [{"operator": "Exists"}],
+    }
+    region = Stack.of(cluster).region
+    registry = None if Token.is_unresolved(region) else addon_registry(region)
+    if registry is not None:
+        values["image"] = {"repository": f"{registry}/eks/aws-efa-k8s-device-plugin"}
+    spec = DevicePluginChart(
+        "EfaDevicePlugin",
+        DEVICE_PLUGIN_REPOSITORY,
+        DEVICE_PLUGIN_CHART,
+        DEVICE_PLUGIN_VERSION,
+        "kube-system",
+        values,
+    )
+    return cluster_chart(cluster, spec)
 
 
 def _check_sizes(min_size: int, max_size: int, desired_size: int | None) -> None:

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import RemovalPolicy, Stack, Token
+from aws_cdk import Annotations, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk.interfaces import ResourceEnvironment
 from aws_cdk.interfaces import aws_ec2 as ec2_refs
-from constructs import Construct
+from constructs import Construct, IValidation
 
 from ..core.capacity import Capacity
 from ..core.catalogue import InstanceType
@@ -76,6 +76,85 @@ def cluster_placement_group(
     if given is None and capacity.creates_placement_group:
         return ec2.PlacementGroup(scope, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER)
     return given
+
+
+def _warn_unless_cluster_strategy(scope: Construct, group: ec2.IPlacementGroup | None) -> None:
+    """EFA nodes belong in one cluster placement group (EC2 user guide, EFA: "launch the instances into
+    a cluster placement group"): a spread or partition group made in the app is warned of (an imported
+    group's strategy is unknown here)."""
+    strategy = getattr(group, "strategy", None)
+    if group is not None and strategy is not None and strategy != ec2.PlacementGroupStrategy.CLUSTER:
+        Annotations.of(scope).add_warning_v2(
+            "efa-cdk:placement-group-not-cluster",
+            f"The placement group {group.node.path} is a {strategy.name} group: EFA nodes get the network "
+            "latency they are for in a cluster placement group (EC2 user guide, EFA); leave "
+            "placement_group unset (a cluster group is created) or make it with "
+            "strategy=PlacementGroupStrategy.CLUSTER.",
+        )
+
+
+def _rule_ids(stack: Stack, group: ec2.SecurityGroup) -> tuple[set[str], set[str]]:
+    """The groups `group` lets ALL traffic in from, and out to (inline rules and rule resources alike),
+    as resolved JSON."""
+    key = json.dumps(stack.resolve(group.security_group_id))
+    cfn = group.node.default_child
+    assert isinstance(cfn, ec2.CfnSecurityGroup)
+    ins = {
+        json.dumps(r.get("sourceSecurityGroupId"))
+        for r in stack.resolve(cfn.security_group_ingress) or []
+        if str(r.get("ipProtocol")) == "-1"
+    }
+    outs = {
+        json.dumps(r.get("destinationSecurityGroupId"))
+        for r in stack.resolve(cfn.security_group_egress) or []
+        if str(r.get("ipProtocol")) == "-1"
+    }
+    for c in stack.node.find_all():
+        if isinstance(c, ec2.CfnSecurityGroupIngress):
+            into, peer = ins, c.source_security_group_id
+        elif isinstance(c, ec2.CfnSecurityGroupEgress):
+            into, peer = outs, c.destination_security_group_id
+        else:
+            continue
+        if c.ip_protocol == "-1" and json.dumps(stack.resolve(c.group_id)) == key:
+            into.add(json.dumps(stack.resolve(peer)))
+    return ins, outs
+
+
+@jsii.implements(IValidation)
+class _SelfRules:
+    """At synth, once every rule is added: EFA needs a group of the interfaces that allows ALL traffic in
+    from and out to the interfaces' groups (EC2 user guide, "Prepare an EFA-enabled security group"; an
+    all-traffic egress to 0.0.0.0/0 does not cover EFA, which is not IP). Checked when every group is
+    made in this app; an imported group's rules are not known here."""
+
+    def __init__(self, owner: Construct, groups: Sequence[ec2.ISecurityGroup]) -> None:
+        self.owner, self.groups = owner, list(groups)
+
+    def validate(self) -> list[str]:
+        made = [g for g in self.groups if isinstance(g, ec2.SecurityGroup)]
+        if len(made) < len(self.groups):
+            return []
+        stack = Stack.of(self.owner)
+        ids = {json.dumps(stack.resolve(g.security_group_id)) for g in self.groups}
+        for group in made:
+            ins, outs = _rule_ids(stack, group)
+            if ins & ids and outs & ids:
+                return []
+        return [
+            str(
+                EfaConfigError(
+                    "security_groups",
+                    value=[g.node.path for g in self.groups],
+                    why="no group of the EFA interfaces allows all traffic in from and out to the group "
+                    "itself, so EFA traffic would be dropped (an all-traffic egress to 0.0.0.0/0 does not "
+                    "cover EFA, which is not IP)",
+                    fix="pass an EfaSecurityGroup, or add group.add_ingress_rule(group, "
+                    "ec2.Port.all_traffic()) and group.add_egress_rule(group, ec2.Port.all_traffic()) to a "
+                    "group made with allow_all_outbound=False (CDK drops egress rules otherwise)",
+                )
+            )
+        ]
 
 
 def session_manager_statement() -> iam.PolicyStatement:
@@ -227,6 +306,8 @@ class EfaLaunchTemplate(Construct):
             self.capacity,
         )
         self._connections = ec2.Connections(security_groups=self.security_groups)
+        self.node.add_validation(_SelfRules(self, self.security_groups))
+        _warn_unless_cluster_strategy(self, placement_group)
 
     def _create(
         self,

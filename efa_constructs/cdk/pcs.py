@@ -24,7 +24,8 @@ here (AWS PCS user guide and API reference, CloudFormation's AWS::PCS::* referen
   4 cards by hand; the catalogue's layout covers every EFA type.
 * Image: PCS publishes no SSM parameter for its sample AMIs (``aws-pcs-sample_ami-*``, "for
   demonstration"), so the image is yours: the PCS agent, PCS's Slurm, EFA and the accelerator's
-  drivers (aws-hpc-recipes ``recipes/pcs/hpc_ready_ami``, or ``dlami_for_pcs`` on a DLAMI).
+  drivers (aws-hpc-recipes ``recipes/pcs/hpc_ready_ami``, or ``dlami_for_pcs``, which builds from
+  NVIDIA DLAMIs only; no AWS recipe builds a Neuron image: docs/pcs.md says how).
 * Purchase options: ONDEMAND, SPOT, CAPACITY_BLOCK, INTERRUPTIBLE_CAPACITY_RESERVATION (the
   ComputeNodeGroup schema); a Capacity Block node group's MaxInstanceCount is at most the block's
   size (user guide, capacity-blocks-configure-cng).
@@ -35,6 +36,7 @@ here (AWS PCS user guide and API reference, CloudFormation's AWS::PCS::* referen
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 import jsii
 import yaml
@@ -58,6 +60,8 @@ from ..core.pcs import (
     check_node_counts,
     check_queue_name,
     check_slurm_version,
+    check_user_names,
+    pcs_cloud_config,
 )
 from ..core.software import EfaUserData, bootstrap_script, node_settings
 from .acknowledgements import acknowledge
@@ -74,9 +78,9 @@ from .storage import EfaSharedStorage
 PCS_IAM_PATH = "/aws-pcs/"
 #: Where the shared EFS is mounted on every node.
 SHARED_DIR = "/shared"
-#: EFS's recommended NFS options (Amazon EFS user guide, "Mounting on Amazon EC2 Linux instances
-#: using the NFS client"); _netdev waits for the network.
-EFS_MOUNT_OPTIONS = "nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport,_netdev"
+#: Where the cluster's Slurm settings point the Prolog: node/boot/slurm-prolog.sh, which the EFA nodes'
+#: bootstrap puts there with the other node scripts.
+PROLOG = "/opt/efa-cdk/bin/slurm-prolog.sh"
 #: The login node type per architecture (aws-hpc-recipes recipes/pcs/getting_started: c7i / c7g .xlarge).
 DEFAULT_LOGIN_TYPES = {"x86_64": "c7i.xlarge", "arm64": "c7g.xlarge"}
 #: The steps an EFA node runs from its user data (after PCS registers it, before slurmd starts).
@@ -156,6 +160,12 @@ class EfaPcsCluster(Construct):
             Default: one under ``/aws-pcs/`` with PCS registration and Session Manager.
         efs_throughput_mibps: EFS provisioned throughput. Default: Elastic throughput.
         storage_removal_policy: Default: RETAIN.
+        imds_users: the local users, besides root, that may reach instance metadata (and so the node
+            role) on every node, e.g. ``["ec2-user"]`` for jobs that use ``grant_principal``'s grants.
+            The role can fetch the cluster's Slurm key (PCS's RegisterComputeNodeGroupInstance), so
+            by default only root may. Default: none.
+        bridged_containers: IMDS hop limit 2 on every node, so containers on a bridge network reach
+            instance metadata (AWS's PCS templates set more than 1). Default: False, hop limit 1.
     """
 
     @checked
@@ -186,6 +196,8 @@ class EfaPcsCluster(Construct):
         role: iam.IRole | None = None,
         efs_throughput_mibps: int | None = None,
         storage_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        imds_users: Sequence[str] = (),
+        bridged_containers: bool = False,
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
@@ -200,6 +212,9 @@ class EfaPcsCluster(Construct):
         capacity.check(instance_type=it.name, availability_zone=availability_zone, node_count=max_count)
         if role is not None:
             check_pcs_role(role)
+        check_user_names(imds_users)
+        self._imds_users = ("root", *imds_users)
+        self._hop_limit = 2 if bridged_containers else 1
         if (vpc is None) != (subnet is None):
             raise EfaConfigError(
                 "subnet" if vpc is not None else "vpc",
@@ -251,6 +266,14 @@ class EfaPcsCluster(Construct):
             networking=pcs.CfnCluster.NetworkingProperty(
                 subnet_ids=[subnet.subnet_id], security_group_ids=[self.security_group.security_group_id]
             ),
+            # A node whose EFA check failed runs no job: slurmd drains a node whose Prolog fails and
+            # requeues the job (slurm.conf(5)); Prolog is a cluster-level setting PCS takes (PCS API
+            # reference, SlurmCustomSetting).
+            slurm_configuration=pcs.CfnCluster.SlurmConfigurationProperty(
+                slurm_custom_settings=[
+                    pcs.CfnCluster.SlurmCustomSettingProperty(parameter_name="Prolog", parameter_value=PROLOG)
+                ]
+            ),
         )
         mount = self._mount_part()
         compute_data = ec2.MultipartUserData()
@@ -275,6 +298,7 @@ class EfaPcsCluster(Construct):
             root_volume_gib=root_volume_gib,
             placement_group=self.placement_group,
             capacity=capacity,
+            bridged_containers=bridged_containers,
         )
         # Plain text, as AWS's PCS examples write their parts (PCS merges this document with its own);
         # CDK's MultipartBody.from_user_data would base64-encode it.
@@ -329,7 +353,7 @@ class EfaPcsCluster(Construct):
             require_imdsv2=True,
             # 1, as the compute template: an image registered IMDSv2-only would default to 2 (EC2 user
             # guide, "Configure the instance metadata options"), letting a bridged container reach the role
-            http_put_response_hop_limit=1,
+            http_put_response_hop_limit=self._hop_limit,
             user_data=login_data,
             block_devices=[
                 ec2.BlockDevice(
@@ -362,10 +386,11 @@ class EfaPcsCluster(Construct):
         return role
 
     def _mount_part(self) -> ec2.MultipartBody:
-        """A cloud-config part that mounts the EFS at /shared (before the node registers with PCS)."""
-        dns = f"{self.storage.file_system.file_system_id}.efs.{Aws.REGION}.{Aws.URL_SUFFIX}"
-        config = {"mounts": [[f"{dns}:/", SHARED_DIR, "nfs4", EFS_MOUNT_OPTIONS, "0", "0"]]}
-        body = "#cloud-config\n" + yaml.safe_dump(config, default_flow_style=None, width=1000)
+        """The cloud-config part of every node (:func:`~efa_constructs.core.pcs.pcs_cloud_config`)."""
+        config = pcs_cloud_config(self.storage.file_system.file_system_id, self._imds_users, SHARED_DIR)
+        body = "#cloud-config\n" + yaml.safe_dump(
+            config, default_flow_style=None, width=1000, sort_keys=False
+        )
         return ec2.MultipartBody.from_raw_body(content_type='text/cloud-config; charset="utf-8"', body=body)
 
     def _efa_check(self) -> ec2.UserData:
@@ -395,7 +420,7 @@ class EfaPcsCluster(Construct):
         max_count: int,
         purchase_option: str,
     ) -> pcs.CfnComputeNodeGroup:
-        return pcs.CfnComputeNodeGroup(
+        group = pcs.CfnComputeNodeGroup(
             self,
             id_,
             cluster_id=self.cluster.attr_id,
@@ -412,6 +437,9 @@ class EfaPcsCluster(Construct):
             subnet_ids=[self.subnet.subnet_id],
             purchase_option=purchase_option,
         )
+        # Nodes mount /shared at first boot: launch none before the EFS mount target exists.
+        group.node.add_dependency(self.storage.file_system.mount_targets_available)
+        return group
 
     @property
     def cluster_id(self) -> str:

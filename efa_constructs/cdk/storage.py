@@ -6,6 +6,7 @@ from aws_cdk import Annotations, RemovalPolicy, Size, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_efs as efs
 from aws_cdk import aws_fsx as fsx
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from ..core.errors import EfaConfigError
@@ -113,7 +114,7 @@ class EfaSharedStorage(Construct):
                 "or not, and the file system is retained when the stack is deleted; leave it unset for "
                 "Elastic throughput (billed by use)",
             )
-        return efs.FileSystem(
+        file_system = efs.FileSystem(
             self,
             "Efs",
             vpc=vpc,
@@ -130,6 +131,19 @@ class EfaSharedStorage(Construct):
             removal_policy=removal_policy,
             enable_automatic_backups=True,
         )
+        # Encryption in transit or no access: the clients mount with TLS (the EFS mount helper's `tls`;
+        # ParallelCluster's EncryptionInTransit), and the policy refuses any other connection (Amazon EFS
+        # user guide, "Encrypting data in transit": the aws:SecureTransport condition).
+        file_system.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="DenyUnencryptedTransport",
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=["*"],
+                conditions={"Bool": {"aws:SecureTransport": "false"}},
+            )
+        )
+        return file_system
 
     def _lustre(
         self,

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
 
 from .capacity import Capacity, CapacityKind
 from .errors import EfaConfigError, parse_choice
@@ -123,3 +126,37 @@ def check_node_counts(
             why=f"{instance_type} (an UltraServer) launches on PCS from a Capacity Block only",
             fix="pass a Capacity Block (-c capacity_block=cr-...)",
         )
+
+
+_USER_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+
+
+def check_user_names(users: Sequence[str]) -> None:
+    """Local user names as useradd(8) takes them (the Linux default NAME_REGEX), for ``imds_users``."""
+    for user in users:
+        if not isinstance(user, str) or not _USER_NAME.match(user) or user == "root":
+            raise EfaConfigError(
+                "imds_users",
+                value=user,
+                why="not a local user name besides root (lower-case letters, digits, '_' or '-', a letter "
+                "or '_' first, at most 32), and root may always reach instance metadata",
+                fix="pass e.g. ['ec2-user'], or leave it empty",
+            )
+
+
+def pcs_cloud_config(
+    file_system_id: str, imds_users: Sequence[str], shared_dir: str = "/shared"
+) -> dict[str, Any]:
+    """The cloud-config of every PCS node (login and compute): node/pcs/prep.sh written to
+    /opt/efa-cdk/pcs/prep.sh; its instance-metadata rule (only `imds_users`) at every boot (bootcmd,
+    which runs before write_files on the first boot, hence the test) and at first boot's end (runcmd,
+    once the image's users exist); and the EFS at `shared_dir` over TLS, mode 1777 (runcmd). runcmd runs
+    with the shell parts, before slurmd starts (PCS user guide, "Working with Amazon EC2 user data")."""
+    prep = (resources.files("efa_constructs") / "node" / "pcs" / "prep.sh").read_text()
+    path = "/opt/efa-cdk/pcs/prep.sh"
+    users = " ".join(imds_users)
+    return {
+        "write_files": [{"path": path, "permissions": "0755", "owner": "root:root", "content": prep}],
+        "bootcmd": [f"test ! -x {path} || {path} imds {users}"],
+        "runcmd": [[path, "imds", *imds_users], [path, "shared", file_system_id, shared_dir]],
+    }

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Slurm's Prolog on an EFA node (EfaPcsCluster sets it in the cluster's Slurm settings): a node that has
+# not verified EFA runs no job. slurmd runs the Prolog as root before a job's first step on the node; one
+# that exits non-zero drains the node and requeues the job (slurm.conf(5), Prolog). verify-efa writes
+# the marker; a failed check leaves its reason in $STATE/failure and the node log.
+R="${EFA_CDK_ROOT:-}"
+[ -f "$R/var/lib/efa-cdk/verified" ] && exit 0
+reason=$(cat "$R/var/lib/efa-cdk/failure" 2>/dev/null || echo "the EFA check never completed")
+echo "efa-cdk: node ${SLURMD_NODENAME:-?} takes no job (${SLURM_JOB_ID:-?}): EFA not verified: $reason; see /var/log/efa-cdk.log" >&2
+exit 1

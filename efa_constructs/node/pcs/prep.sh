@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# efa-cdk's preparation of an AWS PCS node (login and compute), run as root from the launch template's
+# cloud-config (this file is written in by write_files):
+#   prep.sh imds USER...    every boot (bootcmd) and again at first boot's end (runcmd, once the image's
+#                           users exist): instance metadata answers only USER (root first). PCS hands a
+#                           node's role the cluster's Slurm key (RegisterComputeNodeGroupInstance), so any
+#                           local user who reached the role could forge Slurm credentials. The rule is
+#                           ParallelCluster's `Imds: Secured` on its head node: iptables, owner match.
+#   prep.sh shared FS DIR   first boot (runcmd): mount EFS file system FS at DIR over TLS with the EFS mount
+#                           helper (amazon-efs-utils), kept in /etc/fstab, and make DIR writable by every
+#                           user with the sticky bit (mode 1777), as AWS's PCS recipes do.
+set -euo pipefail
+R="${EFA_CDK_ROOT:-}"
+log() { printf 'efa-cdk[pcs-prep] %s\n' "$*" >&2; }
+die() { log "FAILED: $*"; exit 1; }
+
+# install_missing COMMAND PACKAGE...: install the first PACKAGE the OS's package manager has, unless
+# COMMAND is already there.
+install_missing() {
+  local command=$1 pkg
+  shift
+  command -v "$command" >/dev/null && return 0
+  for pkg in "$@"; do
+    if command -v dnf >/dev/null; then dnf -y -q install "$pkg" >/dev/null 2>&1 && return 0
+    elif command -v yum >/dev/null; then yum -y -q install "$pkg" >/dev/null 2>&1 && return 0
+    elif command -v apt-get >/dev/null; then apt-get -y -qq install "$pkg" >/dev/null 2>&1 && return 0
+    fi
+  done
+  return 1
+}
+
+imds() {
+  [ "$#" -gt 0 ] || die "usage: prep.sh imds USER..."
+  install_missing iptables iptables-nft iptables \
+    || die "no iptables on this image and none could be installed: instance metadata stays open to every user"
+  local chain=efa-cdk-imds user
+  iptables -w -N "$chain" 2>/dev/null || iptables -w -F "$chain"
+  for user in "$@"; do
+    if id -u "$user" >/dev/null 2>&1; then
+      iptables -w -A "$chain" -m owner --uid-owner "$(id -u "$user")" -j ACCEPT
+    else
+      log "user $user does not exist (yet): not let through to instance metadata"
+    fi
+  done
+  iptables -w -A "$chain" -j REJECT
+  iptables -w -C OUTPUT -d 169.254.169.254/32 -j "$chain" 2>/dev/null \
+    || iptables -w -I OUTPUT 1 -d 169.254.169.254/32 -j "$chain"
+  log "instance metadata: only $* (iptables chain $chain)"
+}
+
+shared() {
+  [ "$#" -eq 2 ] || die "usage: prep.sh shared FILE_SYSTEM_ID DIR"
+  local fs=$1 dir=$2 fstab="$R/etc/fstab" try
+  install_missing mount.efs amazon-efs-utils \
+    || die "no EFS mount helper (amazon-efs-utils) on this image and none could be installed: $dir is not mounted; build it into the image (github.com/aws/efs-utils)"
+  mkdir -p "$R$dir"
+  grep -qE "^[^#]*[[:space:]]${dir}[[:space:]]+efs[[:space:]]" "$fstab" 2>/dev/null \
+    || printf '%s:/ %s efs _netdev,tls 0 0\n' "$fs" "$dir" >>"$fstab"
+  for try in 1 2 3 4 5 6; do  # a new mount target can take a minute to answer
+    mountpoint -q "$R$dir" && break
+    mount "$R$dir" && break
+    [ "$try" -lt 6 ] && sleep 10
+  done
+  mountpoint -q "$R$dir" || die "could not mount $fs at $dir over TLS"
+  chmod 1777 "$R$dir"
+  log "$fs mounted at $dir over TLS, mode 1777"
+}
+
+case "${1:-}" in
+  imds | shared) "$@" ;;
+  *) die "usage: prep.sh imds USER... | prep.sh shared FILE_SYSTEM_ID DIR" ;;
+esac
