@@ -201,6 +201,8 @@ case "$args" in
     echo "$n" >"$STUB_DIR/last-replacement-version"
     echo "$v" >"$STUB_DIR/last-replacement"
     echo "$n" ;;
+  *" get-parameter "*"/formed"*) cat "$STUB_DIR/formed" 2>/dev/null || echo no ;;
+  *" put-parameter "*"/formed"*) echo yes >"$STUB_DIR/formed" ;;
   *" get-parameter "*) cat "$STUB_DIR/node-count" ;;
   *" describe-instances "*) cat "$STUB_DIR/instances" ;;
   *" put-metric-data "*)
@@ -306,6 +308,7 @@ class Node:
             "EFA_CDK_CLUSTER": "Trn1EfaCluster/Cluster",
             "EFA_CDK_KEY_PAIR_ID": "key-0123456789abcdef0",
             "EFA_CDK_NODE_COUNT_PARAMETER": "/efa-cdk/Trn1EfaCluster/Cluster/node-count",
+            "EFA_CDK_FORMED_PARAMETER": "/efa-cdk/Trn1EfaCluster/Cluster/formed",
             "EFA_CDK_BENCHMARK_URL": "https://stand-in/handle",
             "EFA_CDK_WAIT_SECONDS": "1",
             **settings,

@@ -375,7 +375,7 @@ def test_the_replacement_limit_is_in_the_template_with_its_alarm_and_least_privi
     statements = [
         s for p in by_type(t, "AWS::IAM::Policy") for s in p["Properties"]["PolicyDocument"]["Statement"]
     ]
-    (ssm_put,) = [s for s in statements if "ssm:PutParameter" in s["Action"]]
+    (ssm_put,) = [s for s in statements if "ssm:PutParameter" in s["Action"] and param in json.dumps(s)]
     assert json.dumps(ssm_put["Resource"]).count(param) == 1 and "*" not in json.dumps(ssm_put["Resource"])
     user_data = json.dumps(by_type(t, "AWS::EC2::LaunchTemplate"))
     assert "EFA_CDK_UNHEALTHY_AFTER='3'" in user_data and "EFA_CDK_REPLACE_MINUTES='60'" in user_data

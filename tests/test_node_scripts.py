@@ -338,13 +338,15 @@ def test_unreachable_node_stops_the_benchmarks_with_its_address(tmp_path: Path) 
 
 
 def test_followers_do_not_benchmark_or_poll_ec2(tmp_path: Path) -> None:
-    """An explicit follower asks EC2 nothing: the leader lists the nodes and copies it the hostfile."""
+    """An explicit follower asks EC2 nothing: the leader lists the nodes and copies it the hostfile. It
+    reads one SSM parameter: whether the cluster formed already (then it joins instead)."""
     node = Node(tmp_path, index=1)
     (node.root / "etc/efa-cdk/hostfile").write_text("10.0.1.10 slots=32\n10.0.1.11 slots=32\n")
     r = node.run("hostfile", "benchmarks")
     assert r.returncode == 0, r.log
     assert "not the leader" in r.log and not (node.stub_dir / "posted.json").exists()
-    assert not node.calls("aws")
+    (call,) = node.calls("aws")
+    assert " ssm get-parameter --name /efa-cdk/Trn1EfaCluster/Cluster/formed " in call
 
 
 def test_the_leader_gives_every_node_the_hostfile_in_parallel(tmp_path: Path) -> None:
@@ -570,3 +572,81 @@ def test_verify_efa_refuses_a_libfabric_that_lists_another_provider(tmp_path: Pa
     assert r.returncode == 1 and "fi_info did not list the efa provider" in r.log
     (signal,) = node.signals()
     assert "--status FAILURE" in signal
+
+
+# --- issue 34 item 3: hostfiles that follow the cluster after it formed
+
+
+def test_the_leader_marks_the_cluster_formed_once_every_node_has_the_hostfile(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    assert node.run("hostfile").returncode == 0
+    assert (node.stub_dir / "formed").read_text() == "yes\n"
+
+
+def test_a_replaced_node_joins_and_gives_every_member_the_new_hostfile(tmp_path: Path) -> None:
+    """Node 1 replaced after the cluster formed: the new node 1 lists the members (the newest instance of
+    each index: not the old node 1, still running while CloudFormation replaces it), writes the hostfile
+    with the leader first and hands it to node 0 and node 2; it runs no benchmarks."""
+    node = Node(tmp_path, index=1, EFA_CDK_BENCHMARKS="fi_pingpong")
+    (node.stub_dir / "formed").write_text("yes\n")
+    (node.stub_dir / "local-ipv4").write_text("10.0.1.21\n")
+    node.instances(
+        [
+            (0, "10.0.1.10", OLD, None, "i-00000000000000a00"),
+            (1, "10.0.1.11", OLD, None, "i-00000000000000a01"),  # the broken node, not yet deleted
+            (1, "10.0.1.21", NEW, None, THIS_INSTANCE),
+            (2, "10.0.1.12", OLD, None, "i-00000000000000a02"),
+        ],
+        count=3,
+    )
+    r = node.run("hostfile", "benchmarks")
+    assert r.returncode == 0, r.log
+    expected = ["10.0.1.10", "slots=32", "10.0.1.21", "slots=32", "10.0.1.12", "slots=32"]
+    assert node.read("home/ubuntu/hostfile").split() == expected
+    pushed = sorted(c.split()[-4] for c in node.calls("ssh") if c.endswith("cat > hostfile"))
+    assert pushed == ["10.0.1.10", "10.0.1.12"]  # every member but itself; never the old node 1
+    assert "joined a formed cluster: the benchmarks ran at its creation" in r.log
+    assert not (node.stub_dir / "posted.json").exists()
+
+
+def test_in_a_group_the_oldest_node_leads_not_the_lowest_address(tmp_path: Path) -> None:
+    """A replacement in an Auto Scaling group can get the lowest address: it must not take the lead
+    (and re-run the benchmarks) under running jobs. The group's oldest node leads."""
+    node = Node(tmp_path)
+    (node.stub_dir / "tags" / "efa-cdk:node-index").unlink()  # a group's nodes have no index
+    (node.stub_dir / "formed").write_text("yes\n")
+    (node.stub_dir / "local-ipv4").write_text("10.0.1.2\n")
+    node.instances(
+        [
+            (None, "10.0.1.9", OLD, "Cluster-Nodes", "i-00000000000000a00"),
+            (None, "10.0.1.10", OLD, "Cluster-Nodes", "i-00000000000000a01"),
+            (None, "10.0.1.2", NEW, "Cluster-Nodes", THIS_INSTANCE),  # the replacement
+        ],
+        count=3,
+    )
+    r = node.run("hostfile", "benchmarks")
+    assert r.returncode == 0, r.log
+    assert node.read("etc/efa-cdk/hostfile").split()[::2] == ["10.0.1.9", "10.0.1.10", "10.0.1.2"]
+    assert "joined a formed cluster: the benchmarks ran at its creation" in r.log
+
+
+def test_the_root_copy_of_the_hostfile_follows_the_one_a_joining_node_hands_out(tmp_path: Path) -> None:
+    """A joining node writes members' ~/hostfile as the login user; a path unit (systemd.path(5)) runs
+    hostfile-sync.sh, which copies it to /etc/efa-cdk/hostfile (on-demand benchmarks and a container's
+    /efa-cdk/etc read that), refusing anything but "<ip> slots=<ranks>" lines."""
+    node = Node(tmp_path)
+    assert node.run("hostfile").returncode == 0
+    units = node.root / "etc/systemd/system"
+    path_unit = (units / "efa-cdk-hostfile.path").read_text()
+    assert "PathChanged=/home/ubuntu/hostfile\n" in path_unit and "WantedBy=paths.target" in path_unit
+    assert "ExecStart=/opt/efa-cdk/bin/hostfile-sync.sh\n" in (units / "efa-cdk-hostfile.service").read_text()
+    assert "systemctl enable --now efa-cdk-hostfile.path" in node.calls("systemctl")
+    handed = "10.0.1.10 slots=32\n10.0.1.21 slots=32\n10.0.1.12 slots=32\n"
+    (node.root / "home/ubuntu/hostfile").write_text(handed)
+    assert node.run("hostfile-sync").returncode == 0
+    assert node.read("etc/efa-cdk/hostfile") == handed
+    (node.root / "home/ubuntu/hostfile").write_text("10.0.1.10 slots=32\n; rm -rf /\n")
+    r = node.run("hostfile-sync")
+    assert r.returncode == 1 and "is not '<ip> slots=<ranks>'" in r.log
+    assert node.read("etc/efa-cdk/hostfile") == handed
+    assert node.systemd_verify("efa-cdk-hostfile.path", "efa-cdk-hostfile.service") == ""  # last: may skip

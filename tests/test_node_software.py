@@ -234,9 +234,19 @@ def test_role_is_least_privilege(default_cluster: dict[str, Any]) -> None:
         '["ec2:DescribeInstanceTopology", "ec2:DescribeInstances"]',
         '"cloudwatch:PutMetricData"',
         '["logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"]',
+        '"ssm:PutParameter"',
     }
     params = json.dumps(by_action['"ssm:GetParameter"'])
-    assert "ec2/keypair/" in params and "KeyPairId" in params and len(by_action['"ssm:GetParameter"']) == 2
+    assert "ec2/keypair/" in params and "KeyPairId" in params and len(by_action['"ssm:GetParameter"']) == 3
+    # the one parameter the nodes write: whether the cluster formed (the leader sets it)
+    (formed,) = [
+        k
+        for k, v in of_type(default_cluster, "AWS::SSM::Parameter").items()
+        if v["Properties"]["Value"] == "no"
+    ]
+    assert formed in json.dumps(by_action['"ssm:PutParameter"']) and "*" not in json.dumps(
+        by_action['"ssm:PutParameter"']
+    )
     assert by_action['"cloudformation:SignalResource"'] == {"Ref": "AWS::StackId"}
     assert ".zip" in json.dumps(by_action['"s3:GetObject"'])  # the one scripts object, not the bucket
     describe = by_action['["ec2:DescribeInstanceTopology", "ec2:DescribeInstances"]']
@@ -248,8 +258,12 @@ def test_role_is_least_privilege(default_cluster: dict[str, Any]) -> None:
 
 
 def test_node_count_parameter_is_the_only_thing_that_knows_the_count(default_cluster: dict[str, Any]) -> None:
-    (param,) = of_type(default_cluster, "AWS::SSM::Parameter").values()
-    assert param["Properties"]["Value"] == "3" and param["Properties"]["Type"] == "String"
+    count, formed = sorted(
+        of_type(default_cluster, "AWS::SSM::Parameter").values(),
+        key=lambda p: p["Properties"]["Value"] == "no",
+    )
+    assert count["Properties"]["Value"] == "3" and count["Properties"]["Type"] == "String"
+    assert formed["Properties"]["Value"] == "no"  # set by the leader once the cluster formed
     (lt,) = of_type(default_cluster, "AWS::EC2::LaunchTemplate").values()
     assert "'3'" not in json.dumps(lt)
 

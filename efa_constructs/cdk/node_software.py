@@ -78,7 +78,8 @@ class NodeSoftwareInstallation(Construct):
     """The node software of one cluster, wired to its nodes' role and user data.
 
     Creates the cluster's SSH key pair (``SshKey``; private key in SSM Parameter Store), the
-    node-count parameter the nodes read (``NodeCount``: no launch template depends on the count),
+    node-count parameter the nodes read (``NodeCount``: no launch template depends on the count), the
+    parameter the leader marks the cluster formed in (``Formed``: later nodes join the hostfiles),
     the scripts asset (``Scripts``), the role's permissions for them, and renders the bootstrap into
     the user data. The builder is staged here: steps added to it afterwards raise.
 
@@ -117,6 +118,16 @@ class NodeSoftwareInstallation(Construct):
             string_value=str(node_count),
             description=f"Number of nodes in EFA cluster {scope.node.path} (read by the nodes at boot)",
         )
+        # "yes" once the leader has given every node of the new cluster its hostfile: a node that boots
+        # later (a replacement, a scale-out) joins instead, and the benchmarks do not run again.
+        self.formed_parameter = ssm.StringParameter(
+            self,
+            "Formed",
+            parameter_name=f"{parameter_path}/formed",
+            simple_name=False,
+            string_value="no",
+            description=f"Whether EFA cluster {scope.node.path} has formed (set by its leader)",
+        )
         scripts = s3_assets.Asset(self, "Scripts", path=str(software.stage()))
         role.add_to_principal_policy(
             iam.PolicyStatement(
@@ -129,7 +140,15 @@ class NodeSoftwareInstallation(Construct):
                         resource_name=f"ec2/keypair/{self.ssh_key.key_pair_id}",
                     ),
                     self.node_count_parameter.parameter_arn,
+                    self.formed_parameter.parameter_arn,
                 ],
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="EfaClusterFormed",
+                actions=["ssm:PutParameter"],
+                resources=[self.formed_parameter.parameter_arn],
             )
         )
         role.add_to_principal_policy(scripts_read_statement(scripts))
@@ -146,6 +165,7 @@ class NodeSoftwareInstallation(Construct):
             **settings,
             "EFA_CDK_KEY_PAIR_ID": self.ssh_key.key_pair_id,
             "EFA_CDK_NODE_COUNT_PARAMETER": self.node_count_parameter.parameter_name,
+            "EFA_CDK_FORMED_PARAMETER": self.formed_parameter.parameter_name,
         }
         if benchmark_url is not None:
             node_settings["EFA_CDK_BENCHMARK_URL"] = benchmark_url

@@ -17,7 +17,15 @@ from typing import Any
 import pytest
 
 from efa_constructs.core import instance_type
-from tests.e2e.cluster import Cluster, Node, explain, inside, missing_capabilities, synthesize_cluster
+from tests.e2e.cluster import (
+    Cluster,
+    Node,
+    explain,
+    inside,
+    kill_namespace,
+    missing_capabilities,
+    synthesize_cluster,
+)
 
 MISSING = missing_capabilities()
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"this machine lacks: {', '.join(MISSING)}")
@@ -144,3 +152,54 @@ def test_monitoring_configures_the_agent_and_the_health_check_reaches_cloudwatch
         metrics = cluster.clients()["cloudwatch"].list_metrics(Namespace="EfaCdk/Trn1EfaCluster/Cluster")
     names = {(m["MetricName"], tuple(d["Value"] for d in m["Dimensions"])) for m in metrics["Metrics"]}
     assert ("EfaHealthy", (leader.instance_id,)) in names and ("EfaUnhealthyNodes", ()) in names
+
+
+def test_a_replaced_node_joins_and_every_hostfile_follows_the_cluster(
+    cluster: Cluster, healthy: dict[str, Any]
+) -> None:
+    """Issue 34 item 3, last in this module (it ends node 1). After the cluster formed, node 1 dies and
+    is replaced as CloudFormation replaces it: a new instance with node 1's tags, the old one still
+    listed by EC2. The new node joins: every node's ~/hostfile lists node 0 first (the leader stays),
+    the new node, node 2, and not the dead address; the new node runs no benchmarks (the wait
+    condition's body is unchanged); the leader's root copy follows ~/hostfile (hostfile-sync.sh, which
+    systemd's path unit runs on a node: run here as it would)."""
+    nodes: list[Node] = healthy["nodes"]
+    settings = dict(
+        line.split("=", 1)
+        for line in (nodes[0].root / "etc/efa-cdk/node.env").read_text().splitlines()
+        if "=" in line
+    )
+    formed_name = settings["EFA_CDK_FORMED_PARAMETER"].strip("'")
+    before = cluster.handle(healthy["stack"]["handle"])
+    with inside(cluster.aws_ns):
+        aws = cluster.clients()
+        assert aws["ssm"].get_parameter(Name=formed_name)["Parameter"]["Value"] == "yes", explain(nodes)
+        old = nodes[1]
+        kill_namespace(old.ns)  # node 1 dies; its instance still runs until CloudFormation deletes it
+        (was,) = [i for r in aws["ec2"].describe_instances(InstanceIds=[old.instance_id])["Reservations"]
+                  for i in r["Instances"]]  # fmt: skip
+        made = aws["ec2"].run_instances(
+            ImageId=was["ImageId"], InstanceType=was["InstanceType"], MinCount=1, MaxCount=1,
+            SubnetId=was["SubnetId"], TagSpecifications=[{"ResourceType": "instance", "Tags": was["Tags"]}],
+        )["Instances"][0]  # fmt: skip
+    tags = {t["Key"]: t["Value"] for t in was["Tags"]}
+    replacement = {
+        "user_data": healthy["stack"]["user_data"],
+        "instances": {old.logical_id: (made["InstanceId"], made["PrivateIpAddress"], tags)},
+    }
+    (new,) = cluster.boot("r", replacement, "ubuntu", [8], {"EFA_CDK_POLL_SECONDS": "2"})
+    cluster.wait([new], timeout=180)
+    assert new.process is not None and new.process.returncode == 0, explain([new])
+    assert "joined: every member has the hostfile of the 3 nodes" in new.log(), new.log()[-3000:]
+    files = {n.name: (n.root / "home/ubuntu/hostfile").read_text() for n in (nodes[0], new, nodes[2])}
+    assert len(set(files.values())) == 1, files  # one list on every node
+    listed = [line.split()[0] for line in files[new.name].splitlines()]
+    assert listed[0] == nodes[0].ip and sorted(listed) == sorted([nodes[0].ip, new.ip, nodes[2].ip])
+    assert old.ip not in listed
+    assert (
+        "the benchmarks ran at its creation" in new.log()
+        and cluster.handle(healthy["stack"]["handle"]) == before
+    )
+    r = nodes[0].run_as_root("bash", str(nodes[0].root / "opt/efa-cdk/bin/hostfile-sync.sh"))
+    assert r.returncode == 0, r.stderr
+    assert (nodes[0].root / "etc/efa-cdk/hostfile").read_text() == files[new.name]

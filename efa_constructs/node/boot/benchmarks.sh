@@ -45,10 +45,16 @@ report() { # report JSON...: publish the figures, and (at creation) post them to
   grep -q '"Status": "SUCCESS"' "$out/signal.json"
 }
 
+# A node that joined a formed cluster (a replacement, a scale-out) runs none: benchmarks run at the
+# cluster's creation, not across a cluster whose jobs may be running (on demand they run on purpose).
+if [ -e "$STATE/joined" ] && [ "${EFA_CDK_ON_DEMAND:-0}" != 1 ]; then
+  log "joined a formed cluster: the benchmarks ran at its creation (re-run them on demand)"
+  exit 0
+fi
 # Followers have no $ETC/hostfile (the leader lists the nodes; they get ~/hostfile from it).
 [ -r "$ETC/hostfile" ] || { log "not the leader; nothing to run"; exit 0; }
 mapfile -t hosts < <(awk '{print $1}' "$ETC/hostfile")
-# The leader is the hostfile's first node: node 0, or in an Auto Scaling group the lowest address.
+# The leader is the hostfile's first node: node 0, or in an Auto Scaling group the oldest node.
 [ "$(imds meta-data/local-ipv4 || true)" = "${hosts[0]:-}" ] || { log "not the leader; nothing to run"; exit 0; }
 if [ "${#hosts[@]}" -lt 2 ]; then
   printf '{"benchmark":"all","ok":true,"skipped":"one node: cross-node benchmarks need two"}\n' >"$out/skipped.json"

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # Write the MPI hostfile of the whole cluster: "<private ip> slots=<ranks>" per node, in node-index
-# order (Auto Scaling group nodes have no index: address order); the first line is the leader.
+# order (Auto Scaling group nodes have no index: launch order, then address); the first line is the
+# leader: node 0, or the group's oldest node, so a replacement never takes the lead from running jobs.
 # Nodes are found at run time by their cluster tag, so adding a node never changes the launch
 # template; the expected count comes from the cluster's SSM parameter. Waits until exactly that many
 # nodes of the current generation run, or fails naming the ones found after the timeout.
+#
+# At the cluster's creation the leader hands every node the hostfile, then marks the cluster formed
+# (EFA_CDK_FORMED_PARAMETER). A node that boots into a formed cluster (a replacement, a scale-out) joins:
+# it lists the members the same way (the old node of a replaced index is no member: the newest instance
+# of each index is), writes the hostfile and hands it to every member, so all hostfiles follow the
+# cluster; it runs no benchmarks (benchmarks.sh: they run at creation).
 #
 # EC2's API rate: explicit nodes other than node 0 do not poll at all (the leader copies the hostfile
 # to them); Auto Scaling nodes, which learn who leads only from the list, poll with jittered
@@ -14,13 +21,21 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 index=$(tag efa-cdk:node-index || echo None)
-if [ "$index" != None ] && [ "$index" != 0 ]; then
+joining=0
+formed=$(retry 3 5 aws_ ssm get-parameter --name "${EFA_CDK_FORMED_PARAMETER:?}" --query Parameter.Value) \
+  || die "could not read whether the cluster formed from SSM parameter $EFA_CDK_FORMED_PARAMETER"
+if [ "$formed" = yes ]; then
+  joining=1
+  log "the cluster formed before this node booted (a replacement or a scale-out): joining its hostfiles"
+elif [ "$index" != None ] && [ "$index" != 0 ]; then
   log "node $index: the leader (node 0) lists the nodes and copies the hostfile here"
   exit 0
 fi
 want=$(retry 5 5 aws_ ssm get-parameter --name "${EFA_CDK_NODE_COUNT_PARAMETER:?}" --query Parameter.Value) \
   || die "could not read the node count from SSM parameter $EFA_CDK_NODE_COUNT_PARAMETER"
 me=$(imds meta-data/instance-id) || die "could not read this instance's id from instance metadata"
+order=("-k1,1n" "-k2,2V") # node index, then address
+[ "$index" != None ] || order=("-k1,1" "-k2,2V") # a group: launch time (ISO 8601 sorts as text), then address
 deadline=$(($(date +%s) + ${EFA_CDK_WAIT_SECONDS:-1800}))
 poll=${EFA_CDK_POLL_SECONDS:-15}
 delay=$poll
@@ -28,7 +43,8 @@ while :; do
   # One line per instance: "<node index|None> <private ip> <launch time> <Auto Scaling group|None> <id>".
   # The current generation only: while CloudFormation replaces nodes, the old ones still run. Explicit
   # nodes: the newest instance of each index below the node count (higher ones are being removed).
-  # An Auto Scaling group: this node's own group (a replacement is a new group). Output: "<index> <ip> <id>".
+  # An Auto Scaling group: this node's own group (a replacement is a new group). Output: "<index> <ip> <id>",
+  # a group's nodes "<launch time> <ip> <id>" (the oldest leads).
   # shellcheck disable=SC2016  # backticks are JMESPath literals, not command substitution
   nodes=$(aws_ ec2 describe-instances \
     --filters "Name=tag:efa-cdk:cluster,Values=${EFA_CDK_CLUSTER:?}" "Name=instance-state-name,Values=pending,running" \
@@ -40,11 +56,11 @@ while :; do
         for (n in row) {
           split(row[n], f, " ")
           if (!(me in group) || f[4] != group[me]) continue
-          if (f[1] == "None") { print f[1], f[2], f[5]; continue }
+          if (f[1] == "None") { print f[3], f[2], f[5]; continue }
           if (f[1] + 0 < want && (!(f[1] in newest) || f[3] > newest[f[1]])) { newest[f[1]] = f[3]; ip[f[1]] = f[2] " " f[5] }
         }
         for (i in ip) print i, ip[i]
-      }' | sort -k1,1n -k2,2V) || nodes=""
+      }' | sort "${order[@]}") || nodes=""
   have=$(grep -c . <<<"$nodes" || true)
   [ "$have" -eq "$want" ] && break
   if [ "$(date +%s)" -ge "$deadline" ]; then
@@ -55,12 +71,13 @@ while :; do
   sleep "$pause"
   delay=$((delay * 2 > 16 * poll ? 16 * poll : delay * 2))
 done
-# The leader (node 0, or in a group the lowest address) orders the nodes by EC2 instance topology
-# (topology.py), keeping itself first; without an answer (the type is not covered, or no permission)
-# the order stays node index / address, and the log says why.
+# The leader (node 0, or in a group the oldest node), or a joining node, orders the nodes by EC2
+# instance topology (topology.py), keeping the leader first; without an answer (the type is not
+# covered, or no permission) the order stays node index / launch order, and the log says why.
+my_ip=$(imds meta-data/local-ipv4 || true)
 leader=0 # this node heads the list (asked once: the order below keeps the leader first)
-[ "$(imds meta-data/local-ipv4 || true)" = "$(awk 'NR == 1 {print $2}' <<<"$nodes")" ] && leader=1
-if [ "$leader" = 1 ]; then
+[ "$my_ip" = "$(awk 'NR == 1 {print $2}' <<<"$nodes")" ] && leader=1
+if [ "$leader" = 1 ] || [ "$joining" = 1 ]; then
   topo="$STATE/topology"
   mapfile -t ids < <(awk '{print $3}' <<<"$nodes")
   ordered=1
@@ -76,8 +93,21 @@ awk -v slots="${EFA_CDK_SLOTS:?}" '{print $2 " slots=" slots}' <<<"$nodes" >"$ET
 cp "$ETC/hostfile" "$(user_home)/hostfile"
 chown "$EFA_CDK_USER:$EFA_CDK_USER" "$(user_home)/hostfile"
 log "hostfile: $have nodes, $EFA_CDK_SLOTS slots each ($ETC/hostfile, ~$EFA_CDK_USER/hostfile)"
+# A node that joins later hands out ~/hostfile (as the login user): the root copy follows it.
+install_path hostfile hostfile-sync.sh "/home/$EFA_CDK_USER/hostfile" "the root copy of the MPI hostfile follows ~$EFA_CDK_USER/hostfile"
 
 mapfile -t hosts < <(awk '{print $2}' <<<"$nodes")
+if [ "$joining" = 1 ]; then # hand the new hostfile to every member; a member that does not answer is logged
+  mkdir -p "$STATE"
+  date -u +%FT%TZ >"$STATE/joined"
+  for host in "${hosts[@]}"; do
+    [ "$host" != "$my_ip" ] || continue
+    retry 3 10 as_user ssh -o BatchMode=yes -o ConnectTimeout=10 "$host" "cat > hostfile" <"$(user_home)/hostfile" \
+      || log "WARNING: could not give $host the new hostfile (it lists the cluster before this node joined)"
+  done
+  log "joined: every member has the hostfile of the $have nodes"
+  exit 0
+fi
 [ "$leader" = 1 ] || exit 0 # Auto Scaling follower: done
 
 reach() { # reach HOST: wait until HOST answers over the cluster key with EFA verified; give it the hostfile
@@ -99,3 +129,6 @@ done
 wait
 [ -s "$unreachable" ] && die "node(s) $(paste -sd, "$unreachable") never verified EFA or are unreachable over SSH"
 log "all $have nodes verified EFA and have the hostfile"
+retry 3 5 aws_ ssm put-parameter --name "$EFA_CDK_FORMED_PARAMETER" --value yes --overwrite >/dev/null \
+  || die "could not mark the cluster formed in SSM parameter $EFA_CDK_FORMED_PARAMETER"
+log "cluster formed: nodes that boot from now on join the hostfiles"

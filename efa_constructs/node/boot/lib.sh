@@ -177,6 +177,19 @@ topology_answers() {
 # A run is stopped after half the period: a oneshot service has no start timeout unless given one
 # (systemd.service(5), TimeoutStartSec=), and a timer leaves a unit that is still running alone
 # (systemd.timer(5)), so one run hung on an unanswered IMDS or AWS call would end every later run.
+# install_path UNIT SCRIPT PATH DESCRIPTION: run /opt/efa-cdk/bin/SCRIPT whenever PATH changes
+# (systemd.path(5): efa-cdk-UNIT.path starts efa-cdk-UNIT.service).
+install_path() {
+  local unit=$1 script=$2 watched=$3 description=$4 units="$R/etc/systemd/system"
+  mkdir -p "$units"
+  printf '[Unit]\nDescription=efa-cdk: %s\n[Service]\nType=oneshot\nExecStart=/opt/efa-cdk/bin/%s\n' \
+    "$description" "$script" >"$units/efa-cdk-$unit.service"
+  printf '[Unit]\nDescription=efa-cdk: %s, when %s changes\n[Path]\nPathChanged=%s\n[Install]\nWantedBy=paths.target\n' \
+    "$description" "$watched" "$watched" >"$units/efa-cdk-$unit.path"
+  systemctl daemon-reload
+  systemctl enable --now "efa-cdk-$unit.path" >/dev/null || die "could not start the efa-cdk-$unit path unit"
+}
+
 install_timer() {
   local unit=$1 script=$2 boot=$3 every=$4 jitter=$5 description=$6 units="$R/etc/systemd/system"
   mkdir -p "$units"
