@@ -134,7 +134,9 @@ def test_growing_the_cluster_adds_a_node_and_changes_nothing_else(
     d = diff_templates(two, three)
     assert d.replaced == {} and d.removed == {}
     # Only the node-count parameter's value changes (an in-place update the nodes read at boot).
-    (count_id,) = [r for r, v in three["Resources"].items() if v["Type"] == "AWS::SSM::Parameter"]
+    (count_id,) = [
+        r for r, v in three["Resources"].items() if v["Type"] == "AWS::SSM::Parameter" and "NodeCount" in r
+    ]  # (the cluster's other parameter, Formed, is the leader's to write, and unchanged)
     assert d.modified == {count_id: ["Value"]}
     assert three["Resources"][count_id]["Properties"]["Value"] == "3"
     for rid, resource in two["Resources"].items():
