@@ -4,6 +4,8 @@
     python -m efa_constructs types [--family p5]
     python -m efa_constructs catalogue refresh [--live --region us-east-1 ...] [--output FILE]
     python -m efa_constructs template-diff [--base main] [--head REV] [-c key=value] [--strict]
+    python -m efa_constructs preflight [STACK ...] [--out cdk.out] [--json]     (needs AWS credentials)
+    python -m efa_constructs status STACK [--json]                              (needs AWS credentials)
 
 The layout and types commands are pure Python: no CDK, no Node, no AWS.
 """
@@ -96,6 +98,33 @@ def _template_diff(args: argparse.Namespace) -> int:
     return 3 if stateful_loss and args.strict else 0
 
 
+def _preflight(args: argparse.Namespace) -> int:
+    from .tools import preflight
+
+    if args.permissions:
+        for action, why in preflight.PERMISSIONS.items():
+            print(f"{action:<40} {why}")
+        return 0
+    return preflight.main(args.stacks, Path(args.out), args.region, args.json)
+
+
+def _status(args: argparse.Namespace) -> int:
+    from .tools import status
+
+    if args.permissions:
+        for action, why in status.PERMISSIONS.items():
+            print(f"{action:<40} {why}")
+        return 0
+    if not args.stack:
+        raise EfaConfigError(
+            "STACK",
+            value=None,
+            why="status reads one deployed stack",
+            fix="name it: efa-cdk status Trn1EfaCluster",
+        )
+    return status.main(args.stack, args.region, args.json)
+
+
 def _dashboard(_args: argparse.Namespace) -> int:
     from .core.monitoring import dashboard_body, dashboard_svg
 
@@ -146,6 +175,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="exit 3 when a stateful resource is deleted or replaced"
     )
     d.set_defaults(func=_template_diff)
+    f = sub.add_parser(
+        "preflight",
+        help="check the synthesized stacks against the AWS account before cdk deploy (quotas, zones, "
+        "capacity, key pair, image, bootstrap)",
+    )
+    f.add_argument("stacks", nargs="*", metavar="STACK", help="stacks to check (default: every one in --out)")
+    f.add_argument("--out", default="cdk.out", help="the cloud assembly (default: cdk.out)")
+    f.add_argument("--region", default=None, help="default: the AWS configuration's")
+    f.add_argument("--json", action="store_true", help="machine-readable output")
+    f.add_argument(
+        "--permissions", action="store_true", help="list the IAM actions preflight calls, and stop"
+    )
+    f.set_defaults(func=_preflight)
+    s = sub.add_parser(
+        "status", help="a deployed cluster from the account: nodes, benchmarks, alarms, changes"
+    )
+    s.add_argument("stack", nargs="?", metavar="STACK")
+    s.add_argument("--region", default=None, help="default: the AWS configuration's")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.add_argument("--permissions", action="store_true", help="list the IAM actions status calls, and stop")
+    s.set_defaults(func=_status)
     g = sub.add_parser("dashboard", help="print an SVG picture of a cluster's dashboard layout (no AWS)")
     g.set_defaults(func=_dashboard)
     return parser

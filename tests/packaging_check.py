@@ -8,7 +8,8 @@ to an aws-cdk-lib the project does not pin, then used.
    app's own VPC, an EfaLaunchTemplate under aws-cdk-lib's AutoScalingGroup, EfaNodegroups on both EKS
    modules, an EfaPcsCluster.
 4. ``efa-cdk`` runs from PATH (the venv's bin, no activation); ``template-diff`` without its extra
-   refuses in one line naming ``pip install 'efa-cdk[diff]'``, ``catalogue refresh`` likewise naming
+   refuses in one line naming ``pip install 'efa-cdk[diff]'``, ``preflight`` naming ``[account]``,
+   ``catalogue refresh`` likewise naming
    ``efa-cdk[refresh]``; importing the package loads no aws_cdk.
 5. The EKS example (docs/examples) without the ``eks`` extra stops in one line naming it; with
    ``efa-cdk[eks]`` installed from the same wheel, it synthesizes.
@@ -123,6 +124,8 @@ def main(workdir: Path) -> None:
     found["template_diff"] = [diff.returncode, diff.stderr.strip()]
     refresh = _run("efa-cdk", "catalogue", "refresh", "--output", app / "types.json", cwd=app, env=env)
     found["refresh_without_extra"] = [refresh.returncode, refresh.stderr.strip()]
+    preflight = _run("efa-cdk", "preflight", cwd=app, env=env)
+    found["preflight_without_extra"] = [preflight.returncode, preflight.stderr.strip()]
     lazy = _run(vpy, "-c", LAZY, cwd=app, env=env, check=True)
     found["lazy"] = lazy.stdout.strip()
 

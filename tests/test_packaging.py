@@ -126,6 +126,11 @@ def test_installed_catalogue_refresh_without_its_extra_refuses_in_one_line() -> 
     ), err
 
 
+def test_installed_preflight_without_its_extra_refuses_in_one_line() -> None:
+    rc, err = found()["preflight_without_extra"]
+    assert rc == 2 and err == "error: preflight calls AWS with boto3: pip install 'efa-cdk[account]'", err
+
+
 def test_the_eks_example_names_its_extra_and_synthesizes_with_it() -> None:
     rc, err = found()["eks_without_extra"]
     assert rc == 1 and err == (

@@ -1,0 +1,670 @@
+"""`efa-cdk preflight`: the synthesized stacks checked against the AWS account before `cdk deploy`.
+
+Most first deploys of an EFA cluster fail on the account, not the template: a vCPU quota of 0 for the
+family, a type not offered in the zone, a Capacity Block that has not started or holds too few
+instances, a missing key pair, image or CDK bootstrap stack. Each check reads what the template asks
+for (cdk.out) and what the account has (boto3), and says one line: PASS, WARN or FAIL, what it found
+and the fix. The calls and the IAM permission each needs are in :data:`PERMISSIONS`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+#: Every call preflight makes and the IAM action it needs (an AccessDenied names it).
+PERMISSIONS = {
+    "sts:GetCallerIdentity": "credentials and account",
+    "ssm:GetParameter": "the CDK bootstrap version, the default image's parameter",
+    "ec2:DescribeInstanceTypeOfferings": "the zones that offer a type",
+    "ec2:DescribeInstanceTypes": "EFA support, interfaces and network cards of a type; vCPUs",
+    "ec2:DescribeInstances": "the vCPUs already running in a quota's family",
+    "servicequotas:ListServiceQuotas": "the On-Demand vCPU quota of a family, the Elastic IP quota",
+    "ec2:DescribeCapacityReservations": "a reservation's or Capacity Block's state, zone, type, free count",
+    "ec2:DescribeKeyPairs": "a named key pair",
+    "ec2:DescribeImages": "an image: exists, architecture, root snapshot size",
+    "ec2:DescribeAddresses": "the Elastic IPs already allocated",
+    "ec2:DescribeSubnets": "an existing subnet's zone and free addresses",
+}
+#: The On-Demand vCPU quota (Service Quotas, service ec2) whose name covers a family, by the family's
+#: letters (EC2 user guide, "Amazon EC2 service quotas": quotas are per instance class, in vCPUs).
+QUOTA_CLASSES = (
+    ("trn", "Running On-Demand Trn instances"),
+    ("inf", "Running On-Demand Inf instances"),
+    ("dl", "Running On-Demand DL instances"),
+    ("hpc", "Running On-Demand HPC instances"),
+    ("p", "Running On-Demand P instances"),
+    ("g", "Running On-Demand G and VT instances"),
+    ("vt", "Running On-Demand G and VT instances"),
+    ("x", "Running On-Demand X instances"),
+    ("f", "Running On-Demand F instances"),
+)
+STANDARD_QUOTA = "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances"
+EIP_QUOTA = "EC2-VPC Elastic IPs"
+#: The SSM parameter of the CDK bootstrap's version, for the default qualifier (CDK's bootstrap template).
+BOOTSTRAP_VERSION_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
+
+
+class PreflightError(Exception):
+    """Preflight cannot run at all (no templates, no credentials, no network): one line."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check's verdict: PASS, WARN or FAIL, what it found, and the fix."""
+
+    name: str
+    status: str
+    found: str
+    fix: str = ""
+
+    def line(self) -> str:
+        return f"{self.status:<4} {self.name}: {self.found}" + (f". Fix: {self.fix}" if self.fix else "")
+
+
+@dataclass
+class NodeGroup:
+    """What one group of EFA nodes in a template asks of the account."""
+
+    stack: str
+    name: str  # the logical id that launches them
+    instance_type: str
+    count: int
+    efa_interfaces: int = 0
+    network_cards: int = 0
+    zone: str | None = None
+    subnet_id: str | None = None  # an existing subnet's id
+    reservation_id: str | None = None
+    capacity_block: bool = False
+    key_name: str | None = None
+    image_id: str | None = None
+    image_parameter: str | None = None
+    root_gib: int | None = None
+    elastic_ips: int = 0
+    interfaces_with_ip: int = 1
+
+
+def quota_name(instance_type: str) -> str:
+    """The On-Demand vCPU quota of the type's class: the family's leading letters (trn1n -> trn, p5en ->
+    p, hpc7g -> hpc); every other class is Standard."""
+    letters = re.match(r"[a-z]+", instance_type.split(".")[0])
+    return dict(QUOTA_CLASSES).get(letters.group(0) if letters else "", STANDARD_QUOTA)
+
+
+# --- what the templates ask for -----------------------------------------------------------------
+
+
+def _literal(value: Any) -> str | None:
+    return value if isinstance(value, str) and not value.startswith("{{") else None
+
+
+def _ssm_name(value: Any, params: Mapping[str, Any], resources: Mapping[str, Any]) -> str | None:
+    """The SSM parameter an ImageId resolves from: a {{resolve:ssm:...}} string, a parameter of type
+    AWS::SSM::Parameter::Value<...> (its default), or efa-cdk's one-time image lookup
+    (``Custom::EfaImageLookup``, whose GetParameter call names it)."""
+    if isinstance(value, str):
+        m = re.match(r"\{\{resolve:ssm:([^:}]+)", value)
+        return m.group(1) if m else None
+    ref = value.get("Ref") if isinstance(value, dict) else None
+    if not isinstance(ref, str):
+        return None
+    if ref in params and str(params[ref].get("Type", "")).startswith("AWS::SSM::Parameter::Value"):
+        default = params[ref].get("Default")
+        return str(default) if default else None
+    if ref in resources and resources[ref].get("Type") == "Custom::EfaImageLookup":
+        m = re.search(r'Name\\?":\\?"(/[^"\\]+)', json.dumps(resources[ref].get("Properties", {})))
+        return m.group(1) if m else None
+    return None
+
+
+def _zone(
+    resources: Mapping[str, Any], subnet: Any, params: Mapping[str, Any]
+) -> tuple[str | None, str | None]:
+    """(zone, existing subnet id) of a subnet reference in a template."""
+    if isinstance(subnet, str):
+        return None, subnet
+    if isinstance(subnet, dict) and "Ref" in subnet and subnet["Ref"] in resources:
+        az = resources[subnet["Ref"]].get("Properties", {}).get("AvailabilityZone")
+        if isinstance(az, str):
+            return az, None
+        if isinstance(az, dict) and "Ref" in az:
+            default = params.get(az["Ref"], {}).get("Default")
+            return (default if isinstance(default, str) else None), None
+    return None, None
+
+
+def node_groups(stack: str, template: Mapping[str, Any]) -> list[NodeGroup]:
+    """The EFA node groups of a synthesized template: explicit instances (by launch template), Auto
+    Scaling groups, AWS PCS compute node groups and EKS managed node groups."""
+    resources: Mapping[str, Any] = template.get("Resources", {})
+    params: Mapping[str, Any] = template.get("Parameters", {})
+    eips = sum(1 for r in resources.values() if r.get("Type") == "AWS::EC2::EIP")
+    launched: dict[str, tuple[str, int, str | None]] = {}  # lt logical id -> (launcher, count, type)
+
+    def add(lt_ref: Any, launcher: str, count: int, itype: str | None) -> None:
+        lt_id = lt_ref.get("Ref") if isinstance(lt_ref, dict) else None
+        if isinstance(lt_id, str) and lt_id in resources:
+            _, before, _ = launched.get(lt_id, (launcher, 0, itype))
+            launched[lt_id] = (launcher, before + count, itype)
+
+    for rid, r in resources.items():
+        props = r.get("Properties", {})
+        kind = r.get("Type")
+        if kind == "AWS::EC2::Instance":
+            add(props.get("LaunchTemplate", {}).get("LaunchTemplateId"), rid, 1, None)
+        elif kind == "AWS::AutoScaling::AutoScalingGroup":
+            size = props.get("DesiredCapacity") or props.get("MaxSize")
+            add(props.get("LaunchTemplate", {}).get("LaunchTemplateId"), rid, int(size or 0), None)
+        elif kind == "AWS::PCS::ComputeNodeGroup":
+            configs = props.get("InstanceConfigs") or [{}]
+            count = int(props.get("ScalingConfiguration", {}).get("MaxInstanceCount", 0))
+            add(
+                props.get("CustomLaunchTemplate", {}).get("TemplateId"),
+                rid,
+                count,
+                configs[0].get("InstanceType"),
+            )
+        elif kind == "AWS::EKS::Nodegroup":
+            count = int(props.get("ScalingConfig", {}).get("MaxSize", 0))
+            add(props.get("LaunchTemplate", {}).get("Id"), rid, count, None)
+    groups: dict[tuple[str, str | None], NodeGroup] = {}  # (every EIP of the stack on its first group)
+    for lt_id, (_, count, given_type) in launched.items():
+        data = resources[lt_id].get("Properties", {}).get("LaunchTemplateData", {})
+        itype = given_type or _literal(data.get("InstanceType"))
+        nics = data.get("NetworkInterfaces") or []
+        efa = [n for n in nics if n.get("InterfaceType") in ("efa", "efa-only")]
+        if not itype or not efa:
+            continue  # not an EFA group (a login node, a head node)
+        subnet = next((n.get("SubnetId") for n in nics if n.get("SubnetId")), None)
+        zone, subnet_id = _zone(resources, subnet, params)
+        target = data.get("CapacityReservationSpecification", {}).get("CapacityReservationTarget", {})
+        market = data.get("InstanceMarketOptions", {}).get("MarketType")
+        root = next((m.get("Ebs", {}).get("VolumeSize") for m in data.get("BlockDeviceMappings", [])), None)
+        group = groups.setdefault(
+            (itype, zone),
+            NodeGroup(
+                stack=stack,
+                name=re.sub(r"(LaunchTemplate)?[0-9A-F]{8}$", "", lt_id) or lt_id,
+                instance_type=itype,
+                count=0,
+                efa_interfaces=len(efa),
+                network_cards=max(int(n.get("NetworkCardIndex", 0)) for n in nics) + 1,
+                zone=zone,
+                subnet_id=subnet_id,
+                reservation_id=_literal(target.get("CapacityReservationId")),
+                capacity_block=market == "capacity-block",
+                key_name=_literal(data.get("KeyName")),
+                image_id=_literal(data.get("ImageId")),
+                image_parameter=_ssm_name(data.get("ImageId"), params, resources),
+                root_gib=int(root) if isinstance(root, int) else None,
+                elastic_ips=0 if groups else eips,
+                interfaces_with_ip=sum(1 for n in nics if n.get("InterfaceType") != "efa-only"),
+            ),
+        )
+        group.count += count
+    return list(groups.values())
+
+
+def bootstrap_required(template: Mapping[str, Any]) -> int | None:
+    """The lowest bootstrap version the template's CheckBootstrapVersion rule accepts."""
+    rule = json.dumps(template.get("Rules", {}).get("CheckBootstrapVersion", {}))
+    refused = [int(v) for v in re.findall(r'"(\d+)"', rule)]
+    return max(refused) + 1 if refused else None
+
+
+# --- the checks -----------------------------------------------------------------------------------
+
+
+class _Denied(Exception):
+    """A call's AWS error, as the check's one line."""
+
+    def __init__(self, check: Check) -> None:
+        self.check = check
+
+
+def _failure(name: str, action: str, err: Exception) -> Exception:
+    """What an AWS error means for a check: its FAIL line (denied, throttled, anything else), or, when
+    the credentials themselves are the problem, preflight stops with one line."""
+    from botocore.exceptions import ClientError
+
+    if not isinstance(err, ClientError):
+        return PreflightError(f"{action} could not be called: {err} (set AWS credentials, e.g. AWS_PROFILE)")
+    code = err.response.get("Error", {}).get("Code", "")
+    message = err.response.get("Error", {}).get("Message", "")
+    if code in ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation"):
+        return _Denied(Check(name, "FAIL", f"{action} was denied", f"allow {action} to these credentials"))
+    if "Throttl" in code or code == "RequestLimitExceeded":
+        return _Denied(Check(name, "FAIL", f"{action} was throttled ({code})", "run preflight again later"))
+    if code in ("ExpiredToken", "ExpiredTokenException", "RequestExpired", "InvalidClientTokenId"):
+        return PreflightError(f"the AWS credentials are not valid ({code}): renew them (aws sso login, ...)")
+    return _Denied(Check(name, "FAIL", f"{action}: {code}: {message}"))
+
+
+def _aws_call(name: str, action: str, call: Callable[[], Any]) -> Any:
+    """Run one AWS call; an error becomes the check's one line (:func:`_failure`)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return call()
+    except (ClientError, BotoCoreError) as err:
+        raise _failure(name, action, err) from None
+
+
+class Preflight:
+    """The checks of some node groups against one account and region (a boto3 session)."""
+
+    def __init__(self, session: Any, progress: Callable[[str], None] = lambda _: None) -> None:
+        self.session = session
+        self.region: str = session.region_name or ""
+        self.progress = progress
+        self._clients: dict[str, Any] = {}
+        self._types: dict[str, dict[str, Any]] = {}
+
+    def _quota(self, check: str, name: str) -> dict[str, Any] | None:
+        """EC2's quota named `name` (Service Quotas' list for ec2, asked once)."""
+        if not hasattr(self, "_ec2_quotas"):
+            quotas = self.client("service-quotas")
+            pages = _aws_call(
+                check,
+                "servicequotas:ListServiceQuotas",
+                lambda: list(quotas.get_paginator("list_service_quotas").paginate(ServiceCode="ec2")),
+            )
+            self._ec2_quotas = {q["QuotaName"]: q for page in pages for q in page["Quotas"]}
+        return self._ec2_quotas.get(name)
+
+    def client(self, service: str) -> Any:
+        if service not in self._clients:
+            self._clients[service] = self.session.client(service, region_name=self.region)
+        return self._clients[service]
+
+    def run(self, groups: list[NodeGroup], bootstrap: int | None) -> list[Check]:
+        checks: list[Check] = []
+        for first in (
+            self._guard("credentials", self.identity),
+            None if bootstrap is None else self._guard("bootstrap", lambda: self.bootstrap(bootstrap)),
+        ):
+            if first is not None:
+                checks.append(first)
+        for g in groups:
+            where = f"{g.stack}/{g.name} ({g.count} x {g.instance_type})"
+            for name, check in (
+                ("offered", self.offered),
+                ("efa", self.efa),
+                ("quota", self.quota),
+                ("capacity", self.capacity),
+                ("key pair", self.key_pair),
+                ("image", self.image),
+                ("elastic ips", self.elastic_ips),
+                ("subnet", self.subnet),
+            ):
+                self.progress(f"checking {name} of {where}")
+                result = self._guard(f"{name} [{where}]", lambda c=check, g=g: c(g))  # type: ignore[misc]
+                if result is not None:
+                    checks.append(result)
+        return checks
+
+    def _guard(self, name: str, check: Callable[[], Check | None]) -> Check | None:
+        try:
+            found = check()
+        except _Denied as denied:
+            return Check(name, denied.check.status, denied.check.found, denied.check.fix)
+        return None if found is None else Check(name, found.status, found.found, found.fix)
+
+    # each check: None when it does not apply to the group
+
+    def identity(self) -> Check:
+        sts = self.client("sts")
+        who = _aws_call("credentials", "sts:GetCallerIdentity", sts.get_caller_identity)
+        if not self.region:
+            raise PreflightError("no AWS region: set AWS_REGION (or --region)")
+        return Check("credentials", "PASS", f"account {who['Account']} in {self.region} as {who['Arn']}")
+
+    def bootstrap(self, required: int) -> Check:
+        from botocore.exceptions import ClientError
+
+        ssm = self.client("ssm")
+        try:
+            value = ssm.get_parameter(Name=BOOTSTRAP_VERSION_PARAMETER)["Parameter"]["Value"]
+        except ClientError as err:
+            if err.response.get("Error", {}).get("Code") == "ParameterNotFound":
+                return Check(
+                    "bootstrap",
+                    "FAIL",
+                    f"the CDK is not bootstrapped in {self.region}",
+                    f"npx cdk bootstrap aws://<account>/{self.region}",
+                )
+            raise _failure("bootstrap", "ssm:GetParameter", err) from None
+        if int(value) < required:
+            return Check(
+                "bootstrap",
+                "FAIL",
+                f"bootstrap version {value}, the stacks need {required} or newer",
+                f"npx cdk bootstrap aws://<account>/{self.region} (upgrades it)",
+            )
+        return Check("bootstrap", "PASS", f"bootstrap version {value} (>= {required})")
+
+    def _type(self, itype: str) -> dict[str, Any]:
+        if itype not in self._types:
+            ec2 = self.client("ec2")
+            answer = _aws_call(
+                "efa", "ec2:DescribeInstanceTypes", lambda: ec2.describe_instance_types(InstanceTypes=[itype])
+            )
+            self._types[itype] = answer["InstanceTypes"][0] if answer["InstanceTypes"] else {}
+        return self._types[itype]
+
+    def offered(self, g: NodeGroup) -> Check:
+        ec2 = self.client("ec2")
+        answer = _aws_call(
+            "offered",
+            "ec2:DescribeInstanceTypeOfferings",
+            lambda: ec2.describe_instance_type_offerings(
+                LocationType="availability-zone",
+                Filters=[{"Name": "instance-type", "Values": [g.instance_type]}],
+            ),
+        )
+        zones = sorted(o["Location"] for o in answer["InstanceTypeOfferings"])
+        if not zones:
+            return Check(
+                "offered",
+                "FAIL",
+                f"{g.instance_type} is offered in no zone of {self.region}",
+                "choose a region that offers it (aws ec2 describe-instance-type-offerings --region ...)",
+            )
+        if g.zone is None:
+            return Check(
+                "offered",
+                "WARN",
+                f"the zone is chosen at deploy; {g.instance_type} is offered in {', '.join(zones)}",
+                f"pass -c availability_zone={zones[0]} (one of those)",
+            )
+        if g.zone not in zones:
+            return Check(
+                "offered",
+                "FAIL",
+                f"{g.instance_type} is not offered in {g.zone}",
+                f"use a zone that offers it: {', '.join(zones)}",
+            )
+        return Check("offered", "PASS", f"{g.instance_type} is offered in {g.zone}")
+
+    def efa(self, g: NodeGroup) -> Check:
+        info = self._type(g.instance_type).get("NetworkInfo", {})
+        if not info.get("EfaSupported"):
+            return Check(
+                "efa",
+                "FAIL",
+                f"EC2 says {g.instance_type} does not support EFA",
+                "choose an EFA-capable type (efa-cdk types)",
+            )
+        most = int(info.get("EfaInfo", {}).get("MaximumEfaInterfaces", 0))
+        cards = len(info.get("NetworkCards", [])) or int(info.get("MaximumNetworkCards", 1))
+        if g.efa_interfaces > most or g.network_cards > cards:
+            return Check(
+                "efa",
+                "FAIL",
+                f"the launch template asks {g.efa_interfaces} EFA interfaces on "
+                f"{g.network_cards} cards; EC2 says {g.instance_type} takes {most} on {cards}",
+                "refresh the catalogue (efa-cdk catalogue refresh --live) and synthesize again",
+            )
+        return Check(
+            "efa",
+            "PASS",
+            f"{g.efa_interfaces} EFA interfaces on {g.network_cards} cards (EC2: at most {most} on {cards})",
+        )
+
+    def quota(self, g: NodeGroup) -> Check | None:
+        if g.reservation_id or g.capacity_block:
+            return None  # a reservation's instances count against it, not the On-Demand quota
+        name = quota_name(g.instance_type)
+        found = self._quota("quota", name)
+        if found is None:
+            return Check(
+                "quota",
+                "WARN",
+                f"no quota named '{name}' in {self.region}",
+                "check the quota in the Service Quotas console",
+            )
+        vcpus = int(self._type(g.instance_type).get("VCpuInfo", {}).get("DefaultVCpus", 0))
+        need = vcpus * g.count
+        running = self._running_vcpus(name)
+        limit = int(found["Value"])
+        if running + need > limit:
+            return Check(
+                "quota",
+                "FAIL",
+                f"'{name}' is {limit} vCPUs; {running} run, the cluster needs {need}",
+                f"request {running + need} or more: aws service-quotas request-service-quota-increase "
+                f"--service-code ec2 --quota-code {found['QuotaCode']} --desired-value {running + need}",
+            )
+        return Check("quota", "PASS", f"'{name}' {limit} vCPUs: {running} run + {need} needed")
+
+    def _running_vcpus(self, name: str) -> int:
+        ec2 = self.client("ec2")
+        pages = _aws_call(
+            "quota",
+            "ec2:DescribeInstances",
+            lambda: list(
+                ec2.get_paginator("describe_instances").paginate(
+                    Filters=[{"Name": "instance-state-name", "Values": ["pending", "running"]}]
+                )
+            ),
+        )
+        total = 0
+        for page in pages:
+            for r in page["Reservations"]:
+                for i in r["Instances"]:
+                    if quota_name(i["InstanceType"]) == name:
+                        total += int(i.get("CpuOptions", {}).get("CoreCount", 0)) * int(
+                            i.get("CpuOptions", {}).get("ThreadsPerCore", 1)
+                        ) or int(self._type(i["InstanceType"]).get("VCpuInfo", {}).get("DefaultVCpus", 0))
+        return total
+
+    def capacity(self, g: NodeGroup) -> Check | None:
+        if not g.reservation_id:
+            return None
+        ec2 = self.client("ec2")
+        answer = _aws_call(
+            "capacity",
+            "ec2:DescribeCapacityReservations",
+            lambda: ec2.describe_capacity_reservations(CapacityReservationIds=[g.reservation_id]),
+        )
+        (cr,) = answer["CapacityReservations"]
+        what = "Capacity Block" if g.capacity_block else "reservation"
+        problems = []
+        if cr["InstanceType"] != g.instance_type:
+            problems.append(f"it is for {cr['InstanceType']}, not {g.instance_type}")
+        if g.zone and cr["AvailabilityZone"] != g.zone:
+            problems.append(f"it is in {cr['AvailabilityZone']}, the nodes in {g.zone}")
+        state = cr["State"]
+        if state not in ("active", "scheduled", "payment-pending"):
+            problems.append(f"it is {state}")
+        if int(cr.get("TotalInstanceCount", 0)) < g.count:
+            problems.append(f"it holds {cr.get('TotalInstanceCount')} instances for {g.count} nodes")
+        elif state == "active" and int(cr.get("AvailableInstanceCount", 0)) < g.count:
+            problems.append(
+                f"{cr.get('AvailableInstanceCount')} of its instances are free for {g.count} nodes"
+            )
+        if problems:
+            return Check(
+                "capacity",
+                "FAIL",
+                f"{what} {g.reservation_id}: {'; '.join(problems)}",
+                "use a reservation of the type, in the nodes' zone, with an instance free per node "
+                "(-c capacity_reservation=..., -c availability_zone=...)",
+            )
+        when = f", starts {cr['StartDate']}" if state == "scheduled" and cr.get("StartDate") else ""
+        status = "WARN" if state != "active" else "PASS"
+        fix = (
+            "deploy once it is active (a Capacity Block's nodes launch only then)" if status == "WARN" else ""
+        )
+        return Check(
+            "capacity",
+            status,
+            f"{what} {g.reservation_id}: {state}{when}, {cr['AvailabilityZone']}, "
+            f"{cr.get('AvailableInstanceCount')} of {cr.get('TotalInstanceCount')} free",
+            fix,
+        )
+
+    def key_pair(self, g: NodeGroup) -> Check | None:
+        if not g.key_name:
+            return None
+        from botocore.exceptions import ClientError
+
+        ec2 = self.client("ec2")
+        try:
+            ec2.describe_key_pairs(KeyNames=[g.key_name])
+        except ClientError as err:
+            if err.response.get("Error", {}).get("Code") == "InvalidKeyPair.NotFound":
+                return Check(
+                    "key pair",
+                    "FAIL",
+                    f"no key pair named {g.key_name} in {self.region}",
+                    f"import it (aws ec2 import-key-pair --key-name {g.key_name} ...) or drop -c key_pair",
+                )
+            raise _failure("key pair", "ec2:DescribeKeyPairs", err) from None
+        return Check("key pair", "PASS", f"{g.key_name} exists")
+
+    def image(self, g: NodeGroup) -> Check | None:
+        from botocore.exceptions import ClientError
+
+        image_id = g.image_id
+        if image_id is None and g.image_parameter:
+            ssm = self.client("ssm")
+            try:
+                image_id = ssm.get_parameter(Name=g.image_parameter)["Parameter"]["Value"]
+            except ClientError as err:
+                if err.response.get("Error", {}).get("Code") == "ParameterNotFound":
+                    return Check(
+                        "image",
+                        "FAIL",
+                        f"the image parameter {g.image_parameter} does not exist in {self.region}",
+                        "pass -c ami_id=ami-... (an image with EFA for the type)",
+                    )
+                raise _failure("image", "ssm:GetParameter", err) from None
+        if image_id is None:
+            return None
+        ec2 = self.client("ec2")
+        images = _aws_call("image", "ec2:DescribeImages", lambda: ec2.describe_images(ImageIds=[image_id]))[
+            "Images"
+        ]
+        if not images:
+            return Check(
+                "image", "FAIL", f"{image_id} does not exist in {self.region}", "pass an image of this region"
+            )
+        image = images[0]
+        arch = self._type(g.instance_type).get("ProcessorInfo", {}).get("SupportedArchitectures", [])
+        if arch and image.get("Architecture") not in arch:
+            return Check(
+                "image",
+                "FAIL",
+                f"{image_id} is {image.get('Architecture')}, {g.instance_type} runs {', '.join(arch)}",
+                "pass an image of the type's architecture",
+            )
+        root = next(
+            (
+                m.get("Ebs", {}).get("VolumeSize")
+                for m in image.get("BlockDeviceMappings", [])
+                if m.get("DeviceName") == image.get("RootDeviceName")
+            ),
+            None,
+        )
+        if root and g.root_gib and int(root) > g.root_gib:
+            return Check(
+                "image",
+                "FAIL",
+                f"{image_id}'s root snapshot is {root} GiB, the root volume {g.root_gib} GiB",
+                f"pass -c root_volume_gib={root} or more",
+            )
+        return Check("image", "PASS", f"{image_id} ({image.get('Architecture')}, root {root} GiB)")
+
+    def elastic_ips(self, g: NodeGroup) -> Check | None:
+        if not g.elastic_ips:
+            return None
+        found = self._quota("elastic ips", EIP_QUOTA)
+        ec2 = self.client("ec2")
+        used = len(_aws_call("elastic ips", "ec2:DescribeAddresses", ec2.describe_addresses)["Addresses"])
+        limit = int(found["Value"]) if found else 5  # EC2's default: 5 per region
+        if used + g.elastic_ips > limit:
+            return Check(
+                "elastic ips",
+                "FAIL",
+                f"{used} of {limit} Elastic IPs in use, the stack adds {g.elastic_ips}",
+                "release unused addresses or request more (quota 'EC2-VPC Elastic IPs')",
+            )
+        return Check("elastic ips", "PASS", f"{used} of {limit} in use + {g.elastic_ips}")
+
+    def subnet(self, g: NodeGroup) -> Check | None:
+        if not g.subnet_id:
+            return None
+        ec2 = self.client("ec2")
+        subnets = _aws_call(
+            "subnet", "ec2:DescribeSubnets", lambda: ec2.describe_subnets(SubnetIds=[g.subnet_id])
+        )["Subnets"]
+        (s,) = subnets
+        need = g.count * g.interfaces_with_ip
+        if int(s["AvailableIpAddressCount"]) < need:
+            return Check(
+                "subnet",
+                "FAIL",
+                f"{g.subnet_id} has {s['AvailableIpAddressCount']} free addresses, the nodes take {need}",
+                "use a larger subnet (-c subnet_id=...)",
+            )
+        return Check(
+            "subnet",
+            "PASS",
+            f"{g.subnet_id} in {s['AvailabilityZone']}: {s['AvailableIpAddressCount']} free, {need} needed",
+        )
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+
+def templates(out: Path, stacks: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The synthesized templates of `stacks` (all of them when none is named) in the cloud assembly."""
+    if not out.is_dir():
+        raise PreflightError(
+            f"no cloud assembly at {out}: synthesize first (npx cdk synth, or scripts/synth)"
+        )
+    found = {p.name.removesuffix(".template.json"): p for p in out.glob("*.template.json")}
+    names = list(stacks) or sorted(found)
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise PreflightError(
+            f"no template for {', '.join(missing)} in {out} (it has {', '.join(sorted(found))})"
+        )
+    return {n: json.loads(found[n].read_text()) for n in names}
+
+
+def main(stacks: list[str], out: Path, region: str | None, as_json: bool) -> int:
+    try:
+        import boto3
+    except ModuleNotFoundError:
+        print("error: preflight calls AWS with boto3: pip install 'efa-cdk[account]'", file=sys.stderr)
+        return 2
+    try:
+        found = templates(out, stacks)
+        session = boto3.session.Session(region_name=region) if region else boto3.session.Session()
+        progress = (lambda _: None) if as_json else (lambda m: print(f"... {m}", file=sys.stderr))
+        groups = [g for name, t in found.items() for g in node_groups(name, t)]
+        required = max((v for v in (bootstrap_required(t) for t in found.values()) if v), default=None)
+        checks = Preflight(session, progress).run(groups, required)
+    except PreflightError as err:
+        print(f"error: preflight: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # botocore's NoCredentialsError and kin, raised before any call
+        from botocore.exceptions import BotoCoreError
+
+        if isinstance(err, BotoCoreError):
+            print(f"error: preflight: {err} (set AWS credentials, e.g. AWS_PROFILE)", file=sys.stderr)
+            return 2
+        raise
+    if as_json:
+        print(json.dumps({"region": session.region_name, "checks": [asdict(c) for c in checks]}, indent=2))
+    else:
+        for c in checks:
+            print(c.line())
+    return 1 if any(c.status == "FAIL" for c in checks) else 0

@@ -1,0 +1,236 @@
+"""`efa-cdk status STACK`: one view of a deployed cluster from the account.
+
+Each node (id, state, zone, whether it verified EFA: its creation signal, or its group's health; its
+last health check, the ``EfaHealthy`` metric), the benchmark results against the type's line rate (the
+``BenchmarkResults`` and ``Layout`` outputs), the alarms' states, and what changed since the deploy (the
+group's last replacement, held-back replacements). For ParallelCluster and PCS stacks, what the account
+shows of their nodes (instances by the tags those services put on them).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from datetime import datetime, timedelta, timezone
+from functools import partial
+from typing import Any
+
+from .preflight import PreflightError, _aws_call, _Denied
+
+#: Every call status makes and the IAM action it needs.
+PERMISSIONS = {
+    "cloudformation:DescribeStacks": "the stack's state and outputs",
+    "cloudformation:ListStackResources": "its nodes, groups, alarms and parameters",
+    "ec2:DescribeInstances": "each node's state, zone and address",
+    "autoscaling:DescribeAutoScalingGroups": "an Auto Scaling group's nodes and their health",
+    "cloudwatch:DescribeAlarms": "the alarms' states",
+    "cloudwatch:GetMetricStatistics": "each node's last health check (EfaHealthy)",
+    "ssm:GetParameter": "the group's last replacement",
+}
+#: The tags ParallelCluster and AWS PCS put on the instances they launch.
+SERVICE_TAGS = {"AWS::PCS::Cluster": "aws:pcs:cluster-id"}
+
+
+def _pages(client: Any, op: str, key: str, **kw: Any) -> list[Any]:
+    return [item for page in client.get_paginator(op).paginate(**kw) for item in page[key]]
+
+
+def _instances(ec2: Any, **kw: Any) -> list[dict[str, Any]]:
+    return [i for res in _pages(ec2, "describe_instances", "Reservations", **kw) for i in res["Instances"]]
+
+
+def cluster_status(session: Any, stack: str) -> dict[str, Any]:
+    """The cluster `stack` as the account shows it (a JSON-able dict)."""
+    cfn = session.client("cloudformation")
+    ec2 = session.client("ec2")
+    cw = session.client("cloudwatch")
+    described = _aws_call(
+        "stack", "cloudformation:DescribeStacks", lambda: cfn.describe_stacks(StackName=stack)
+    )
+    info = described["Stacks"][0]
+    outputs = {o["OutputKey"]: o.get("OutputValue", "") for o in info.get("Outputs", [])}
+    resources = _aws_call(
+        "stack",
+        "cloudformation:ListStackResources",
+        lambda: _pages(cfn, "list_stack_resources", "StackResourceSummaries", StackName=stack),
+    )
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for r in resources:
+        by_type.setdefault(r["ResourceType"], []).append(r)
+    verified: dict[str, str] = {}  # instance id -> how it is known
+    for r in by_type.get("AWS::EC2::Instance", []):
+        ok = r["ResourceStatus"] in ("CREATE_COMPLETE", "UPDATE_COMPLETE")
+        verified[r["PhysicalResourceId"]] = "yes (signalled)" if ok else f"no ({r['ResourceStatus']})"
+    groups = [r["PhysicalResourceId"] for r in by_type.get("AWS::AutoScaling::AutoScalingGroup", [])]
+    if groups:
+        asg = session.client("autoscaling")
+        for g in _aws_call(
+            "nodes",
+            "autoscaling:DescribeAutoScalingGroups",
+            lambda: asg.describe_auto_scaling_groups(AutoScalingGroupNames=groups),
+        )["AutoScalingGroups"]:
+            for i in g["Instances"]:
+                verified[i["InstanceId"]] = f"group health {i['HealthStatus']}"
+    filters = [
+        {"Name": f"tag:{tag}", "Values": [r["PhysicalResourceId"]]}
+        for kind, tag in SERVICE_TAGS.items()
+        for r in by_type.get(kind, [])
+    ]
+    found: list[dict[str, Any]] = []
+    if verified:
+        found += _aws_call(
+            "nodes", "ec2:DescribeInstances", partial(_instances, ec2, InstanceIds=sorted(verified))
+        )
+    for f in filters:
+        found += _aws_call("nodes", "ec2:DescribeInstances", partial(_instances, ec2, Filters=[f]))
+    # The stack's alarms (CloudFormation names them "<stack>-<logical id>-<suffix>" when the template
+    # does not): by their physical ids, else by that prefix.
+    named = [r["PhysicalResourceId"] for r in by_type.get("AWS::CloudWatch::Alarm", [])]
+    asked = partial(_pages, cw, "describe_alarms", "MetricAlarms")
+    found_alarms = _aws_call(
+        "alarms",
+        "cloudwatch:DescribeAlarms",
+        partial(asked, AlarmNames=named) if named else partial(asked, AlarmNamePrefix=f"{stack}-"),
+    )
+    alarm_states = [
+        {"name": a["AlarmName"], "state": a["StateValue"], "metric": a.get("MetricName", "")}
+        for a in found_alarms
+    ]
+    namespace = next(
+        (a["Namespace"] for a in found_alarms if a.get("MetricName") in ("EfaUnhealthyNodes", "EfaHealthy")),
+        _namespace(resources, stack),
+    )
+    since = datetime.now(timezone.utc) - timedelta(hours=1)
+    nodes = []
+    for i in sorted(found, key=lambda i: i.get("PrivateIpAddress", "")):
+        iid = i["InstanceId"]
+        health = _aws_call(
+            "nodes",
+            "cloudwatch:GetMetricStatistics",
+            partial(
+                cw.get_metric_statistics,
+                Namespace=namespace,
+                MetricName="EfaHealthy",
+                Dimensions=[{"Name": "InstanceId", "Value": iid}],
+                StartTime=since,
+                EndTime=datetime.now(timezone.utc) + timedelta(minutes=5),  # the newest point included
+                Period=300,
+                Statistics=["Minimum"],
+            ),
+        )["Datapoints"]
+        last = max(health, key=lambda d: d["Timestamp"]) if health else None
+        nodes.append(
+            {
+                "id": iid,
+                "type": i.get("InstanceType"),
+                "state": i["State"]["Name"],
+                "zone": i.get("Placement", {}).get("AvailabilityZone"),
+                "ip": i.get("PrivateIpAddress"),
+                "efa_verified": verified.get(iid, "(launched by the service)"),
+                "last_health_check": None
+                if last is None
+                else f"{'healthy' if last['Minimum'] >= 1 else 'UNHEALTHY'} at {last['Timestamp']:%H:%M} UTC",
+            }
+        )
+    changes = []
+    ssm = session.client("ssm")
+    for r in by_type.get("AWS::SSM::Parameter", []):
+        if r["PhysicalResourceId"].endswith("/last-replacement"):
+            asked = partial(ssm.get_parameter, Name=r["PhysicalResourceId"])
+            value = _aws_call("changes", "ssm:GetParameter", asked)["Parameter"]["Value"]
+            changes.append(
+                "no replacement yet" if value == "none" else f"last replacement claimed: {_when(value)}"
+            )
+    held = [a for a in alarm_states if a["metric"] == "EfaReplacementsHeldBack" and a["state"] == "ALARM"]
+    if held:
+        changes.append("replacements held back by the one-per-window limit (see the alarm)")
+    return {
+        "stack": stack,
+        "status": info["StackStatus"],
+        "nodes": nodes,
+        "benchmarks": _benchmarks(outputs),
+        "alarms": alarm_states,
+        "changes": changes,
+    }
+
+
+def _namespace(resources: list[dict[str, Any]], stack: str) -> str:
+    """The cluster's metrics namespace (EfaCdk/<stack>/<cluster>, EfaClusterMonitoring's)."""
+    for r in resources:
+        if r["ResourceType"] == "AWS::CloudWatch::Dashboard":
+            return f"EfaCdk/{stack}/{r['LogicalResourceId'].split('Monitoring')[0] or 'Cluster'}"
+    return f"EfaCdk/{stack}/Cluster"
+
+
+def _when(value: str) -> str:
+    epoch, _, who = value.partition(" ")
+    if not epoch.isdigit():
+        return value
+    return f"{datetime.fromtimestamp(int(epoch), timezone.utc):%Y-%m-%d %H:%M} UTC by {who}"
+
+
+def _benchmarks(outputs: dict[str, str]) -> list[dict[str, Any]]:
+    """The leader's benchmark results (the BenchmarkResults output), each peak against the Layout
+    output's EFA line rate."""
+    raw = outputs.get("BenchmarkResults")
+    if not raw:
+        return []
+    try:
+        data = json.loads(raw)
+        results = json.loads(next(iter(data.values()))) if isinstance(data, dict) else data
+    except (ValueError, StopIteration):
+        return [{"benchmark": "all", "ok": False, "note": f"unreadable BenchmarkResults: {raw[:80]}"}]
+    rate = re.search(r"([\d.]+) Gbps EFA line rate", outputs.get("Layout", ""))
+    line_rate = float(rate.group(1)) if rate else None
+    out = []
+    for r in results:
+        row = dict(r)
+        if line_rate and r.get("peak_gbytes_s") is not None:
+            row["line_rate_fraction"] = round(float(r["peak_gbytes_s"]) * 8 / line_rate, 3)
+        out.append(row)
+    return out
+
+
+def render(s: dict[str, Any]) -> str:
+    lines = [f"{s['stack']}: {s['status']}", f"nodes ({len(s['nodes'])}):"]
+    for n in s["nodes"]:
+        lines.append(
+            f"  {n['id']}  {n['type']}  {n['state']:<8} {n['zone']}  {n['ip']}  EFA verified: "
+            f"{n['efa_verified']}  last health check: {n['last_health_check'] or 'none in the last hour'}"
+        )
+    lines.append("benchmarks:" if s["benchmarks"] else "benchmarks: none reported")
+    for b in s["benchmarks"]:
+        figure = (
+            f"{b.get('peak_gbytes_s')} GB/s peak"
+            if b.get("ok")
+            else f"FAILED ({b.get('reason') or b.get('note', '')})"
+        )
+        share = f", {b['line_rate_fraction']:.0%} of the EFA line rate" if "line_rate_fraction" in b else ""
+        lines.append(f"  {b.get('benchmark')}: {figure}{share}")
+    lines.append("alarms:" if s["alarms"] else "alarms: none")
+    lines += [f"  {a['state']:<17} {a['name']}" for a in s["alarms"]]
+    lines += ["since the deploy:", *[f"  {c}" for c in s["changes"] or ["nothing recorded"]]]
+    return "\n".join(lines)
+
+
+def main(stack: str, region: str | None, as_json: bool) -> int:
+    try:
+        import boto3
+    except ModuleNotFoundError:
+        print("error: status calls AWS with boto3: pip install 'efa-cdk[account]'", file=sys.stderr)
+        return 2
+    try:
+        session = boto3.session.Session(region_name=region) if region else boto3.session.Session()
+        s = cluster_status(session, stack)
+    except PreflightError as err:
+        print(f"error: status: {err}", file=sys.stderr)
+        return 2
+    except _Denied as denied:
+        print(
+            f"error: status: {denied.check.found}" + (f" ({denied.check.fix})" if denied.check.fix else ""),
+            file=sys.stderr,
+        )
+        return 2
+    print(json.dumps(s, indent=2, default=str) if as_json else render(s))
+    return 0

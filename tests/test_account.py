@@ -1,0 +1,375 @@
+"""`efa-cdk preflight` and `efa-cdk status` against an emulated account (issue 35).
+
+moto's server stands in for the account wherever moto models the API: STS, SSM (the CDK bootstrap
+version, image parameters), EC2's instance types, zone offerings, instances, key pairs, images, subnets
+and addresses, CloudFormation, Auto Scaling and CloudWatch. Where moto has no backend, botocore's Stubber
+answers, and validates each request and response against botocore's own service model: Service Quotas
+for EC2's vCPU quotas (moto models only VPC's) and EC2's DescribeCapacityReservations. Each check has a
+case where the account is wrong and the command says so, with the fix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from moto.server import ThreadedMotoServer
+
+from efa_constructs.tools import preflight, status
+from efa_constructs.tools.preflight import NodeGroup, Preflight, node_groups, quota_name
+from tests.helpers import cdk_json_context
+
+REGION = "us-east-1"
+pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse")  # moto: what its CloudFormation skips
+
+
+@pytest.fixture(scope="module")
+def account(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """moto's server on a free port, and credentials that reach only it."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    env = {
+        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+        "AWS_ACCESS_KEY_ID": "preflight",
+        "AWS_SECRET_ACCESS_KEY": "preflight",
+        "AWS_DEFAULT_REGION": REGION,
+    }
+    mp = pytest.MonkeyPatch()
+    for k, v in env.items():
+        mp.setenv(k, v)
+    mp.delenv("AWS_PROFILE", raising=False)
+    try:
+        yield {"session": boto3.session.Session(region_name=REGION)}
+    finally:
+        mp.undo()
+        server.stop()
+
+
+def synth(tmp: Path, **context: str) -> Path:
+    """Trn1EfaCluster synthesized into a cloud assembly, as `npx cdk synth` writes it."""
+    import aws_cdk as cdk
+
+    from stacks.cluster_stack import EfaClusterStack
+    from stacks.params import ClusterParams
+
+    out = tmp / "cdk.out"
+    app = cdk.App(outdir=str(out), context=cdk_json_context())
+    params = ClusterParams.from_context({"node_count": "2", **context}, default_instance_type="trn1.32xlarge")
+    EfaClusterStack(app, "Trn1EfaCluster", params=params)
+    app.synth()
+    return out
+
+
+def stubbed_quotas(session: Any, vcpus: float, *, calls: int = 1) -> tuple[Any, Stubber]:
+    """Service Quotas' answer for EC2's Trn quota, `calls` times, checked against botocore's model."""
+    client = session.client("service-quotas", region_name=REGION)
+    stub = Stubber(client)
+    quota = {
+        "ServiceCode": "ec2",
+        "QuotaCode": "L-2C3B7624",
+        "QuotaName": "Running On-Demand Trn instances",
+        "Value": vcpus,
+        "Unit": "None",
+        "Adjustable": True,
+        "GlobalQuota": False,
+    }
+    for _ in range(calls):
+        stub.add_response("list_service_quotas", {"Quotas": [quota]}, {"ServiceCode": "ec2"})
+    stub.activate()
+    return client, stub
+
+
+def run(
+    account: dict[str, Any], out: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, quotas: Any, *args: str
+) -> tuple[int, str, str]:
+    """The command as a user runs it, with Service Quotas answered by the stub."""
+    real = Preflight.client
+
+    def client(self: Preflight, service: str) -> Any:
+        return quotas if service == "service-quotas" else real(self, service)
+
+    monkeypatch.setattr(Preflight, "client", client)
+    code = preflight.main(["Trn1EfaCluster"], out, None, "--json" in args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_the_template_says_what_the_account_must_have(tmp_path: Path) -> None:
+    out = synth(tmp_path, availability_zone="us-east-1a", key_pair="mine")
+    (group,) = node_groups("Trn1EfaCluster", json.loads((out / "Trn1EfaCluster.template.json").read_text()))
+    assert (group.instance_type, group.count, group.zone) == ("trn1.32xlarge", 2, "us-east-1a")
+    assert (group.efa_interfaces, group.network_cards) == (8, 8)  # trn1.32xlarge (EFA-FACTS.md)
+    assert (
+        group.key_name == "mine"
+        and group.image_parameter
+        and group.image_parameter.startswith("/aws/service/")
+    )
+
+
+@pytest.mark.parametrize(
+    ("itype", "quota"),
+    [
+        ("trn1.32xlarge", "Trn"),
+        ("trn2.48xlarge", "Trn"),
+        ("p5.48xlarge", "P"),
+        ("p6e-gb200.36xlarge", "P"),
+        ("dl1.24xlarge", "DL"),
+        ("hpc7g.16xlarge", "HPC"),
+        ("g6e.48xlarge", "G and VT"),
+        ("c5n.18xlarge", "Standard (A, C, D, H, I, M, R, T, Z)"),
+    ],
+)
+def test_each_family_is_held_to_its_own_vcpu_quota(itype: str, quota: str) -> None:
+    """EC2's On-Demand quotas are per instance class, in vCPUs (EC2 user guide, service quotas)."""
+    assert quota_name(itype) == f"Running On-Demand {quota} instances"
+
+
+def _ami(session: Any) -> str:
+    images = session.client("ec2", region_name=REGION).describe_images(Owners=["amazon"])["Images"]
+    return next(i["ImageId"] for i in images if i.get("Architecture") == "x86_64")
+
+
+def test_a_ready_account_passes(
+    account: dict[str, Any], tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    session = account["session"]
+    session.client("ssm", region_name=REGION).put_parameter(
+        Name=preflight.BOOTSTRAP_VERSION_PARAMETER, Value="30", Type="String", Overwrite=True
+    )
+    out = synth(tmp_path, availability_zone="us-east-1c", ami_id=_ami(session), ami_os="ubuntu")
+    quotas, stub = stubbed_quotas(session, 1024)
+    code, text, err = run(account, out, monkeypatch, capsys, quotas)
+    assert code == 0, text + err
+    lines = text.splitlines()
+    assert all(line.startswith("PASS") for line in lines), text
+    assert any("offered [" in line and "trn1.32xlarge is offered in us-east-1c" in line for line in lines)
+    assert any("'Running On-Demand Trn instances' 1024 vCPUs: 0 run + 256 needed" in line for line in lines)
+    assert any("bootstrap version 30 (>= 6)" in line for line in lines)
+    stub.assert_no_pending_responses()
+
+
+def test_a_wrong_account_fails_naming_each_problem_and_its_fix(
+    account: dict[str, Any], tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    """Issue 35's account: no trn1 in the chosen zone, a quota of 0, a missing key pair, no bootstrap."""
+    session = account["session"]
+    session.client("ssm", region_name=REGION).delete_parameter(Name=preflight.BOOTSTRAP_VERSION_PARAMETER)
+    out = synth(
+        tmp_path, availability_zone="us-east-1a", key_pair="nobody", ami_id=_ami(session), ami_os="ubuntu"
+    )
+    quotas, _ = stubbed_quotas(session, 0)
+    code, text, _ = run(account, out, monkeypatch, capsys, quotas, "--json")
+    assert code == 1
+    checks = {c["name"].split(" [")[0]: c for c in json.loads(text)["checks"]}
+    assert checks["bootstrap"]["status"] == "FAIL" and "npx cdk bootstrap" in checks["bootstrap"]["fix"]
+    assert checks["offered"]["status"] == "FAIL"
+    assert checks["offered"]["found"] == "trn1.32xlarge is not offered in us-east-1a"
+    assert "us-east-1b, us-east-1c, us-east-1f" in checks["offered"]["fix"]  # moto's offerings for trn1
+    assert (
+        checks["quota"]["status"] == "FAIL"
+        and "0 vCPUs; 0 run, the cluster needs 256" in checks["quota"]["found"]
+    )
+    assert "--quota-code L-2C3B7624 --desired-value 256" in checks["quota"]["fix"]
+    assert (
+        checks["key pair"]["status"] == "FAIL" and "no key pair named nobody" in checks["key pair"]["found"]
+    )
+    assert checks["efa"]["status"] == "PASS"  # moto's DescribeInstanceTypes: 8 EFAs on 8 cards
+
+
+def _reservation(**overrides: Any) -> dict[str, Any]:
+    base = {
+        "CapacityReservationId": "cr-0123456789abcdef0",
+        "InstanceType": "trn1.32xlarge",
+        "AvailabilityZone": "us-east-1c",
+        "State": "active",
+        "TotalInstanceCount": 2,
+        "AvailableInstanceCount": 2,
+        "InstancePlatform": "Linux/UNIX",
+    }
+    return base | overrides
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "says"),
+    [
+        (_reservation(), "PASS", "Capacity Block cr-0123456789abcdef0: active, us-east-1c, 2 of 2 free"),
+        (
+            _reservation(TotalInstanceCount=1, AvailableInstanceCount=1),
+            "FAIL",
+            "it holds 1 instances for 2 nodes",
+        ),
+        (_reservation(AvailabilityZone="us-east-1b"), "FAIL", "it is in us-east-1b, the nodes in us-east-1c"),
+        (_reservation(State="expired"), "FAIL", "it is expired"),
+        (
+            _reservation(State="scheduled", StartDate=datetime(2026, 12, 1, 9, tzinfo=timezone.utc)),
+            "WARN",
+            "scheduled, starts 2026-12-01 09:00:00+00:00",
+        ),
+    ],
+)
+def test_a_capacity_block_is_checked_for_state_zone_type_and_size(
+    account: dict[str, Any], answer: dict[str, Any], status: str, says: str
+) -> None:
+    """moto models no capacity reservations: botocore's Stubber answers, in DescribeCapacityReservations'
+    own shape (a wrong field name or type fails the test)."""
+    ec2 = account["session"].client("ec2", region_name=REGION)
+    stub = Stubber(ec2)
+    stub.add_response(
+        "describe_capacity_reservations",
+        {"CapacityReservations": [answer]},
+        {"CapacityReservationIds": ["cr-0123456789abcdef0"]},
+    )
+    stub.activate()
+    pf = Preflight(account["session"])
+    pf._clients["ec2"] = ec2
+    group = NodeGroup(
+        "S",
+        "Cluster",
+        "trn1.32xlarge",
+        2,
+        zone="us-east-1c",
+        reservation_id="cr-0123456789abcdef0",
+        capacity_block=True,
+    )
+    check = pf.capacity(group)
+    assert check is not None and check.status == status and says in check.line(), check
+    assert check.status == "PASS" or check.fix
+
+
+@pytest.mark.parametrize(
+    ("code", "says"),
+    [
+        (
+            "UnauthorizedOperation",
+            "ec2:DescribeInstanceTypeOfferings was denied. Fix: allow ec2:DescribeInstanceTypeOfferings",
+        ),
+        ("RequestLimitExceeded", "ec2:DescribeInstanceTypeOfferings was throttled (RequestLimitExceeded)"),
+    ],
+)
+def test_a_denied_or_throttled_call_is_one_line_naming_the_permission(
+    account: dict[str, Any], code: str, says: str
+) -> None:
+    ec2 = account["session"].client("ec2", region_name=REGION)
+    stub = Stubber(ec2)
+    stub.add_client_error("describe_instance_type_offerings", service_error_code=code, service_message="no")
+    stub.activate()
+    pf = Preflight(account["session"])
+    pf._clients["ec2"] = ec2
+    group = NodeGroup("S", "Cluster", "trn1.32xlarge", 2, zone="us-east-1c")
+    check = pf._guard("offered", lambda: pf.offered(group))  # as run() guards each check
+    assert check is not None and check.status == "FAIL" and says in check.line(), check
+
+
+def test_no_credentials_is_one_line_not_a_traceback(tmp_path: Path, monkeypatch: Any, capsys: Any) -> None:
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    out = tmp_path / "cdk.out"
+    out.mkdir()
+    (out / "Trn1EfaCluster.template.json").write_text("{}")
+    assert preflight.main(["Trn1EfaCluster"], out, REGION, False) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("error: preflight: ") and "credentials" in err
+
+
+def test_without_a_cloud_assembly_it_says_how_to_make_one(tmp_path: Path, capsys: Any) -> None:
+    assert preflight.main([], tmp_path / "cdk.out", REGION, False) == 2
+    assert "synthesize first (npx cdk synth" in capsys.readouterr().err
+
+
+def test_status_shows_the_nodes_alarms_and_benchmarks_of_a_stack_created_in_the_emulator(
+    account: dict[str, Any], tmp_path: Path, capsys: Any
+) -> None:
+    from tests.moto_compat import moto_compatible
+
+    session = account["session"]
+    out = synth(tmp_path, availability_zone="us-east-1c", ami_id=_ami(session), ami_os="ubuntu")
+    template = json.loads((out / "Trn1EfaCluster.template.json").read_text())
+    cfn = session.client("cloudformation", region_name=REGION)
+    body = moto_compatible(template, _ami(session), session.client("ssm", region_name=REGION))
+    # moto launches an instance from no launch template field: give it the template's type and subnet
+    lts = {k: v for k, v in body["Resources"].items() if v["Type"] == "AWS::EC2::LaunchTemplate"}
+    for r in body["Resources"].values():
+        if r["Type"] == "AWS::EC2::Instance":
+            data = lts[r["Properties"]["LaunchTemplate"]["LaunchTemplateId"]["Ref"]]["Properties"][
+                "LaunchTemplateData"
+            ]
+            r["Properties"]["InstanceType"] = data["InstanceType"]
+            r["Properties"]["SubnetId"] = data["NetworkInterfaces"][0]["SubnetId"]
+    cfn.create_stack(
+        StackName="Trn1EfaCluster", TemplateBody=json.dumps(body), Capabilities=["CAPABILITY_IAM"]
+    )
+    resources = cfn.list_stack_resources(StackName="Trn1EfaCluster")["StackResourceSummaries"]
+    nodes = sorted(r["PhysicalResourceId"] for r in resources if r["ResourceType"] == "AWS::EC2::Instance")
+    cw = session.client("cloudwatch", region_name=REGION)
+    # moto's CloudFormation creates no alarms: made here as CloudFormation names them (<stack>-<id>-<suffix>)
+    for name, metric in (("UnhealthyNodes", "EfaUnhealthyNodes"), ("HeldBack", "EfaReplacementsHeldBack")):
+        cw.put_metric_alarm(
+            AlarmName=f"Trn1EfaCluster-ClusterMonitoring{name}-ABC123",
+            Namespace="EfaCdk/Trn1EfaCluster/Cluster",
+            MetricName=metric,
+            Statistic="Maximum",
+            Period=300,
+            EvaluationPeriods=1,
+            Threshold=0,
+            ComparisonOperator="GreaterThanThreshold",
+        )
+    cw.set_alarm_state(
+        AlarmName="Trn1EfaCluster-ClusterMonitoringUnhealthyNodes-ABC123",
+        StateValue="ALARM",
+        StateReason="a node failed its EFA check",
+    )
+    cw.put_metric_data(
+        Namespace="EfaCdk/Trn1EfaCluster/Cluster",
+        MetricData=[
+            {
+                "MetricName": "EfaHealthy",
+                "Dimensions": [{"Name": "InstanceId", "Value": nodes[0]}],
+                "Value": 1,
+            }
+        ],
+    )
+    assert status.main("Trn1EfaCluster", None, True) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert sorted(n["id"] for n in s["nodes"]) == nodes and len(nodes) == 2
+    assert all(
+        (n["state"], n["zone"], n["type"]) == ("running", "us-east-1c", "trn1.32xlarge") for n in s["nodes"]
+    )
+    by_id = {n["id"]: n for n in s["nodes"]}
+    assert by_id[nodes[0]]["last_health_check"].startswith("healthy at ")
+    assert by_id[nodes[1]]["last_health_check"] is None
+    states = {a["metric"]: a["state"] for a in s["alarms"]}
+    assert states == {"EfaUnhealthyNodes": "ALARM", "EfaReplacementsHeldBack": "OK"}  # moto starts OK
+    assert status.main("Trn1EfaCluster", None, False) == 0
+    text = capsys.readouterr().out
+    assert (
+        text.startswith("Trn1EfaCluster: CREATE_COMPLETE\nnodes (2):")
+        and "EFA verified: yes (signalled)" in text
+    )
+    assert "ALARM             Trn1EfaCluster-ClusterMonitoringUnhealthyNodes-ABC123" in text
+
+
+def test_status_of_a_stack_that_does_not_exist_is_one_line(account: dict[str, Any], capsys: Any) -> None:
+    assert status.main("NoSuchStack", None, False) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "cloudformation:DescribeStacks" in err and "NoSuchStack" in err
+
+
+def test_benchmarks_are_read_against_the_line_rate() -> None:
+    outputs = {
+        "BenchmarkResults": json.dumps(
+            {"benchmarks": json.dumps([{"benchmark": "nccom-test", "ok": True, "peak_gbytes_s": 80.0}])}
+        ),
+        "Layout": "trn1.32xlarge recommended: 8 EFA/node, 1 IP/node, 800 Gbps EFA line rate",
+    }
+    (row,) = status._benchmarks(outputs)
+    assert row["line_rate_fraction"] == 0.8  # 80 GB/s = 640 Gbps of 800
