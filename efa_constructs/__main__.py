@@ -122,7 +122,7 @@ def _status(args: argparse.Namespace) -> int:
             why="status reads one deployed stack",
             fix="name it: efa-cdk status Trn1EfaCluster",
         )
-    return status.main(args.stack, args.region, args.json)
+    return status.main(args.stack, args.region, args.json, args.pcluster_name)
 
 
 def _dashboard(_args: argparse.Namespace) -> int:
@@ -194,6 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("stack", nargs="?", metavar="STACK")
     s.add_argument("--region", default=None, help="default: the AWS configuration's")
     s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.add_argument(
+        "--pcluster-name", default=None, help="a ParallelCluster stack: the cluster's name in pcluster"
+    )
     s.add_argument("--permissions", action="store_true", help="list the IAM actions status calls, and stop")
     s.set_defaults(func=_status)
     g = sub.add_parser("dashboard", help="print an SVG picture of a cluster's dashboard layout (no AWS)")

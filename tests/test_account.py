@@ -373,3 +373,73 @@ def test_benchmarks_are_read_against_the_line_rate() -> None:
     }
     (row,) = status._benchmarks(outputs)
     assert row["line_rate_fraction"] == 0.8  # 80 GB/s = 640 Gbps of 800
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "says"),
+    [
+        ({"CapacityReservations": [{"CapacityReservationId": "cr-0123456789abcdef0",
+                                    "NetworkNodes": ["nn-spine", "nn-block", "nn-leaf"]}]},
+         "PASS", "places its instances under nn-spine > nn-block > nn-leaf"),
+        ("UnsupportedOperation", "WARN", "no topology for cr-0123456789abcdef0 (UnsupportedOperation)"),
+    ],
+)  # fmt: skip
+def test_a_reservation_s_placement_is_shown_before_launch(
+    account: dict[str, Any], answer: Any, status: str, says: str
+) -> None:
+    """DescribeCapacityReservationTopology (moto has no backend: botocore's Stubber, its shapes checked)."""
+    ec2 = account["session"].client("ec2", region_name=REGION)
+    stub = Stubber(ec2)
+    if isinstance(answer, str):
+        stub.add_client_error("describe_capacity_reservation_topology", service_error_code=answer)
+    else:
+        stub.add_response("describe_capacity_reservation_topology", answer,
+                          {"CapacityReservationIds": ["cr-0123456789abcdef0"]})  # fmt: skip
+    stub.activate()
+    pf = Preflight(account["session"])
+    pf._clients["ec2"] = ec2
+    group = NodeGroup("S", "Cluster", "p5.48xlarge", 2, reservation_id="cr-0123456789abcdef0")
+    check = pf.placement(group)
+    assert check is not None and check.status == status and says in check.line(), check
+
+
+def test_an_existing_subnet_without_a_route_out_is_warned_of(account: dict[str, Any]) -> None:
+    ec2 = account["session"].client("ec2", region_name=REGION)
+    vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.9.1.0/24", AvailabilityZone="us-east-1c")["Subnet"]
+    pf = Preflight(account["session"])
+    group = NodeGroup("S", "Cluster", "trn1.32xlarge", 2, subnet_id=subnet["SubnetId"])
+    check = pf.route_out(group)
+    assert check is not None and check.status == "WARN" and "has no default route" in check.found
+    gateway = ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"]
+    ec2.attach_internet_gateway(InternetGatewayId=gateway, VpcId=vpc)
+    table = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
+    ec2.create_route(RouteTableId=table, DestinationCidrBlock="0.0.0.0/0", GatewayId=gateway)
+    ec2.associate_route_table(RouteTableId=table, SubnetId=subnet["SubnetId"])
+    check = pf.route_out(group)
+    assert check is not None and check.status == "PASS" and gateway in check.found
+    free = pf.subnet(NodeGroup("S", "Cluster", "trn1.32xlarge", 300, subnet_id=subnet["SubnetId"]))
+    assert (
+        free is not None and free.status == "FAIL" and "the nodes take 300" in free.found
+    )  # a /24: 251 free
+
+
+def test_status_shows_the_nodes_parallelcluster_launched(account: dict[str, Any], capsys: Any) -> None:
+    """ParallelCluster launches its nodes itself and tags them with the cluster's name."""
+    session = account["session"]
+    cfn = session.client("cloudformation", region_name=REGION)
+    parameter = {"Type": "String", "Value": "x", "Name": "/pc/config"}
+    body = {"Resources": {"Config": {"Type": "AWS::SSM::Parameter", "Properties": parameter}}}
+    cfn.create_stack(StackName="Trn1ParallelCluster", TemplateBody=json.dumps(body))
+    ec2 = session.client("ec2", region_name=REGION)
+    tags = [{"Key": "parallelcluster:cluster-name", "Value": "trn1"}]
+    made = ec2.run_instances(
+        ImageId=_ami(session),
+        MinCount=1,
+        MaxCount=1,
+        InstanceType="trn1.32xlarge",
+        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+    )["Instances"][0]
+    assert status.main("Trn1ParallelCluster", None, True, "trn1") == 0
+    (node,) = json.loads(capsys.readouterr().out)["nodes"]
+    assert node["id"] == made["InstanceId"] and node["efa_verified"] == "(launched by the service)"

@@ -30,6 +30,8 @@ PERMISSIONS = {
     "ec2:DescribeImages": "an image: exists, architecture, root snapshot size",
     "ec2:DescribeAddresses": "the Elastic IPs already allocated",
     "ec2:DescribeSubnets": "an existing subnet's zone and free addresses",
+    "ec2:DescribeRouteTables": "an existing subnet's route out",
+    "ec2:DescribeCapacityReservationTopology": "where a reservation's instances go, before launch",
 }
 #: The On-Demand vCPU quota (Service Quotas, service ec2) whose name covers a family, by the family's
 #: letters (EC2 user guide, "Amazon EC2 service quotas": quotas are per instance class, in vCPUs).
@@ -297,10 +299,12 @@ class Preflight:
                 ("efa", self.efa),
                 ("quota", self.quota),
                 ("capacity", self.capacity),
+                ("placement", self.placement),
                 ("key pair", self.key_pair),
                 ("image", self.image),
                 ("elastic ips", self.elastic_ips),
                 ("subnet", self.subnet),
+                ("route out", self.route_out),
             ):
                 self.progress(f"checking {name} of {where}")
                 result = self._guard(f"{name} [{where}]", lambda c=check, g=g: c(g))  # type: ignore[misc]
@@ -618,6 +622,72 @@ class Preflight:
             "PASS",
             f"{g.subnet_id} in {s['AvailabilityZone']}: {s['AvailableIpAddressCount']} free, {need} needed",
         )
+
+    def placement(self, g: NodeGroup) -> Check | None:
+        """Where EC2 will place a reservation's or Capacity Block's instances, reported before launch
+        (DescribeCapacityReservationTopology, for the types that support it): information, or a WARN."""
+        if not g.reservation_id:
+            return None
+        from botocore.exceptions import ClientError
+
+        ec2 = self.client("ec2")
+        try:
+            answer = ec2.describe_capacity_reservation_topology(CapacityReservationIds=[g.reservation_id])
+        except ClientError as err:
+            code = err.response.get("Error", {}).get("Code", "")
+            if code in (
+                "UnsupportedOperation",
+                "InvalidParameterValue",
+                "InvalidCapacityReservationId.NotFound",
+            ):
+                return Check("placement", "WARN", f"EC2 reports no topology for {g.reservation_id} ({code})")
+            raise _failure("placement", "ec2:DescribeCapacityReservationTopology", err) from None
+        nodes = {tuple(t.get("NetworkNodes", [])) for t in answer.get("CapacityReservations", [])}
+        if not nodes or nodes == {()}:
+            return Check("placement", "WARN", f"EC2 reports no network nodes for {g.reservation_id} yet")
+        shown = "; ".join(" > ".join(n) for n in sorted(nodes))
+        return Check("placement", "PASS", f"{g.reservation_id} places its instances under {shown}")
+
+    def route_out(self, g: NodeGroup) -> Check | None:
+        """An existing subnet's route out (the node software fetches its scripts, the installer and the
+        agent): a default route to a NAT or internet gateway, else a WARN naming what it then needs."""
+        if not g.subnet_id:
+            return None
+        ec2 = self.client("ec2")
+        own = _aws_call(
+            "route out",
+            "ec2:DescribeRouteTables",
+            lambda: ec2.describe_route_tables(
+                Filters=[{"Name": "association.subnet-id", "Values": [g.subnet_id]}]
+            ),
+        )["RouteTables"]
+        if not own:  # the VPC's main route table
+            vpc = _aws_call(
+                "route out", "ec2:DescribeSubnets", lambda: ec2.describe_subnets(SubnetIds=[g.subnet_id])
+            )["Subnets"][0]["VpcId"]
+            own = _aws_call(
+                "route out",
+                "ec2:DescribeRouteTables",
+                lambda: ec2.describe_route_tables(
+                    Filters=[
+                        {"Name": "vpc-id", "Values": [vpc]},
+                        {"Name": "association.main", "Values": ["true"]},
+                    ]
+                ),
+            )["RouteTables"]
+        default = [
+            r for t in own for r in t.get("Routes", []) if r.get("DestinationCidrBlock") == "0.0.0.0/0"
+        ]
+        out = [r.get("NatGatewayId") or r.get("GatewayId") or r.get("TransitGatewayId") for r in default]
+        if not any(out):
+            return Check(
+                "route out",
+                "WARN",
+                f"{g.subnet_id} has no default route",
+                "the nodes then need VPC endpoints for S3, SSM, EC2 and CloudFormation, and an image with "
+                "EFA",
+            )
+        return Check("route out", "PASS", f"{g.subnet_id} routes out through {out[0]}")
 
 
 # --- the command ----------------------------------------------------------------------------------

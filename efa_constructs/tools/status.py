@@ -4,7 +4,8 @@ Each node (id, state, zone, whether it verified EFA: its creation signal, or its
 last health check, the ``EfaHealthy`` metric), the benchmark results against the type's line rate (the
 ``BenchmarkResults`` and ``Layout`` outputs), the alarms' states, and what changed since the deploy (the
 group's last replacement, held-back replacements). For ParallelCluster and PCS stacks, what the account
-shows of their nodes (instances by the tags those services put on them).
+shows of their nodes (instances by the tags those services put on them: PCS's cluster id, and with
+``--pcluster-name`` the name given to ``pcluster create-cluster``).
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ def _instances(ec2: Any, **kw: Any) -> list[dict[str, Any]]:
     return [i for res in _pages(ec2, "describe_instances", "Reservations", **kw) for i in res["Instances"]]
 
 
-def cluster_status(session: Any, stack: str) -> dict[str, Any]:
-    """The cluster `stack` as the account shows it (a JSON-able dict)."""
+def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -> dict[str, Any]:
+    """The cluster `stack` as the account shows it (a JSON-able dict). `pcluster_name`: the name given to
+    ``pcluster create-cluster`` for a ParallelCluster stack, whose nodes ParallelCluster launches and
+    tags ``parallelcluster:cluster-name``."""
     cfn = session.client("cloudformation")
     ec2 = session.client("ec2")
     cw = session.client("cloudwatch")
@@ -77,6 +80,8 @@ def cluster_status(session: Any, stack: str) -> dict[str, Any]:
         for kind, tag in SERVICE_TAGS.items()
         for r in by_type.get(kind, [])
     ]
+    if pcluster_name:
+        filters.append({"Name": "tag:parallelcluster:cluster-name", "Values": [pcluster_name]})
     found: list[dict[str, Any]] = []
     if verified:
         found += _aws_call(
@@ -214,7 +219,7 @@ def render(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(stack: str, region: str | None, as_json: bool) -> int:
+def main(stack: str, region: str | None, as_json: bool, pcluster_name: str | None = None) -> int:
     try:
         import boto3
     except ModuleNotFoundError:
@@ -222,7 +227,7 @@ def main(stack: str, region: str | None, as_json: bool) -> int:
         return 2
     try:
         session = boto3.session.Session(region_name=region) if region else boto3.session.Session()
-        s = cluster_status(session, stack)
+        s = cluster_status(session, stack, pcluster_name)
     except PreflightError as err:
         print(f"error: status: {err}", file=sys.stderr)
         return 2
