@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -15,6 +16,7 @@ import re
 import shutil
 import subprocess
 import tarfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -462,3 +464,23 @@ class Node:
 
     def read(self, rel: str) -> str:
         return (self.root / rel).read_text()
+
+
+@contextlib.contextmanager
+def moto_server(key: str) -> Iterator[dict[str, str]]:
+    """moto's server on a free port of this machine, stopped after: the environment of credentials
+    (`key` as both key id and secret) that reach only it, in us-east-1."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield {
+            "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+            "AWS_ACCESS_KEY_ID": key,
+            "AWS_SECRET_ACCESS_KEY": key,
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }
+    finally:
+        server.stop()

@@ -19,37 +19,23 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from moto.server import ThreadedMotoServer
 
 from efa_constructs.tools import preflight, status
 from efa_constructs.tools.preflight import NodeGroup, Preflight, node_groups, quota_name
-from tests.helpers import cdk_json_context
+from tests.helpers import cdk_json_context, moto_server
 
 REGION = "us-east-1"
 pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse")  # moto: what its CloudFormation skips
 
 
 @pytest.fixture(scope="module")
-def account(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def account() -> Iterator[dict[str, Any]]:
     """moto's server on a free port, and credentials that reach only it."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    env = {
-        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
-        "AWS_ACCESS_KEY_ID": "preflight",
-        "AWS_SECRET_ACCESS_KEY": "preflight",
-        "AWS_DEFAULT_REGION": REGION,
-    }
-    mp = pytest.MonkeyPatch()
-    for k, v in env.items():
-        mp.setenv(k, v)
-    mp.delenv("AWS_PROFILE", raising=False)
-    try:
+    with moto_server("preflight") as env, pytest.MonkeyPatch.context() as mp:
+        for k, v in env.items():
+            mp.setenv(k, v)
+        mp.delenv("AWS_PROFILE", raising=False)
         yield {"session": boto3.session.Session(region_name=REGION)}
-    finally:
-        mp.undo()
-        server.stop()
 
 
 def synth(tmp: Path, **context: str) -> Path:

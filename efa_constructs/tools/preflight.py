@@ -247,6 +247,22 @@ def _failure(name: str, action: str, err: Exception) -> Exception:
     return _Denied(Check(name, "FAIL", f"{action}: {code}: {message}"))
 
 
+def _unless(name: str, action: str, call: Callable[[], Any], *codes: str) -> tuple[Any, str | None]:
+    """(the call's answer, None), or (None, the error code) when AWS answers one of `codes` (a missing
+    parameter, key pair...: the check's own FAIL); any other error is the check's line (:func:`_failure`)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return call(), None
+    except ClientError as err:
+        code = err.response.get("Error", {}).get("Code", "")
+        if code in codes:
+            return None, code
+        raise _failure(name, action, err) from None
+    except BotoCoreError as err:
+        raise _failure(name, action, err) from None
+
+
 def _aws_call(name: str, action: str, call: Callable[[], Any]) -> Any:
     """Run one AWS call; an error becomes the check's one line (:func:`_failure`)."""
     from botocore.exceptions import BotoCoreError, ClientError
@@ -329,20 +345,19 @@ class Preflight:
         return Check("credentials", "PASS", f"account {who['Account']} in {self.region} as {who['Arn']}")
 
     def bootstrap(self, required: int) -> Check:
-        from botocore.exceptions import ClientError
-
         ssm = self.client("ssm")
-        try:
-            value = ssm.get_parameter(Name=BOOTSTRAP_VERSION_PARAMETER)["Parameter"]["Value"]
-        except ClientError as err:
-            if err.response.get("Error", {}).get("Code") == "ParameterNotFound":
-                return Check(
-                    "bootstrap",
-                    "FAIL",
-                    f"the CDK is not bootstrapped in {self.region}",
-                    f"npx cdk bootstrap aws://<account>/{self.region}",
-                )
-            raise _failure("bootstrap", "ssm:GetParameter", err) from None
+        answer, missing = _unless(
+            "bootstrap", "ssm:GetParameter",
+            lambda: ssm.get_parameter(Name=BOOTSTRAP_VERSION_PARAMETER), "ParameterNotFound",
+        )  # fmt: skip
+        if missing:
+            return Check(
+                "bootstrap",
+                "FAIL",
+                f"the CDK is not bootstrapped in {self.region}",
+                f"npx cdk bootstrap aws://<account>/{self.region}",
+            )
+        value = answer["Parameter"]["Value"]
         if int(value) < required:
             return Check(
                 "bootstrap",
@@ -516,39 +531,36 @@ class Preflight:
     def key_pair(self, g: NodeGroup) -> Check | None:
         if not g.key_name:
             return None
-        from botocore.exceptions import ClientError
-
         ec2 = self.client("ec2")
-        try:
-            ec2.describe_key_pairs(KeyNames=[g.key_name])
-        except ClientError as err:
-            if err.response.get("Error", {}).get("Code") == "InvalidKeyPair.NotFound":
-                return Check(
-                    "key pair",
-                    "FAIL",
-                    f"no key pair named {g.key_name} in {self.region}",
-                    f"import it (aws ec2 import-key-pair --key-name {g.key_name} ...) or drop -c key_pair",
-                )
-            raise _failure("key pair", "ec2:DescribeKeyPairs", err) from None
+        _, missing = _unless(
+            "key pair", "ec2:DescribeKeyPairs",
+            lambda: ec2.describe_key_pairs(KeyNames=[g.key_name]), "InvalidKeyPair.NotFound",
+        )  # fmt: skip
+        if missing:
+            return Check(
+                "key pair",
+                "FAIL",
+                f"no key pair named {g.key_name} in {self.region}",
+                f"import it (aws ec2 import-key-pair --key-name {g.key_name} ...) or drop -c key_pair",
+            )
         return Check("key pair", "PASS", f"{g.key_name} exists")
 
     def image(self, g: NodeGroup) -> Check | None:
-        from botocore.exceptions import ClientError
-
         image_id = g.image_id
         if image_id is None and g.image_parameter:
             ssm = self.client("ssm")
-            try:
-                image_id = ssm.get_parameter(Name=g.image_parameter)["Parameter"]["Value"]
-            except ClientError as err:
-                if err.response.get("Error", {}).get("Code") == "ParameterNotFound":
-                    return Check(
-                        "image",
-                        "FAIL",
-                        f"the image parameter {g.image_parameter} does not exist in {self.region}",
-                        "pass -c ami_id=ami-... (an image with EFA for the type)",
-                    )
-                raise _failure("image", "ssm:GetParameter", err) from None
+            answer, missing = _unless(
+                "image", "ssm:GetParameter",
+                lambda: ssm.get_parameter(Name=g.image_parameter), "ParameterNotFound",
+            )  # fmt: skip
+            if missing:
+                return Check(
+                    "image",
+                    "FAIL",
+                    f"the image parameter {g.image_parameter} does not exist in {self.region}",
+                    "pass -c ami_id=ami-... (an image with EFA for the type)",
+                )
+            image_id = answer["Parameter"]["Value"]
         if image_id is None:
             return None
         ec2 = self.client("ec2")
@@ -628,20 +640,14 @@ class Preflight:
         (DescribeCapacityReservationTopology, for the types that support it): information, or a WARN."""
         if not g.reservation_id:
             return None
-        from botocore.exceptions import ClientError
-
         ec2 = self.client("ec2")
-        try:
-            answer = ec2.describe_capacity_reservation_topology(CapacityReservationIds=[g.reservation_id])
-        except ClientError as err:
-            code = err.response.get("Error", {}).get("Code", "")
-            if code in (
-                "UnsupportedOperation",
-                "InvalidParameterValue",
-                "InvalidCapacityReservationId.NotFound",
-            ):
-                return Check("placement", "WARN", f"EC2 reports no topology for {g.reservation_id} ({code})")
-            raise _failure("placement", "ec2:DescribeCapacityReservationTopology", err) from None
+        answer, code = _unless(
+            "placement", "ec2:DescribeCapacityReservationTopology",
+            lambda: ec2.describe_capacity_reservation_topology(CapacityReservationIds=[g.reservation_id]),
+            "UnsupportedOperation", "InvalidParameterValue", "InvalidCapacityReservationId.NotFound",
+        )  # fmt: skip
+        if code:
+            return Check("placement", "WARN", f"EC2 reports no topology for {g.reservation_id} ({code})")
         nodes = {tuple(t.get("NetworkNodes", [])) for t in answer.get("CapacityReservations", [])}
         if not nodes or nodes == {()}:
             return Check("placement", "WARN", f"EC2 reports no network nodes for {g.reservation_id} yet")

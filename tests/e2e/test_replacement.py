@@ -18,9 +18,8 @@ from typing import Any
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
-from tests.helpers import ROOT, Node, executable
+from tests.helpers import ROOT, Node, executable, moto_server
 
 AWS = ROOT / ".venv-e2e/bin/aws"
 pytestmark = pytest.mark.skipif(not AWS.exists(), reason="the AWS CLI (.venv-e2e, scripts/setup --dev)")
@@ -42,22 +41,10 @@ exit $rc
 
 @pytest.fixture(scope="module")
 def aws() -> Iterator[dict[str, Any]]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)  # a free port
-    server.start()
-    host, port = server.get_host_and_port()
-    env = {
-        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
-        "AWS_ACCESS_KEY_ID": "e2e",
-        "AWS_SECRET_ACCESS_KEY": "e2e",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
-    kw = {"endpoint_url": env["AWS_ENDPOINT_URL"], "region_name": "us-east-1",
-          "aws_access_key_id": "e2e", "aws_secret_access_key": "e2e"}  # fmt: skip
-    try:
-        yield {"env": env, "ssm": boto3.client("ssm", **kw), "autoscaling": boto3.client("autoscaling", **kw),
-               "ec2": boto3.client("ec2", **kw)}  # fmt: skip
-    finally:
-        server.stop()
+    with moto_server("e2e") as env:
+        kw = {"endpoint_url": env["AWS_ENDPOINT_URL"], "region_name": "us-east-1",
+              "aws_access_key_id": "e2e", "aws_secret_access_key": "e2e"}  # fmt: skip
+        yield {"env": env, **{s: boto3.client(s, **kw) for s in ("ssm", "autoscaling", "ec2")}}
 
 
 def _group(aws: dict[str, Any], name: str) -> list[str]:
