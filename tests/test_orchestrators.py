@@ -273,6 +273,8 @@ def _pcs(**kwargs: Any) -> EfaPcsCluster:
         ({"min_count": 3, "max_count": 2}, "0 <= min_count <= max_count"),
         ({"cluster_name": "pcs_x"}, "cluster_name='pcs_x'"),
         ({"cluster_name": "1abc"}, "starting with a letter"),
+        ({"cluster_name": "a" * 41}, "3-40 letters"),  # one past the limit (40 passes: below)
+        ({"cluster_name": "ab"}, "3-40 letters"),
         # Queue names: PCS user guide, "Creating a queue in AWS PCS" (a letter first, letters,
         # digits and '-', at most 25 characters).
         ({"queue_name": "1q"}, "queue_name='1q': a PCS queue name is at most 25"),
@@ -1175,3 +1177,11 @@ def test_the_eks_pod_asks_for_the_whole_node_with_huge_pages() -> None:
     assert limits["aws.amazon.com/neuron"] == it.accelerator.count
     assert limits["hugepages-2Mi"] == requests["hugepages-2Mi"] == "5120Mi"
     assert limits == requests
+
+
+@pytest.mark.parametrize("name", ["abc", "a" * 40])
+def test_pcs_cluster_names_at_both_edges_of_the_rule_pass(name: str) -> None:
+    """3 and 40 characters are PCS's edges (API reference, CreateCluster clusterName)."""
+    t = new_template(Stack.of(_pcs(cluster_name=name)))
+    (cluster,) = by_type(t, "AWS::PCS::Cluster")
+    assert cluster["Properties"]["Name"] == name

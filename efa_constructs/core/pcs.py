@@ -69,8 +69,9 @@ def check_slurm_version(version: str, instance_type: str) -> None:
 
 
 def check_cluster_name(name: str) -> None:
-    """PCS's cluster name rule: 3-40 characters, a letter first, not ``pcs_``."""
-    if not _NAME.match(name) or name.lower().startswith("pcs_"):
+    """PCS's cluster name rule: 3-40 letters, digits or '-', a letter first (the API's pattern; its other
+    branch, ``pcs_`` and an id, is PCS's own cluster ids, which the characters here already exclude)."""
+    if not _NAME.match(name):
         raise EfaConfigError(
             "cluster_name",
             value=name,
