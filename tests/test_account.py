@@ -429,3 +429,47 @@ def test_status_shows_the_nodes_parallelcluster_launched(account: dict[str, Any]
     assert status.main("Trn1ParallelCluster", None, True, "trn1") == 0
     (node,) = json.loads(capsys.readouterr().out)["nodes"]
     assert node["id"] == made["InstanceId"] and node["efa_verified"] == "(launched by the service)"
+
+
+def test_status_shows_the_nodes_pcs_launched(account: dict[str, Any], capsys: Any, monkeypatch: Any) -> None:
+    """PCS tags the instances of a compute node group with its id (docs/pcs.md finds the login node so).
+    moto's CloudFormation models no AWS::PCS::* resource: the stack's answers come from botocore's Stubber
+    (in DescribeStacks' and ListStackResources' own shapes), the instances from moto."""
+    session = account["session"]
+    group = "pcs_0123456789"
+    ec2 = session.client("ec2", region_name=REGION)
+    made = ec2.run_instances(
+        ImageId=_ami(session),
+        MinCount=1,
+        MaxCount=1,
+        InstanceType="trn1.32xlarge",
+        TagSpecifications=[
+            {"ResourceType": "instance", "Tags": [{"Key": "aws:pcs:compute-node-group-id", "Value": group}]}
+        ],
+    )["Instances"][0]
+    cfn = session.client("cloudformation", region_name=REGION)
+    stub = Stubber(cfn)
+    now = datetime.now(timezone.utc)
+    stub.add_response(
+        "describe_stacks",
+        {"Stacks": [{"StackName": "Trn1PcsCluster", "CreationTime": now, "StackStatus": "CREATE_COMPLETE"}]},
+        {"StackName": "Trn1PcsCluster"},
+    )
+    arn = f"arn:aws:pcs:{REGION}:123456789012:cluster/pcs_c1/computenodegroup/{group}"
+    resource = {
+        "LogicalResourceId": "PcsComputeNodes",
+        "PhysicalResourceId": arn,
+        "ResourceType": "AWS::PCS::ComputeNodeGroup",
+        "LastUpdatedTimestamp": now,
+        "ResourceStatus": "CREATE_COMPLETE",
+    }
+    stub.add_response(
+        "list_stack_resources", {"StackResourceSummaries": [resource]}, {"StackName": "Trn1PcsCluster"}
+    )
+    stub.activate()
+    real = session.client
+    monkeypatch.setattr(session, "client", lambda s, **kw: cfn if s == "cloudformation" else real(s, **kw))
+    monkeypatch.setattr(boto3.session, "Session", lambda **kw: session)
+    assert status.main("Trn1PcsCluster", None, True) == 0
+    (node,) = json.loads(capsys.readouterr().out)["nodes"]
+    assert node["id"] == made["InstanceId"] and node["efa_verified"] == "(launched by the service)"

@@ -4,8 +4,8 @@ Each node (id, state, zone, whether it verified EFA: its creation signal, or its
 last health check, the ``EfaHealthy`` metric), the benchmark results against the type's line rate (the
 ``BenchmarkResults`` and ``Layout`` outputs), the alarms' states, and what changed since the deploy (the
 group's last replacement, held-back replacements). For ParallelCluster and PCS stacks, what the account
-shows of their nodes (instances by the tags those services put on them: PCS's cluster id, and with
-``--pcluster-name`` the name given to ``pcluster create-cluster``).
+shows of their nodes (instances by the tags those services put on them: PCS's compute node group id,
+and with ``--pcluster-name`` the name given to ``pcluster create-cluster``).
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ PERMISSIONS = {
     "cloudwatch:GetMetricStatistics": "each node's last health check (EfaHealthy)",
     "ssm:GetParameter": "the group's last replacement",
 }
-#: The tags ParallelCluster and AWS PCS put on the instances they launch.
-SERVICE_TAGS = {"AWS::PCS::Cluster": "aws:pcs:cluster-id"}
+#: The tag AWS PCS puts on the instances of a compute node group (the one docs/pcs.md finds the login node
+#: by); ParallelCluster's nodes are found by their cluster's name (``--pcluster-name``).
+SERVICE_TAGS = {"AWS::PCS::ComputeNodeGroup": "aws:pcs:compute-node-group-id"}
 
 
 def _pages(client: Any, op: str, key: str, **kw: Any) -> list[Any]:
@@ -76,7 +77,7 @@ def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -
             for i in g["Instances"]:
                 verified[i["InstanceId"]] = f"group health {i['HealthStatus']}"
     filters = [
-        {"Name": f"tag:{tag}", "Values": [r["PhysicalResourceId"]]}
+        {"Name": f"tag:{tag}", "Values": [r["PhysicalResourceId"].rsplit("/", 1)[-1]]}  # an ARN's id
         for kind, tag in SERVICE_TAGS.items()
         for r in by_type.get(kind, [])
     ]
