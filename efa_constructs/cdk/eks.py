@@ -104,7 +104,9 @@ _ADDON_REGISTRY_ACCOUNTS = {
     "ap-south-2": "900889452093", "ap-southeast-4": "491585149902", "ap-southeast-5": "151610086707",
     "ap-southeast-6": "333609536671", "ap-southeast-7": "121268973566",
 }  # fmt: skip
-#: Regions the same page lists under 602401143452.
+#: Regions under 602401143452 on the same page (the Asia Pacific rows were read in its stored copy; the US,
+#: Canada, South America and first European regions are the account's long-standing home, the chart's
+#: default among them). A region in neither table keeps the chart's default image.
 _ADDON_REGISTRY_DEFAULT_REGIONS = frozenset(
     {"us-east-1", "us-east-2", "us-west-1", "us-west-2", "ca-central-1", "sa-east-1", "eu-west-1",
      "eu-west-2", "eu-west-3", "eu-central-1", "eu-north-1", "ap-south-1", "ap-northeast-1",
