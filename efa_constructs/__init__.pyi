@@ -5,6 +5,9 @@ from .cdk import (
     BenchmarkReport as BenchmarkReport,
 )
 from .cdk import (
+    EfaAutoScalingGroup as EfaAutoScalingGroup,
+)
+from .cdk import (
     EfaCluster as EfaCluster,
 )
 from .cdk import (
@@ -18,9 +21,6 @@ from .cdk import (
 )
 from .cdk import (
     EfaNode as EfaNode,
-)
-from .cdk import (
-    EfaNodeGroup as EfaNodeGroup,
 )
 from .cdk import (
     EfaNodegroup as EfaNodegroup,

@@ -71,6 +71,19 @@ def test_every_public_name_loads_and_is_declared_in_the_stub() -> None:
         efa_constructs.EfaClustr  # type: ignore[attr-defined]  # noqa: B018
 
 
+def test_no_two_public_names_differ_only_in_case() -> None:
+    """Issue 36: `EfaNodeGroup` (an Auto Scaling group) and `EfaNodegroup` (EKS) differed by one capital;
+    the Auto Scaling group is `EfaAutoScalingGroup` now. A user tabbing to a name must not get its twin."""
+    import efa_constructs.cdk
+    import efa_constructs.core
+
+    for module in (efa_constructs, efa_constructs.cdk, efa_constructs.core):
+        folded: dict[str, list[str]] = {}
+        for name in module.__all__:
+            folded.setdefault(name.lower(), []).append(name)
+        assert [names for names in folded.values() if len(names) > 1] == [], module.__name__
+
+
 def test_no_public_name_is_any_to_mypy(mypy_output: dict[str, list[str]]) -> None:
     """reveal_type of every name in __all__: each is a class, function or value of a real type."""
     names = efa_constructs.__all__

@@ -12,7 +12,7 @@ from .eks import EfaNodegroup
 from .launch_template import EfaLaunchTemplate
 from .machine_image import EfaMachineImage, ImageReadOnce, OsFamily
 from .network import EfaNetwork
-from .node import EfaNode, EfaNodeGroup, NodePublicAddress
+from .node import EfaAutoScalingGroup, EfaNode, NodePublicAddress
 from .node_software import BenchmarkReport, NodeSoftwareInstallation
 from .parallel_cluster import EfaParallelCluster
 from .pcs import EfaPcsCluster
@@ -21,12 +21,12 @@ from .storage import EfaSharedStorage
 
 __all__ = [
     "BenchmarkReport",
+    "EfaAutoScalingGroup",
     "EfaCluster",
     "EfaLaunchTemplate",
     "EfaMachineImage",
     "EfaNetwork",
     "EfaNode",
-    "EfaNodeGroup",
     "EfaNodegroup",
     "EfaParallelCluster",
     "EfaPcsCluster",

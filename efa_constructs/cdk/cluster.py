@@ -39,7 +39,7 @@ from .limits import check_limits
 from .machine_image import EfaMachineImage
 from .monitoring import EfaClusterMonitoring
 from .network import known_cidr
-from .node import EfaNode, EfaNodeGroup
+from .node import EfaAutoScalingGroup, EfaNode
 from .node_software import BenchmarkReport, NodeSoftwareInstallation
 from .security_group import EfaSecurityGroup
 
@@ -74,7 +74,7 @@ class EfaCluster(Construct):
     Node ``i`` is the construct ``Node{i}`` (an :class:`EfaNode`): raising ``node_count`` adds
     nodes, lowering it removes the highest-numbered ones, and no existing node, group or template
     is replaced (nothing in a launch template depends on the node count: nodes find each other at
-    boot). With ``node_group=asg`` the nodes are one :class:`EfaNodeGroup` (``NodeGroup``).
+    boot). With ``node_group=asg`` the nodes are one :class:`EfaAutoScalingGroup` (``NodeGroup``).
 
     The cluster is ``IConnectable`` (its EFA security group) and ``IGrantable`` (the nodes' role):
     ``bucket.grant_read(cluster)``, ``db.connections.allow_default_port_from(cluster)``.
@@ -379,9 +379,9 @@ class EfaCluster(Construct):
         """Explicit nodes Node0..NodeN-1 (the first ``public_ip.count(N)`` with an Elastic IP), or the
         Auto Scaling node group."""
         self.nodes: list[EfaNode] = []
-        self.auto_scaling_group: EfaNodeGroup | None = None
+        self.auto_scaling_group: EfaAutoScalingGroup | None = None
         if self.node_group is NodeGroup.ASG:
-            self.auto_scaling_group = EfaNodeGroup(
+            self.auto_scaling_group = EfaAutoScalingGroup(
                 self,
                 "NodeGroup",
                 launch_template=self.launch_template,

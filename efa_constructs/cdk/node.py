@@ -1,5 +1,5 @@
 """One EFA node (`EfaNode`), the Elastic IP of a node (`NodePublicAddress`), and the Auto Scaling
-node group (`EfaNodeGroup`): the three ways an :class:`EfaCluster` launches its instances."""
+node group (`EfaAutoScalingGroup`): the three ways an :class:`EfaCluster` launches its instances."""
 
 from __future__ import annotations
 
@@ -196,7 +196,7 @@ class EfaNode(Construct):
         return self.instance.attr_private_ip
 
 
-class EfaNodeGroup(Construct):
+class EfaAutoScalingGroup(Construct):
     """A fixed-size Auto Scaling group (``Resource``): min = max = desired = node_count, one subnet.
 
     A launch-template change replaces the whole group (AutoScalingReplacingUpdate), like explicit
