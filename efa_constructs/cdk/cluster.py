@@ -32,9 +32,10 @@ from ..core.errors import EfaConfigError
 from ..core.layout import LayoutMode, NicLayout, resolve_layout
 from ..core.options import DEFAULT_NODE_COUNT, DEFAULT_ROOT_VOLUME_GIB, InternetEgress, NodeGroup, PublicIp
 from ..core.software import Benchmark, EfaUserData
+from ._shared import check_subnet_of, cluster_placement_group
 from .acknowledgements import acknowledge
 from .arguments import checked
-from .launch_template import EfaLaunchTemplate, cluster_placement_group
+from .launch_template import EfaLaunchTemplate
 from .limits import check_limits
 from .machine_image import EfaMachineImage
 from .monitoring import EfaClusterMonitoring
@@ -45,21 +46,6 @@ from .security_group import EfaSecurityGroup
 
 __all__ = ["EfaCluster", "NodeGroup", "PublicIp"]
 T = TypeVar("T")
-
-
-def check_subnet_of(vpc: ec2.IVpc, subnet: ec2.ISubnet, what: str) -> None:
-    """Refuse a subnet made in this app under another VPC (its construct path says which). An imported
-    subnet's VPC is not known at synth: EC2 refuses the launch then (interfaces and security groups in
-    different VPCs)."""
-    owner = next((s for s in reversed(subnet.node.scopes[:-1]) if hasattr(s, "select_subnets")), None)
-    if owner is not None and owner is not vpc and isinstance(vpc, Construct):
-        raise EfaConfigError(
-            what,
-            value=subnet.node.path,
-            why=f"it belongs to the VPC {owner.node.path}, the cluster is in {vpc.node.path}; "
-            "an instance's interfaces and its security group must be in one VPC",
-            fix=f"pass a subnet of {vpc.node.path} (vpc.private_subnets[0]), or that subnet's VPC as vpc=",
-        )
 
 
 def _known(value: T) -> T | None:

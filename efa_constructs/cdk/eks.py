@@ -50,10 +50,10 @@ from ..core.catalogue import instance_type as lookup
 from ..core.errors import EfaConfigError
 from ..core.layout import LayoutMode, NicLayout
 from ..core.options import DEFAULT_ROOT_VOLUME_GIB
+from ._shared import check_subnet_of, cluster_placement_group
 from .acknowledgements import acknowledge
 from .arguments import checked
-from .cluster import check_subnet_of
-from .launch_template import EfaLaunchTemplate, cluster_placement_group
+from .launch_template import EfaLaunchTemplate
 from .machine_image import EfaMachineImage, OsFamily
 from .security_group import EfaSecurityGroup
 

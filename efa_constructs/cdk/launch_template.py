@@ -22,11 +22,11 @@ from constructs import Construct, IValidation
 from ..core.capacity import Capacity
 from ..core.catalogue import InstanceType
 from ..core.catalogue import instance_type as lookup
-from ..core.checks import check_placement_for_capacity, check_root_volume_gib
+from ..core.checks import check_root_volume_gib
 from ..core.errors import EfaConfigError
 from ..core.layout import LayoutMode, NicLayout, resolve_layout
 from ..core.options import DEFAULT_ROOT_VOLUME_GIB
-from .acknowledgements import acknowledge
+from ._shared import session_manager_role
 from .arguments import checked
 from .machine_image import EfaMachineImage
 
@@ -63,19 +63,6 @@ def network_interfaces(
         entry["DeleteOnTermination"] = True
         out.append(entry)
     return out
-
-
-def cluster_placement_group(
-    scope: Construct, given: ec2.IPlacementGroup | None, capacity: Capacity
-) -> ec2.IPlacementGroup | None:
-    """The placement group EFA nodes launch in: `given` (refused with a Capacity Block, which EC2
-    places), else a new cluster placement group (``PlacementGroup``) On-Demand, else none (a
-    reservation decides placement). The rule EfaCluster, EfaParallelCluster, EfaPcsCluster and
-    EfaNodegroup share (core.capacity)."""
-    check_placement_for_capacity(None if given is None else given.placement_group_name, capacity)
-    if given is None and capacity.creates_placement_group:
-        return ec2.PlacementGroup(scope, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER)
-    return given
 
 
 def _warn_unless_cluster_strategy(scope: Construct, group: ec2.IPlacementGroup | None) -> None:
@@ -155,38 +142,6 @@ class _SelfRules:
                 )
             )
         ]
-
-
-def session_manager_statement() -> iam.PolicyStatement:
-    """Exactly what the SSM agent needs for Session Manager, nothing more: narrower than the
-    AWS-managed AmazonSSMManagedInstanceCore (which also grants parameter, document and association
-    reads). Its resource is ``*``: acknowledge AwsSolutions-IAM5 on the role that gets it."""
-    return iam.PolicyStatement(
-        sid="SessionManagerAgent",
-        actions=[
-            "ssm:UpdateInstanceInformation",
-            "ssmmessages:CreateControlChannel",
-            "ssmmessages:CreateDataChannel",
-            "ssmmessages:OpenControlChannel",
-            "ssmmessages:OpenDataChannel",
-            "ec2messages:AcknowledgeMessage",
-            "ec2messages:DeleteMessage",
-            "ec2messages:FailMessage",
-            "ec2messages:GetEndpoint",
-            "ec2messages:GetMessages",
-            "ec2messages:SendReply",
-        ],
-        resources=["*"],
-    )
-
-
-def session_manager_role(scope: Construct, id_: str, description: str) -> iam.Role:
-    """An EC2 role that can do exactly what the SSM agent needs for Session Manager
-    (:func:`session_manager_statement`)."""
-    role = iam.Role(scope, id_, assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"), description=description)
-    role.add_to_principal_policy(session_manager_statement())
-    acknowledge(role, "AwsSolutions-IAM5[Resource::*]")
-    return role
 
 
 @jsii.implements(ec2.ILaunchTemplate, ec2.IConnectable, iam.IGrantable)

@@ -13,16 +13,9 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from ..core.software import Benchmark, EfaUserData
+from ._shared import scripts_read_statement
 from .acknowledgements import REASONS, acknowledge
 from .arguments import checked
-
-
-def scripts_read_statement(scripts: s3_assets.Asset) -> iam.PolicyStatement:
-    """Read the one object of the node scripts' asset, not its bucket (``Asset.grant_read`` grants
-    more: the bucket's objects and ``s3:List*``)."""
-    return iam.PolicyStatement(
-        actions=["s3:GetObject"], resources=[scripts.bucket.arn_for_objects(scripts.s3_object_key)]
-    )
 
 
 class BenchmarkReport(Construct):

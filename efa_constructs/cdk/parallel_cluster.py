@@ -41,9 +41,9 @@ from ..core.software import (
     pcluster_compute_steps,
     pcluster_head_steps,
 )
+from ._shared import cluster_placement_group
 from .acknowledgements import acknowledge
 from .arguments import checked
-from .launch_template import cluster_placement_group
 from .network import EfaNetwork, known_cidr
 from .security_group import EfaSecurityGroup
 from .storage import EfaSharedStorage

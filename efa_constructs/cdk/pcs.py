@@ -64,13 +64,17 @@ from ..core.pcs import (
     pcs_cloud_config,
 )
 from ..core.software import EfaUserData, bootstrap_script, node_settings
+from ._shared import (
+    check_subnet_of,
+    cluster_placement_group,
+    scripts_read_statement,
+    session_manager_statement,
+)
 from .acknowledgements import acknowledge
 from .arguments import checked
-from .cluster import check_subnet_of
-from .launch_template import EfaLaunchTemplate, cluster_placement_group, session_manager_statement
+from .launch_template import EfaLaunchTemplate
 from .machine_image import EfaMachineImage, OsFamily
 from .network import EfaNetwork
-from .node_software import scripts_read_statement
 from .security_group import EfaSecurityGroup
 from .storage import EfaSharedStorage
 

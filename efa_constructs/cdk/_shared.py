@@ -1,0 +1,83 @@
+"""What the orchestrators share, below them: the subnet check, the placement rule, the Session Manager
+and node-scripts statements. Private to the package (each orchestrator imports from here; none from
+another orchestrator)."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+from ..core.capacity import Capacity
+from ..core.checks import check_placement_for_capacity
+from ..core.errors import EfaConfigError
+from .acknowledgements import acknowledge
+
+
+def check_subnet_of(vpc: ec2.IVpc, subnet: ec2.ISubnet, what: str) -> None:
+    """Refuse a subnet made in this app under another VPC (its construct path says which). An imported
+    subnet's VPC is not known at synth: EC2 refuses the launch then (interfaces and security groups in
+    different VPCs)."""
+    owner = next((s for s in reversed(subnet.node.scopes[:-1]) if hasattr(s, "select_subnets")), None)
+    if owner is not None and owner is not vpc and isinstance(vpc, Construct):
+        raise EfaConfigError(
+            what,
+            value=subnet.node.path,
+            why=f"it belongs to the VPC {owner.node.path}, the cluster is in {vpc.node.path}; "
+            "an instance's interfaces and its security group must be in one VPC",
+            fix=f"pass a subnet of {vpc.node.path} (vpc.private_subnets[0]), or that subnet's VPC as vpc=",
+        )
+
+
+def cluster_placement_group(
+    scope: Construct, given: ec2.IPlacementGroup | None, capacity: Capacity
+) -> ec2.IPlacementGroup | None:
+    """The placement group EFA nodes launch in: `given` (refused with a Capacity Block, which EC2
+    places), else a new cluster placement group (``PlacementGroup``) On-Demand, else none (a
+    reservation decides placement). The rule EfaCluster, EfaParallelCluster, EfaPcsCluster and
+    EfaNodegroup share (core.capacity)."""
+    check_placement_for_capacity(None if given is None else given.placement_group_name, capacity)
+    if given is None and capacity.creates_placement_group:
+        return ec2.PlacementGroup(scope, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER)
+    return given
+
+
+def session_manager_statement() -> iam.PolicyStatement:
+    """Exactly what the SSM agent needs for Session Manager, nothing more: narrower than the
+    AWS-managed AmazonSSMManagedInstanceCore (which also grants parameter, document and association
+    reads). Its resource is ``*``: acknowledge AwsSolutions-IAM5 on the role that gets it."""
+    return iam.PolicyStatement(
+        sid="SessionManagerAgent",
+        actions=[
+            "ssm:UpdateInstanceInformation",
+            "ssmmessages:CreateControlChannel",
+            "ssmmessages:CreateDataChannel",
+            "ssmmessages:OpenControlChannel",
+            "ssmmessages:OpenDataChannel",
+            "ec2messages:AcknowledgeMessage",
+            "ec2messages:DeleteMessage",
+            "ec2messages:FailMessage",
+            "ec2messages:GetEndpoint",
+            "ec2messages:GetMessages",
+            "ec2messages:SendReply",
+        ],
+        resources=["*"],
+    )
+
+
+def session_manager_role(scope: Construct, id_: str, description: str) -> iam.Role:
+    """An EC2 role that can do exactly what the SSM agent needs for Session Manager
+    (:func:`session_manager_statement`)."""
+    role = iam.Role(scope, id_, assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"), description=description)
+    role.add_to_principal_policy(session_manager_statement())
+    acknowledge(role, "AwsSolutions-IAM5[Resource::*]")
+    return role
+
+
+def scripts_read_statement(scripts: s3_assets.Asset) -> iam.PolicyStatement:
+    """Read the one object of the node scripts' asset, not its bucket (``Asset.grant_read`` grants
+    more: the bucket's objects and ``s3:List*``)."""
+    return iam.PolicyStatement(
+        actions=["s3:GetObject"], resources=[scripts.bucket.arn_for_objects(scripts.s3_object_key)]
+    )
