@@ -823,3 +823,24 @@ def test_multi_interface_nodes_in_a_public_subnet_without_an_address_are_warned_
         "*", assertions.Match.string_like_regexp("get no public address")
     )
     assert bool(found) is warned
+
+
+def test_elastic_ip_copies_of_a_template_are_not_checked_again() -> None:
+    """An Elastic-IP node launches from a copy of the cluster's template (same groups, same placement):
+    the checks run on the original once, not once more per copy (the warning is said once)."""
+    from aws_cdk import Stack, assertions
+
+    stack = Stack(new_app(), "Copies")
+    public = ec2.SubnetConfiguration(name="pub", subnet_type=ec2.SubnetType.PUBLIC)
+    private = ec2.SubnetConfiguration(name="priv", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=1, nat_gateways=1, subnet_configuration=[public, private])
+    spread = ec2.PlacementGroup(stack, "Spread", strategy=ec2.PlacementGroupStrategy.SPREAD)
+    EfaCluster(
+        stack, "C", vpc=vpc, instance_type=ec2.InstanceType("trn1.32xlarge"), node_count=3,
+        public_ip=PublicIp.ALL, node_software=False, placement_group=spread,
+    )  # fmt: skip
+    found = assertions.Annotations.from_stack(stack).find_warning(
+        "*", assertions.Match.string_like_regexp("is a SPREAD group")
+    )
+    assert len(found) == 1, [w.id for w in found]
+    stack.node.root.synth()  # the copies' groups are the original's: still checked, and they pass

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import jsii
@@ -63,6 +64,12 @@ def network_interfaces(
         entry["DeleteOnTermination"] = True
         out.append(entry)
     return out
+
+
+#: Set while :meth:`EfaLaunchTemplate.with_primary_interface` builds a copy: the synth-time checks of the
+#: groups' rules and of the placement group ran on the original (one per Elastic-IP node would repeat
+#: them, and the rule scan walks the whole stack: 40% of a 64-node public cluster's synthesis).
+_COPYING: ContextVar[bool] = ContextVar("efa_cdk_launch_template_copy", default=False)
 
 
 def _warn_unless_cluster_strategy(scope: Construct, group: ec2.IPlacementGroup | None) -> None:
@@ -261,8 +268,9 @@ class EfaLaunchTemplate(Construct):
             self.capacity,
         )
         self._connections = ec2.Connections(security_groups=self.security_groups)
-        self.node.add_validation(_SelfRules(self, self.security_groups))
-        _warn_unless_cluster_strategy(self, placement_group)
+        if not _COPYING.get():  # a copy has its original's groups and placement: checked there, once
+            self.node.add_validation(_SelfRules(self, self.security_groups))
+            _warn_unless_cluster_strategy(self, placement_group)
 
     def _create(
         self,
@@ -351,6 +359,13 @@ class EfaLaunchTemplate(Construct):
         self, scope: Construct, id_: str, network_interface_id: str
     ) -> EfaLaunchTemplate:
         """The same template (role, user data, layout...) attaching a pre-created ENI as card 0 / device 0."""
+        token = _COPYING.set(True)
+        try:
+            return self._copy(scope, id_, network_interface_id)
+        finally:
+            _COPYING.reset(token)
+
+    def _copy(self, scope: Construct, id_: str, network_interface_id: str) -> EfaLaunchTemplate:
         return EfaLaunchTemplate(
             scope,
             id_,
