@@ -310,8 +310,11 @@ class EfaCluster(Construct):
             capacity=self.capacity,
         )
 
+    def _subnet_is_one_of(self, subnets: Sequence[ec2.ISubnet]) -> bool:
+        return any(s.node.path == self.subnet.node.path for s in subnets)
+
     def _warn_if_isolated(self, vpc: ec2.IVpc) -> None:
-        if any(s.node.path == self.subnet.node.path for s in vpc.isolated_subnets):
+        if self._subnet_is_one_of(vpc.isolated_subnets):
             Annotations.of(self).add_warning_v2(
                 "efa-cdk:isolated-subnet",
                 "The nodes' subnet has no route out: the node software needs VPC endpoints for S3, SSM, "
@@ -321,7 +324,7 @@ class EfaCluster(Construct):
     def _warn_if_public_without_address(self, vpc: ec2.IVpc, node_count: int) -> None:
         """A public subnet routes out through the internet gateway, which carries only traffic from a
         public address, and EC2 gives none to an instance with several network interfaces."""
-        if not any(s.node.path == self.subnet.node.path for s in vpc.public_subnets):
+        if not self._subnet_is_one_of(vpc.public_subnets):
             return
         with_address = 0 if self.node_group is NodeGroup.ASG else self.public_ip.count(node_count)
         interfaces = len(self.layout.interfaces)

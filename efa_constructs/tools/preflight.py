@@ -146,36 +146,32 @@ def node_groups(stack: str, template: Mapping[str, Any]) -> list[NodeGroup]:
     resources: Mapping[str, Any] = template.get("Resources", {})
     params: Mapping[str, Any] = template.get("Parameters", {})
     eips = sum(1 for r in resources.values() if r.get("Type") == "AWS::EC2::EIP")
-    launched: dict[str, tuple[str, int, str | None]] = {}  # lt logical id -> (launcher, count, type)
+    launched: dict[str, tuple[int, str | None]] = {}  # launch template logical id -> (nodes, type)
 
-    def add(lt_ref: Any, launcher: str, count: int, itype: str | None) -> None:
+    def add(lt_ref: Any, count: int, itype: str | None) -> None:
         lt_id = lt_ref.get("Ref") if isinstance(lt_ref, dict) else None
         if isinstance(lt_id, str) and lt_id in resources:
-            _, before, _ = launched.get(lt_id, (launcher, 0, itype))
-            launched[lt_id] = (launcher, before + count, itype)
+            launched[lt_id] = (launched.get(lt_id, (0, None))[0] + count, itype)
 
-    for rid, r in resources.items():
+    for r in resources.values():
         props = r.get("Properties", {})
         kind = r.get("Type")
         if kind == "AWS::EC2::Instance":
-            add(props.get("LaunchTemplate", {}).get("LaunchTemplateId"), rid, 1, None)
+            add(props.get("LaunchTemplate", {}).get("LaunchTemplateId"), 1, None)
         elif kind == "AWS::AutoScaling::AutoScalingGroup":
             size = props.get("DesiredCapacity") or props.get("MaxSize")
-            add(props.get("LaunchTemplate", {}).get("LaunchTemplateId"), rid, int(size or 0), None)
+            add(props.get("LaunchTemplate", {}).get("LaunchTemplateId"), int(size or 0), None)
         elif kind == "AWS::PCS::ComputeNodeGroup":
             configs = props.get("InstanceConfigs") or [{}]
             count = int(props.get("ScalingConfiguration", {}).get("MaxInstanceCount", 0))
             add(
-                props.get("CustomLaunchTemplate", {}).get("TemplateId"),
-                rid,
-                count,
-                configs[0].get("InstanceType"),
+                props.get("CustomLaunchTemplate", {}).get("TemplateId"), count, configs[0].get("InstanceType")
             )
         elif kind == "AWS::EKS::Nodegroup":
             count = int(props.get("ScalingConfig", {}).get("MaxSize", 0))
-            add(props.get("LaunchTemplate", {}).get("Id"), rid, count, None)
+            add(props.get("LaunchTemplate", {}).get("Id"), count, None)
     groups: dict[tuple[str, str | None], NodeGroup] = {}  # (every EIP of the stack on its first group)
-    for lt_id, (_, count, given_type) in launched.items():
+    for lt_id, (count, given_type) in launched.items():
         data = resources[lt_id].get("Properties", {}).get("LaunchTemplateData", {})
         itype = given_type or _literal(data.get("InstanceType"))
         nics = data.get("NetworkInterfaces") or []
