@@ -473,3 +473,25 @@ def test_status_shows_the_nodes_pcs_launched(account: dict[str, Any], capsys: An
     assert status.main("Trn1PcsCluster", None, True) == 0
     (node,) = json.loads(capsys.readouterr().out)["nodes"]
     assert node["id"] == made["InstanceId"] and node["efa_verified"] == "(launched by the service)"
+
+
+def test_a_pcs_node_group_s_image_is_the_one_preflight_checks(tmp_path: Path) -> None:
+    """PCS takes the image from the node group's AmiId, not the launch template (which has none)."""
+    import aws_cdk as cdk
+
+    from stacks.params import PcsParams
+    from stacks.pcs_stack import EfaPcsClusterStack
+
+    app = cdk.App(outdir=str(tmp_path), context=cdk_json_context())
+    context = {"availability_zone": "us-east-1c", "ami_id": "ami-0123456789abcdef0"}
+    EfaPcsClusterStack(
+        app, "Trn1PcsCluster", params=PcsParams.from_context(context, default_instance_type="trn1.32xlarge")
+    )
+    app.synth()
+    template = json.loads((tmp_path / "Trn1PcsCluster.template.json").read_text())
+    (group,) = node_groups("Trn1PcsCluster", template)  # the EFA group (the login group has no EFA)
+    assert (group.instance_type, group.image_id, group.zone) == (
+        "trn1.32xlarge",
+        "ami-0123456789abcdef0",
+        "us-east-1c",
+    )

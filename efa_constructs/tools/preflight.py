@@ -146,12 +146,13 @@ def node_groups(stack: str, template: Mapping[str, Any]) -> list[NodeGroup]:
     resources: Mapping[str, Any] = template.get("Resources", {})
     params: Mapping[str, Any] = template.get("Parameters", {})
     eips = sum(1 for r in resources.values() if r.get("Type") == "AWS::EC2::EIP")
-    launched: dict[str, tuple[int, str | None]] = {}  # launch template logical id -> (nodes, type)
+    # launch template logical id -> (nodes, the launcher's type and image where it sets them: PCS's)
+    launched: dict[str, tuple[int, str | None, Any]] = {}
 
-    def add(lt_ref: Any, count: int, itype: str | None) -> None:
+    def add(lt_ref: Any, count: int, itype: str | None, image: Any = None) -> None:
         lt_id = lt_ref.get("Ref") if isinstance(lt_ref, dict) else None
         if isinstance(lt_id, str) and lt_id in resources:
-            launched[lt_id] = (launched.get(lt_id, (0, None))[0] + count, itype)
+            launched[lt_id] = (launched.get(lt_id, (0, None, None))[0] + count, itype, image)
 
     for r in resources.values():
         props = r.get("Properties", {})
@@ -164,14 +165,13 @@ def node_groups(stack: str, template: Mapping[str, Any]) -> list[NodeGroup]:
         elif kind == "AWS::PCS::ComputeNodeGroup":
             configs = props.get("InstanceConfigs") or [{}]
             count = int(props.get("ScalingConfiguration", {}).get("MaxInstanceCount", 0))
-            add(
-                props.get("CustomLaunchTemplate", {}).get("TemplateId"), count, configs[0].get("InstanceType")
-            )
+            template = props.get("CustomLaunchTemplate", {}).get("TemplateId")
+            add(template, count, configs[0].get("InstanceType"), props.get("AmiId"))
         elif kind == "AWS::EKS::Nodegroup":
             count = int(props.get("ScalingConfig", {}).get("MaxSize", 0))
             add(props.get("LaunchTemplate", {}).get("Id"), count, None)
     groups: dict[tuple[str, str | None], NodeGroup] = {}  # (every EIP of the stack on its first group)
-    for lt_id, (count, given_type) in launched.items():
+    for lt_id, (count, given_type, given_image) in launched.items():
         data = resources[lt_id].get("Properties", {}).get("LaunchTemplateData", {})
         itype = given_type or _literal(data.get("InstanceType"))
         nics = data.get("NetworkInterfaces") or []
@@ -197,8 +197,8 @@ def node_groups(stack: str, template: Mapping[str, Any]) -> list[NodeGroup]:
                 reservation_id=_literal(target.get("CapacityReservationId")),
                 capacity_block=market == "capacity-block",
                 key_name=_literal(data.get("KeyName")),
-                image_id=_literal(data.get("ImageId")),
-                image_parameter=_ssm_name(data.get("ImageId"), params, resources),
+                image_id=_literal(given_image or data.get("ImageId")),
+                image_parameter=_ssm_name(given_image or data.get("ImageId"), params, resources),
                 root_gib=int(root) if isinstance(root, int) else None,
                 elastic_ips=0 if groups else eips,
                 interfaces_with_ip=sum(1 for n in nics if n.get("InterfaceType") != "efa-only"),
