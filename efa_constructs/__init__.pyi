@@ -44,6 +44,9 @@ from .cdk import (
     NodePublicAddress as NodePublicAddress,
 )
 from .cdk import (
+    NodeSoftware as NodeSoftware,
+)
+from .cdk import (
     NodeSoftwareInstallation as NodeSoftwareInstallation,
 )
 from .cdk import (
@@ -80,6 +83,9 @@ from .core import (
     InternetEgress as InternetEgress,
 )
 from .core import (
+    Layout as Layout,
+)
+from .core import (
     LayoutMode as LayoutMode,
 )
 from .core import (
@@ -90,6 +96,9 @@ from .core import (
 )
 from .core import (
     NodeGroup as NodeGroup,
+)
+from .core import (
+    NodePlan as NodePlan,
 )
 from .core import (
     PcsClusterSize as PcsClusterSize,

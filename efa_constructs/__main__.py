@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from .core.catalogue import all_instance_types, catalogue_metadata
 from .core.errors import EfaConfigError
@@ -132,6 +133,34 @@ def _dashboard(_args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_account_commands(sub: Any) -> None:
+    """The commands that call AWS with the user's credentials: preflight and status."""
+    f = sub.add_parser(
+        "preflight",
+        help="check the synthesized stacks against the AWS account before cdk deploy (quotas, zones, "
+        "capacity, key pair, image, bootstrap)",
+    )
+    f.add_argument("stacks", nargs="*", metavar="STACK", help="stacks to check (default: every one in --out)")
+    f.add_argument("--out", default="cdk.out", help="the cloud assembly (default: cdk.out)")
+    f.add_argument("--region", default=None, help="default: the AWS configuration's")
+    f.add_argument("--json", action="store_true", help="machine-readable output")
+    f.add_argument(
+        "--permissions", action="store_true", help="list the IAM actions preflight calls, and stop"
+    )
+    f.set_defaults(func=_preflight)
+    s = sub.add_parser(
+        "status", help="a deployed cluster from the account: nodes, benchmarks, alarms, changes"
+    )
+    s.add_argument("stack", nargs="?", metavar="STACK")
+    s.add_argument("--region", default=None, help="default: the AWS configuration's")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.add_argument(
+        "--pcluster-name", default=None, help="a ParallelCluster stack: the cluster's name in pcluster"
+    )
+    s.add_argument("--permissions", action="store_true", help="list the IAM actions status calls, and stop")
+    s.set_defaults(func=_status)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line's parser (the docs' tests check the commands they print against it)."""
     parser = argparse.ArgumentParser(prog="efa-cdk", description=__doc__.split("\n\n")[0])
@@ -175,30 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="exit 3 when a stateful resource is deleted or replaced"
     )
     d.set_defaults(func=_template_diff)
-    f = sub.add_parser(
-        "preflight",
-        help="check the synthesized stacks against the AWS account before cdk deploy (quotas, zones, "
-        "capacity, key pair, image, bootstrap)",
-    )
-    f.add_argument("stacks", nargs="*", metavar="STACK", help="stacks to check (default: every one in --out)")
-    f.add_argument("--out", default="cdk.out", help="the cloud assembly (default: cdk.out)")
-    f.add_argument("--region", default=None, help="default: the AWS configuration's")
-    f.add_argument("--json", action="store_true", help="machine-readable output")
-    f.add_argument(
-        "--permissions", action="store_true", help="list the IAM actions preflight calls, and stop"
-    )
-    f.set_defaults(func=_preflight)
-    s = sub.add_parser(
-        "status", help="a deployed cluster from the account: nodes, benchmarks, alarms, changes"
-    )
-    s.add_argument("stack", nargs="?", metavar="STACK")
-    s.add_argument("--region", default=None, help="default: the AWS configuration's")
-    s.add_argument("--json", action="store_true", help="machine-readable output")
-    s.add_argument(
-        "--pcluster-name", default=None, help="a ParallelCluster stack: the cluster's name in pcluster"
-    )
-    s.add_argument("--permissions", action="store_true", help="list the IAM actions status calls, and stop")
-    s.set_defaults(func=_status)
+    _add_account_commands(sub)
     g = sub.add_parser("dashboard", help="print an SVG picture of a cluster's dashboard layout (no AWS)")
     g.set_defaults(func=_dashboard)
     return parser

@@ -9,8 +9,8 @@ from aws_cdk import CfnOutput, Environment, Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from efa_constructs.cdk import EfaCluster, EfaMachineImage, EfaNetwork, OsFamily, ssh_peer
-from efa_constructs.core import EfaUserData, PublicIp, instance_type
+from efa_constructs.cdk import EfaCluster, EfaMachineImage, EfaNetwork, NodeSoftware, OsFamily, ssh_peer
+from efa_constructs.core import EfaUserData, Layout, PublicIp, instance_type
 from efa_constructs.core.catalogue import CARDS_SOURCE
 from efa_constructs.core.containers import ContainerRun
 
@@ -67,19 +67,18 @@ class EfaClusterStack(Stack):
             instance_type=ec2.InstanceType(params.instance_type),
             machine_image=self._machine_image(params),
             node_count=params.node_count,
-            nic_layout=params.nic_layout,
-            efa_count=params.efa_count,
+            nic_layout=Layout.mode(params.nic_layout, efa_count=params.efa_count),
             key_pair=existing_key_pair(self, params.key_pair),
             ssh_peers=[ssh_peer(c) for c in params.ssh_cidr],
             internet_egress=params.internet_egress,
             root_volume_gib=params.root_volume_gib,
             public_ip=params.public_ip,
             public_subnet=public_subnet if params.public_ip is not PublicIp.NONE else None,
-            node_software=EfaUserData(
-                benchmarks=params.benchmarks, strict_benchmarks=params.strict_benchmarks
+            node_software=NodeSoftware.efa(
+                EfaUserData(benchmarks=params.benchmarks, strict_benchmarks=params.strict_benchmarks)
             )
             if params.node_software
-            else False,
+            else NodeSoftware.none(),
             node_group=params.node_group,
             capacity=params.capacity,
             placement_group=existing_placement_group(self, params.placement_group),
@@ -112,7 +111,7 @@ class EfaClusterStack(Stack):
         default image (p3dn), an ImageId parameter that `cdk deploy` asks for."""
         if params.ami_id:
             return EfaMachineImage.from_ami_id(params.ami_id, os_family=OsFamily.parse(params.ami_os))
-        it = instance_type(params.instance_type)
+        it = params.catalogue_entry or instance_type(params.instance_type)
         if not EfaMachineImage.has_default(it):
             return EfaMachineImage.from_ami_id(
                 image_id_parameter(self, it.name), os_family=OsFamily.parse(params.ami_os)

@@ -67,6 +67,10 @@ class EfaParallelClusterStack(Stack):
             placement_group=existing_placement_group(self, params.placement_group),
             create_cluster=params.create_cluster,
         )
+        self._outputs()
+
+    def _outputs(self) -> None:
+        """The configuration to deploy, the head node's address and key, the file system, as outputs."""
         CfnOutput(
             self,
             "ParallelClusterConfig",

@@ -19,6 +19,7 @@ from efa_constructs.core import (
     Benchmark,
     Capacity,
     EfaConfigError,
+    InstanceType,
     InternetEgress,
     LayoutMode,
     NodeGroup,
@@ -408,6 +409,8 @@ class ClusterParams:
     container_image: str | None = None
     container_ssh_port: int = 3022
     replace_nodes: tuple[tuple[int, str], ...] = ()
+    #: The instance type's catalogue record, read once by :meth:`from_context` (not a context key).
+    catalogue_entry: InstanceType | None = field(default=None, compare=False, repr=False)
 
     @property
     def region(self) -> str | None:
@@ -429,8 +432,9 @@ class ClusterParams:
                 fix="pass -c public_subnet_id=subnet-... (a subnet routed to an internet gateway, same AZ)",
             )
         check_given_with(v, "container_ssh_port", "container_image", "it is the port inside the containers")
-        itype = instance_type(str(v.get("instance_type", default_instance_type)))
-        if has_default_image(itype):  # no default image (p3dn): ami_os describes the ImageId asked for
+        # The stack's one catalogue lookup: the cluster gets the type by name and resolves its own node.
+        entry = instance_type(str(v.get("instance_type", default_instance_type)))
+        if has_default_image(entry):  # no default image (p3dn): ami_os describes the ImageId asked for
             check_given_with(v, "ami_os", "ami_id", "it describes ami_id", example="ami-...")
         if "ami_refresh" in v and "ami_id" in v:
             raise EfaConfigError(
@@ -440,7 +444,9 @@ class ClusterParams:
                 fix="pass one of ami_id and ami_refresh",
             )
         capacity = pop_capacity(v)
-        return ClusterParams(**{"instance_type": default_instance_type, **v, "capacity": capacity})
+        return ClusterParams(
+            **{"instance_type": default_instance_type, **v, "capacity": capacity, "catalogue_entry": entry}
+        )
 
 
 @dataclass(frozen=True)

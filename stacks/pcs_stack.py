@@ -45,16 +45,7 @@ class EfaPcsClusterStack(Stack):
                 subnet_id=params.subnet_id,
                 public_subnet_id=None,
             )
-        ami_id = params.ami_id or image_id_parameter(
-            self,
-            params.instance_type,
-            description=f"An AMI for AWS PCS nodes ({params.instance_type} and the login node): the PCS "
-            f"agent, PCS's Slurm {params.slurm_version}, the EFA software and the accelerator's drivers "
-            "(aws-hpc-recipes recipes/pcs/hpc_ready_ami; for Trainium, a Neuron DLAMI with them added: "
-            "docs/pcs.md)",
-            why="on AWS PCS needs an image with the PCS agent and PCS's Slurm, for which AWS publishes no "
-            "parameter",
-        )
+        ami_id = params.ami_id or self._image_parameter(params)
         self.pcs = EfaPcsCluster(
             self,
             "Pcs",
@@ -76,6 +67,23 @@ class EfaPcsClusterStack(Stack):
             capacity=params.capacity,
             placement_group=existing_placement_group(self, params.placement_group),
         )
+        self._outputs()
+
+    def _image_parameter(self, params: PcsParams) -> str:
+        """An ImageId parameter `cdk deploy` asks for: AWS publishes no PCS image parameter."""
+        return image_id_parameter(
+            self,
+            params.instance_type,
+            description=f"An AMI for AWS PCS nodes ({params.instance_type} and the login node): the PCS "
+            f"agent, PCS's Slurm {params.slurm_version}, the EFA software and the accelerator's drivers "
+            "(aws-hpc-recipes recipes/pcs/hpc_ready_ami; for Trainium, a Neuron DLAMI with them added: "
+            "docs/pcs.md)",
+            why="on AWS PCS needs an image with the PCS agent and PCS's Slurm, for which AWS publishes no "
+            "parameter",
+        )
+
+    def _outputs(self) -> None:
+        """The cluster's id, login nodes, queue and file system, as stack outputs."""
         CfnOutput(
             self,
             "ClusterId",

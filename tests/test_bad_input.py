@@ -25,10 +25,12 @@ from efa_constructs import (
     EfaUserData,
     ImageReadOnce,
     InternetEgress,
+    Layout,
     LayoutMode,
     NetworkInterfaceSpec,
     NicLayout,
     NodeGroup,
+    NodeSoftware,
     PublicIp,
     plan_layout,
 )
@@ -171,7 +173,7 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
         "efa_count",
         "1 to 1",
     ),
-    ("zero EFAs", cluster(efa_count=0), "efa_count", "between 1 and 8"),
+    ("zero EFAs", cluster(nic_layout=Layout.recommended(efa_count=0)), "efa_count", "between 1 and 8"),
     ("unknown layout", ctx(nic_layout="fast"), "nic_layout", "not a known layout"),
     (
         "legacy where cards take only efa-only",
@@ -217,7 +219,7 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ),
     (
         "layout planned for another type",
-        template(nic_layout=plan_layout("p5.48xlarge")),
+        template(nic_layout=Layout.custom(plan_layout("p5.48xlarge"))),
         "nic_layout",
         "another type",
     ),
@@ -491,13 +493,13 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ),
     (
         "container without node software",
-        cluster(container=ContainerRun("r.example/x:1"), node_software=False),
+        cluster(container=ContainerRun("r.example/x:1"), node_software=NodeSoftware.none()),
         "container",
         "the node software starts the image",
     ),
     (
         "monitoring without node software",
-        cluster(monitoring=True, node_software=False),
+        cluster(monitoring=True, node_software=NodeSoftware.none()),
         "monitoring",
         "installed by the node software",
     ),
@@ -506,7 +508,7 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ("unknown public IP choice", ctx(public_ip="yes"), "public_ip", "not a public IP choice"),
     (
         "Elastic IP on an EFA primary interface",
-        cluster(public_ip=PublicIp.LEADER, nic_layout=LayoutMode.LEGACY),
+        cluster(public_ip=PublicIp.LEADER, nic_layout=Layout.legacy()),
         "public_ip",
         "puts an EFA on card 0",
     ),
@@ -536,12 +538,16 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
         "benchmarks",
         "has no Trainium devices",
     ),
+    # The options that were unions take their class's factories; the old forms are refused at the door
+    ("a mode for a Layout", cluster(nic_layout=LayoutMode.LEGACY), "nic_layout", "e.g. Layout.recommended()"),
+    ("a bool for NodeSoftware", cluster(node_software=False), "node_software", "e.g. NodeSoftware.efa()"),
     (
-        "user data and node software together",
-        cluster(user_data=ec2.UserData.for_linux()),
-        "user_data",
-        "replaces the node software",
+        "a custom layout that is not a NicLayout",
+        call(Layout.custom, "legacy"),
+        "nic_layout",
+        "takes a NicLayout",
     ),
+    ("an unknown layout mode by name", call(Layout.mode, "fast"), "nic_layout", "not a known layout"),
     (
         "node software without egress",
         cluster(internet_egress=InternetEgress.NONE),
@@ -582,6 +588,10 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
         "replaces its own nodes",
     ),
     ("replace_nodes without a label", ctx(replace_nodes="1"), "replace_nodes", "not INDEX:LABEL"),
+    # the degenerate input and both edges of the label's length (1 to 64: 65 refused, 64 accepted below)
+    ("an empty replacement label", cluster(node_replacements={1: ""}), "node_replacements", "logical id"),
+    ("an empty label from context", ctx(replace_nodes="1:"), "node_replacements", "logical id"),
+    ("a 65-character label", cluster(node_replacements={1: "x" * 65}), "node_replacements", "logical id"),
     # values that contradict the rest (issue 23 item 15)
     (
         "a subnet of another VPC",
@@ -817,7 +827,8 @@ def test_multi_interface_nodes_in_a_public_subnet_without_an_address_are_warned_
     vpc = ec2.Vpc(stack, "Vpc", max_azs=1, nat_gateways=0, subnet_configuration=[public])
     EfaCluster(
         stack, "C", vpc=vpc, subnet=vpc.public_subnets[0], instance_type=ec2.InstanceType(itype),
-        node_count=2, public_ip=PublicIp(public_ip), node_software=False, nic_layout=LayoutMode(layout),
+        node_count=2, public_ip=PublicIp(public_ip), node_software=NodeSoftware.none(),
+        nic_layout=Layout.mode(layout),
     )  # fmt: skip
     found = assertions.Annotations.from_stack(stack).find_warning(
         "*", assertions.Match.string_like_regexp("get no public address")
@@ -837,10 +848,23 @@ def test_elastic_ip_copies_of_a_template_are_not_checked_again() -> None:
     spread = ec2.PlacementGroup(stack, "Spread", strategy=ec2.PlacementGroupStrategy.SPREAD)
     EfaCluster(
         stack, "C", vpc=vpc, instance_type=ec2.InstanceType("trn1.32xlarge"), node_count=3,
-        public_ip=PublicIp.ALL, node_software=False, placement_group=spread,
+        public_ip=PublicIp.ALL, node_software=NodeSoftware.none(), placement_group=spread,
     )  # fmt: skip
     found = assertions.Annotations.from_stack(stack).find_warning(
         "*", assertions.Match.string_like_regexp("is a SPREAD group")
     )
     assert len(found) == 1, [w.id for w in found]
     stack.node.root.synth()  # the copies' groups are the original's: still checked, and they pass
+
+
+def test_the_edges_a_replacement_accepts_synthesize() -> None:
+    """The other side of the edges refused above: the last node's index and a 64-character label."""
+    from aws_cdk import Stack, assertions
+
+    stack = Stack(new_app(), "Edges")
+    EfaCluster(
+        stack, "C", vpc=isolated_vpc(stack), instance_type=ec2.InstanceType("c5n.18xlarge"), node_count=2,
+        node_software=NodeSoftware.none(), node_replacements={1: "x" * 64},
+    )  # fmt: skip
+    ids = assertions.Template.from_stack(stack).find_resources("AWS::EC2::Instance")
+    assert len(ids) == 2 and sum(i.startswith("CNode1") and "R" in i[6:] for i in ids) == 1

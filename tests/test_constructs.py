@@ -15,8 +15,9 @@ from efa_constructs import (
     EfaLaunchTemplate,
     EfaSecurityGroup,
     InternetEgress,
-    LayoutMode,
+    Layout,
     NodeGroup,
+    NodeSoftware,
     PublicIp,
     plan_layout,
 )
@@ -118,7 +119,7 @@ def _lt(make_stack: Any, **kwargs: Any) -> tuple[EfaLaunchTemplate, assertions.T
     ],
 )
 def test_launch_template_interfaces_follow_the_layout(make_stack: Any, itype: str, mode: str) -> None:
-    _, t = _lt(make_stack, instance_type=ec2.InstanceType(itype), nic_layout=LayoutMode(mode))
+    _, t = _lt(make_stack, instance_type=ec2.InstanceType(itype), nic_layout=Layout.mode(mode))
     data = next(iter(t.find_resources("AWS::EC2::LaunchTemplate").values()))["Properties"][
         "LaunchTemplateData"
     ]
@@ -211,7 +212,9 @@ def test_default_ami_by_accelerator(make_stack: Any, itype: str, ssm_path: str) 
 def test_launch_template_rejects_a_layout_for_another_type(make_stack: Any) -> None:
     with pytest.raises(EfaConfigError, match="another type"):
         _lt(
-            make_stack, instance_type=ec2.InstanceType("trn1.32xlarge"), nic_layout=plan_layout("p5.48xlarge")
+            make_stack,
+            instance_type=ec2.InstanceType("trn1.32xlarge"),
+            nic_layout=Layout.custom(plan_layout("p5.48xlarge")),
         )
 
 
@@ -249,7 +252,7 @@ def test_cluster_composes_with_cdk_grants_and_connections(make_stack: Any) -> No
     stack = make_stack()
     vpc = isolated_vpc(stack)
     cluster = EfaCluster(
-        stack, "C", vpc=vpc, instance_type=ec2.InstanceType("p4d.24xlarge"), node_software=False
+        stack, "C", vpc=vpc, instance_type=ec2.InstanceType("p4d.24xlarge"), node_software=NodeSoftware.none()
     )
     bucket = s3.Bucket(stack, "Data")
     bucket.grant_read(cluster)

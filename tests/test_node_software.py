@@ -18,7 +18,15 @@ import pytest
 from aws_cdk import assertions
 from aws_cdk import aws_ec2 as ec2
 
-from efa_constructs import EfaCluster, EfaNetwork, EfaUserData, PublicIp, instance_type, plan_layout
+from efa_constructs import (
+    EfaCluster,
+    EfaNetwork,
+    EfaUserData,
+    NodeSoftware,
+    PublicIp,
+    instance_type,
+    plan_layout,
+)
 from efa_constructs.core.catalogue import AcceleratorKind, all_instance_types
 from efa_constructs.core.errors import EfaConfigError
 from efa_constructs.core.software import (
@@ -271,7 +279,7 @@ def test_node_count_parameter_is_the_only_thing_that_knows_the_count(default_clu
 def test_no_node_software(make_stack: Any) -> None:
     user_data = ec2.UserData.for_linux()
     user_data.add_commands("echo mine")
-    t = synth(make_stack, node_software=False, user_data=user_data)
+    t = synth(make_stack, node_software=NodeSoftware.custom(user_data))
     assert not of_type(t, "AWS::EC2::KeyPair") and not of_type(t, "AWS::CloudFormation::WaitCondition")
     assert all("CreationPolicy" not in n for n in of_type(t, "AWS::EC2::Instance").values())
     (lt,) = of_type(t, "AWS::EC2::LaunchTemplate").values()
@@ -280,7 +288,7 @@ def test_no_node_software(make_stack: Any) -> None:
 
 
 def test_benchmarks_off(make_stack: Any) -> None:
-    t = synth(make_stack, node_software=EfaUserData(benchmarks=()))
+    t = synth(make_stack, node_software=NodeSoftware.efa(EfaUserData(benchmarks=())))
     assert not of_type(t, "AWS::CloudFormation::WaitCondition")
     assert all("CreationPolicy" in n for n in of_type(t, "AWS::EC2::Instance").values())
     (lt,) = of_type(t, "AWS::EC2::LaunchTemplate").values()
@@ -301,14 +309,14 @@ def test_the_nodes_get_the_vpc_cidr_for_their_ssh_config(make_stack: Any) -> Non
 
 def test_a_step_added_after_the_cluster_was_built_is_refused(make_stack: Any) -> None:
     software = EfaUserData()
-    synth(make_stack, node_software=software, node_count=1)
+    synth(make_stack, node_software=NodeSoftware.efa(software), node_count=1)
     with pytest.raises(EfaConfigError, match="already staged"):
         software.add_commands("too-late", "true")
 
 
 def test_user_steps_are_shipped_and_run_before_verification(make_stack: Any) -> None:
     software = EfaUserData().add_commands("install-tools", "dnf install -y htop")
-    t = synth(make_stack, node_software=software, node_count=1)
+    t = synth(make_stack, node_software=NodeSoftware.efa(software), node_count=1)
     (lt,) = of_type(t, "AWS::EC2::LaunchTemplate").values()
     assert "ssh-keys install-tools verify-efa" in json.dumps(
         lt["Properties"]["LaunchTemplateData"]["UserData"]

@@ -34,7 +34,7 @@ from efa_constructs.cdk import EfaNodegroup, EfaPcsCluster
 from efa_constructs.cdk.eks import accelerated_ami_type
 from efa_constructs.core import EfaConfigError, instance_type
 from efa_constructs.core.capacity import Capacity
-from efa_constructs.core.layout import LayoutMode
+from efa_constructs.core.layout import Layout
 from tests.helpers import ROOT, by_type, efa_launch_template, executable, isolated_vpc, lint, new_app
 
 #: What an EKS managed node group's launch template must not contain (EKS API reference,
@@ -1063,7 +1063,7 @@ def test_pcs_nodes_get_the_layout_pcs_documents_and_the_other_on_request(pcs: di
         (n["NetworkCardIndex"], n["DeviceIndex"], n["InterfaceType"]) for n in data["NetworkInterfaces"]
     )
     assert placed == [(0, 0, "efa")] + [(card, 1, "efa") for card in range(1, 8)]
-    t = new_template(Stack.of(_pcs(nic_layout=LayoutMode.RECOMMENDED)))
+    t = new_template(Stack.of(_pcs(nic_layout=Layout.recommended())))
     data = t["Resources"][efa_launch_template(t)]["Properties"]["LaunchTemplateData"]
     assert {n.get("InterfaceType", "interface") for n in data["NetworkInterfaces"]} == {
         "interface",
@@ -1185,3 +1185,40 @@ def test_pcs_cluster_names_at_both_edges_of_the_rule_pass(name: str) -> None:
     t = new_template(Stack.of(_pcs(cluster_name=name)))
     (cluster,) = by_type(t, "AWS::PCS::Cluster")
     assert cluster["Properties"]["Name"] == name
+
+
+@pytest.mark.parametrize(
+    ("capacity", "expected"),
+    [
+        (Capacity.on_demand(), "ON_DEMAND"),
+        (Capacity.reservation("cr-0123456789abcdef0"), "ON_DEMAND"),
+        (
+            Capacity.reservation_group("arn:aws:resource-groups:us-east-1:123456789012:group/efa"),
+            "ON_DEMAND",
+        ),
+        (Capacity.capacity_block("cr-0123456789abcdef0"), "CAPACITY_BLOCK"),
+    ],
+)
+def test_the_eks_capacity_type_of_each_capacity_in_both_modules(capacity: Any, expected: str) -> None:
+    """Every member of the mapping (each CapacityKind), in aws_eks_v2 and aws_eks alike: a reservation is
+    targeted by the launch template of an On-Demand group; a Capacity Block is its own capacity type."""
+    from aws_cdk import aws_eks as eks_v1
+    from aws_cdk import aws_eks_v2 as eks_v2
+
+    from efa_constructs.cdk.eks import capacity_type
+
+    for module in (eks_v2, eks_v1):
+        assert capacity_type(module, capacity) is getattr(module.CapacityType, expected)
+
+
+def test_every_capacity_kind_has_an_eks_capacity_type_case() -> None:
+    """The parametrization above covers every CapacityKind (a new kind must say its EKS capacity type)."""
+    from efa_constructs.core.capacity import CapacityKind
+
+    covered = {
+        Capacity.on_demand().kind,
+        Capacity.reservation("cr-0123456789abcdef0").kind,
+        Capacity.reservation_group("arn:aws:resource-groups:us-east-1:123456789012:group/efa").kind,
+        Capacity.capacity_block("cr-0123456789abcdef0").kind,
+    }
+    assert covered == set(CapacityKind)

@@ -84,6 +84,31 @@ def test_no_two_public_names_differ_only_in_case() -> None:
         assert [names for names in folded.values() if len(names) > 1] == [], module.__name__
 
 
+#: The one kind of union a public construct takes: EfaNodegroup works with either EKS module, and the two
+#: modules' clusters and AMI types share no base class (aws_eks_v2 and aws_eks are separate jsii modules).
+EKS_MODULE_PAIRS = {("EfaNodegroup", "cluster"), ("EfaNodegroup", "ami_type")}
+
+
+def test_no_public_construct_takes_a_union_typed_option() -> None:
+    """Issue 36: options that were unions (`nic_layout: LayoutMode | NicLayout`, `node_software:
+    EfaUserData | bool`) are classes with factory methods, as aws-cdk-lib's guidelines ask; `X | None`
+    (optional) is not a union of choices. Seen failing on the old signatures."""
+    import inspect
+    import types
+    import typing
+
+    unions = set()
+    for name in efa_constructs.__all__:
+        obj = getattr(efa_constructs, name)
+        if not inspect.isclass(obj) or "__init__" not in vars(obj):
+            continue
+        for option, hint in typing.get_type_hints(obj.__init__).items():
+            choices = [a for a in typing.get_args(hint) if a is not type(None)]
+            if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(choices) > 1:
+                unions.add((name, option))
+    assert unions == EKS_MODULE_PAIRS
+
+
 def test_no_public_name_is_any_to_mypy(mypy_output: dict[str, list[str]]) -> None:
     """reveal_type of every name in __all__: each is a class, function or value of a real type."""
     names = efa_constructs.__all__

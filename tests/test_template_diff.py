@@ -198,3 +198,31 @@ def test_a_pcs_size_change_replaces_the_cluster_loudly_and_a_resize_does_not() -
     assert f"!!! STATEFUL REPLACED: {cluster} (AWS::PCS::Cluster) - Slurm's queued and running jobs" in text
     resized = diff_templates(base, synth(max_count="4"))
     assert resized.replaced == {} and resized.stateful_losses == []
+
+
+@pytest.mark.parametrize(
+    ("resource_type", "lost"),
+    [
+        # every node type: what goes with a node (template_diff.NODE_TYPES)
+        ("AWS::EC2::Instance", "their root volumes and instance stores are lost"),
+        ("AWS::AutoScaling::AutoScalingGroup", "their root volumes and instance stores are lost"),
+        ("AWS::PCS::ComputeNodeGroup", "their root volumes and instance stores are lost"),
+        ("AWS::EKS::Nodegroup", "their root volumes and instance stores are lost"),
+        # the PCS cluster holds Slurm's state; every other stateful type, its data or address
+        ("AWS::PCS::Cluster", "Slurm's queued and running jobs are lost"),
+        ("AWS::EFS::FileSystem", "data or addresses are lost"),
+        ("AWS::EC2::EIP", "data or addresses are lost"),
+    ],
+)
+def test_each_stateful_type_says_what_its_deletion_loses(resource_type: str, lost: str) -> None:
+    """The wording of every member of the mapping, for a deleted resource of each type."""
+    old = {"Resources": {"Thing": {"Type": resource_type, "Properties": {}}}}
+    out = render("S", diff_templates(old, {"Resources": {}}))
+    assert f"!!! STATEFUL DELETED: Thing ({resource_type}) - {lost}" in out
+
+
+def test_a_deleted_resource_of_a_stateless_type_is_not_a_loss() -> None:
+    """The mapping's other side: a security group's deletion is listed, not called a loss."""
+    old = {"Resources": {"Sg": {"Type": "AWS::EC2::SecurityGroup", "Properties": {}}}}
+    out = render("S", diff_templates(old, {"Resources": {}}))
+    assert "STATEFUL" not in out and "Sg" in out

@@ -30,7 +30,7 @@ from efa_constructs import (
     EfaNodegroup,
     EfaPcsCluster,
     EfaSecurityGroup,
-    LayoutMode,
+    Layout,
     PcsClusterSize,
 )
 
@@ -56,7 +56,7 @@ def build(app: cdk.App) -> cdk.Stack:
         "Lt",
         instance_type=ec2.InstanceType("p4d.24xlarge"),
         security_groups=[sg],
-        nic_layout=LayoutMode.RECOMMENDED,
+        nic_layout=Layout.recommended(),
     )
     s3.Bucket(stack, "Checkpoints", enforce_ssl=True).grant_read_write(lt)
     autoscaling.AutoScalingGroup(

@@ -13,7 +13,7 @@ from .launch_template import EfaLaunchTemplate
 from .machine_image import EfaMachineImage, ImageReadOnce, OsFamily
 from .network import EfaNetwork
 from .node import EfaAutoScalingGroup, EfaNode, NodePublicAddress
-from .node_software import BenchmarkReport, NodeSoftwareInstallation
+from .node_software import BenchmarkReport, NodeSoftware, NodeSoftwareInstallation
 from .parallel_cluster import EfaParallelCluster
 from .pcs import EfaPcsCluster
 from .security_group import EfaSecurityGroup, ssh_peer
@@ -34,6 +34,7 @@ __all__ = [
     "EfaSharedStorage",
     "ImageReadOnce",
     "NodePublicAddress",
+    "NodeSoftware",
     "NodeSoftwareInstallation",
     "OsFamily",
     "ssh_peer",

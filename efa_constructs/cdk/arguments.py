@@ -35,6 +35,11 @@ EXAMPLES = {
     "IKeyPair": "ec2.KeyPair.from_key_pair_name(self, 'Key', 'my-key')",
     "IPlacementGroup": "ec2.PlacementGroup.from_placement_group_name(self, 'Pg', 'my-group')",
     "InstanceType": "ec2.InstanceType('trn1.32xlarge')",
+    "Layout": "Layout.recommended(), Layout.legacy(efa_count=4), Layout.mode('legacy') "
+    "or Layout.custom(layout)",
+    "NodeSoftware": "NodeSoftware.efa(), NodeSoftware.efa(EfaUserData(...)), NodeSoftware.custom(user_data) "
+    "or NodeSoftware.none()",
+    "Capacity": "Capacity.on_demand(), Capacity.reservation('cr-...') or Capacity.capacity_block('cr-...')",
 }
 
 

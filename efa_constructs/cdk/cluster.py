@@ -25,27 +25,28 @@ from constructs import Construct
 
 from ..core.capacity import Capacity
 from ..core.catalogue import AcceleratorKind, InstanceType
-from ..core.catalogue import instance_type as lookup
 from ..core.checks import ClusterRequest, check_cluster, replacement_without_spare
 from ..core.containers import ContainerRun
 from ..core.errors import EfaConfigError
-from ..core.layout import LayoutMode, NicLayout, resolve_layout
+from ..core.layout import Layout, NicLayout
+from ..core.node_plan import NodePlan
 from ..core.options import DEFAULT_NODE_COUNT, DEFAULT_ROOT_VOLUME_GIB, InternetEgress, NodeGroup, PublicIp
-from ..core.software import Benchmark, EfaUserData
-from ._shared import check_subnet_of, cluster_placement_group
+from ..core.software import EfaUserData
+from ._node_base import EfaNodeBase
+from ._shared import check_subnet_of
 from .acknowledgements import acknowledge
 from .arguments import checked
-from .launch_template import EfaLaunchTemplate
 from .limits import check_limits
 from .machine_image import EfaMachineImage
 from .monitoring import EfaClusterMonitoring
 from .network import known_cidr
 from .node import EfaAutoScalingGroup, EfaNode
-from .node_software import BenchmarkReport, NodeSoftwareInstallation
-from .security_group import EfaSecurityGroup
+from .node_software import BenchmarkReport, NodeSoftware, NodeSoftwareInstallation
 
 __all__ = ["EfaCluster", "NodeGroup", "PublicIp"]
 T = TypeVar("T")
+_RECOMMENDED = Layout.recommended()
+_EFA_SOFTWARE = NodeSoftware.efa()
 
 
 def _known(value: T) -> T | None:
@@ -77,8 +78,8 @@ class EfaCluster(Construct):
         node_count: number of nodes. Default: 2.
         subnet: the one subnet for every node's EFA interfaces. Default: the VPC's first private
             subnet (EFA traffic stays inside one subnet).
-        nic_layout: layout mode or ready layout. Default: ``LayoutMode.RECOMMENDED``.
-        efa_count: EFAs per node. Default: the type's maximum over its dedicated EFA cards.
+        nic_layout: the interfaces (:class:`Layout`), e.g. ``Layout.legacy(efa_count=4)``. Default:
+            ``Layout.recommended()``, as many EFAs as the type's dedicated EFA cards.
         machine_image: AMI choice. Default: by accelerator (see :class:`EfaMachineImage`).
         key_pair: an EC2 key pair for your own SSH login. Default: none (Session Manager).
         ssh_peers: sources allowed to reach TCP 22. Default: none.
@@ -87,10 +88,9 @@ class EfaCluster(Construct):
         use_placement_group: False launches without any placement group (e.g. inside a capacity
             reservation that brings its own). Default: True.
         root_volume_gib: encrypted gp3 root volume size. Default: 200.
-        node_software: the node software (:class:`EfaUserData`), or False for none. Default:
-            ``EfaUserData()``: install/verify EFA, passwordless SSH, hostfile, benchmarks.
-        user_data: your own user data instead of the node software (needs ``node_software=False``).
-            Default: the node software's.
+        node_software: what the nodes run at boot (:class:`NodeSoftware`): ``NodeSoftware.efa(...)``,
+            ``NodeSoftware.custom(user_data)`` (your own, instead of efa-cdk's) or ``NodeSoftware.none()``.
+            Default: ``NodeSoftware.efa()``: install/verify EFA, passwordless SSH, hostfile, benchmarks.
         role: instance role. Default: Session Manager access plus what the node software needs.
         public_ip: nodes that get an Elastic IP. Default: ``PublicIp.NONE``.
         public_subnet: where the Elastic IP interfaces go (same AZ as ``subnet``). Default: the
@@ -124,8 +124,7 @@ class EfaCluster(Construct):
         instance_type: ec2.InstanceType,
         node_count: int = DEFAULT_NODE_COUNT,
         subnet: ec2.ISubnet | None = None,
-        nic_layout: LayoutMode | NicLayout = LayoutMode.RECOMMENDED,
-        efa_count: int | None = None,
+        nic_layout: Layout = _RECOMMENDED,
         machine_image: EfaMachineImage | None = None,
         key_pair: ec2.IKeyPair | None = None,
         ssh_peers: Sequence[ec2.IPeer] = (),
@@ -133,8 +132,7 @@ class EfaCluster(Construct):
         placement_group: ec2.IPlacementGroup | None = None,
         use_placement_group: bool = True,
         root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
-        node_software: EfaUserData | bool = True,
-        user_data: ec2.UserData | None = None,
+        node_software: NodeSoftware = _EFA_SOFTWARE,
         role: iam.IRole | None = None,
         public_ip: PublicIp = PublicIp.NONE,
         public_subnet: ec2.ISubnet | None = None,
@@ -148,81 +146,75 @@ class EfaCluster(Construct):
         """Create the cluster; the arguments are described in the class docstring.
 
         In three phases, each reading only what the one before set: resolve what was asked once (the
-        catalogue entry, the layout, the subnets, the software) and refuse what cannot work, before any
-        child exists; then the pieces every node shares (security group, placement group, launch
+        node's plan, the subnets, the software) and refuse what cannot work, before any child exists;
+        then the pieces every node shares (the node base: security group, placement group, launch
         template); then the nodes and what watches them (node software, monitoring, limits)."""
         super().__init__(scope, id_)
         # 1. resolved once, checked once
-        self.node_group, self.public_ip = node_group, public_ip
-        self.capacity = capacity or Capacity.on_demand()
-        software = EfaUserData() if node_software is True else node_software or None
-        self.instance_type: InstanceType = lookup(instance_type.to_string())
-        self.layout: NicLayout = resolve_layout(self.instance_type, nic_layout, efa_count=efa_count)
+        self.plan = NodePlan.resolve(
+            instance_type.to_string(),
+            nic_layout=nic_layout,
+            capacity=capacity,
+            root_volume_gib=root_volume_gib,
+        )
+        self.instance_type: InstanceType = self.plan.instance_type
+        self.layout: NicLayout = self.plan.layout
+        self.capacity: Capacity = self.plan.capacity
+        self.node_group, self.public_ip, self.container = node_group, public_ip, container
+        self.node_software: EfaUserData | None = node_software.config
         self._vpc = vpc
         self.subnet = subnet or self._default_subnet(vpc)
         eip_subnet = public_subnet or (vpc.public_subnets[0] if vpc.public_subnets else None)
         self._replacements = dict(node_replacements or {})
-        self._check(
-            node_count=node_count,
-            eip_subnet=eip_subnet,
-            internet_egress=internet_egress,
-            software=software,
-            user_data=user_data,
-            placement_group=placement_group,
-            use_placement_group=use_placement_group,
-            root_volume_gib=root_volume_gib,
-            monitoring=monitoring,
-            container=container,
-        )
-        # 2. what every node shares
-        self.container = container
-        monitoring_on = software is not None if monitoring is None else monitoring
-        benchmarks = software.benchmarks_for(self.instance_type) if software else ()
-        if software is not None:
-            self._warn_if_isolated(vpc)
-        self._warn_if_public_without_address(vpc, node_count)
+        self._check(node_count, eip_subnet, internet_egress, node_software, placement_group,
+                    use_placement_group, monitoring)  # fmt: skip
         self.machine_image = machine_image or EfaMachineImage.default_for(self.instance_type)
-        if container is not None:
-            self._warn_if_gaudi_without_runtime()
-        self.security_group = EfaSecurityGroup(
-            self, "SecurityGroup", vpc=vpc, ssh_peers=ssh_peers, internet_egress=internet_egress
+        self._warn(vpc, node_count, ssh_peers, key_pair)
+        # 2. what every node shares
+        base = EfaNodeBase(self, self.plan, vpc=vpc, placement_group=placement_group,
+                           use_placement_group=use_placement_group, ssh_peers=ssh_peers,
+                           internet_egress=internet_egress)  # fmt: skip
+        self.security_group, self.placement_group = base.security_group, base.placement_group
+        self.node_user_data = node_software.user_data or ec2.UserData.for_linux()
+        self.launch_template = base.launch_template(
+            "LaunchTemplate",
+            machine_image=self.machine_image,
+            role=role,
+            user_data=self.node_user_data,
+            subnet=self.subnet if node_group is NodeGroup.EXPLICIT else None,  # else the ASG sets it
+            key_pair=key_pair,
         )
-        self.node_user_data = user_data or ec2.UserData.for_linux()
-        self.placement_group = (
-            cluster_placement_group(self, placement_group, self.capacity) if use_placement_group else None
-        )
-        self.launch_template = self._launch_template(instance_type, key_pair, role, root_volume_gib)
-        if ssh_peers and key_pair is None:
-            self._warn_ssh_without_key_pair(ssh_peers)
         self.role = self.launch_template.role
-        self._tag()
+        #: The cluster's path within its stack, "/" as "-" ("Cluster", "Training-Cluster", ...).
+        self.path_in_stack = re.sub(
+            r"[^A-Za-z0-9_.-]+", "-", self.node.path[len(Stack.of(self).node.path) + 1 :]
+        )
+        self.cluster_tag = f"{Aws.STACK_NAME}/{self.path_in_stack}"
+        #: Where the cluster's SSM parameters live (node count, last replacement).
+        self.parameter_path = f"/efa-cdk/{self.cluster_tag}"
+        Tags.of(self).add("efa-cdk:cluster", self.cluster_tag)  # the nodes find each other by it
         # 3. the nodes, and what watches them
-        self._launch(id_, node_count, eip_subnet)
+        self.auto_scaling_group = self._group(id_, node_count) if node_group is NodeGroup.ASG else None
+        self.nodes = [] if self.auto_scaling_group else self._explicit_nodes(id_, node_count, eip_subnet)
         # The nodes fetch their software at boot: launch them once their subnet's route out (NAT) exists.
         for launched in self._launched:
             launched.node.add_dependency(self.subnet.internet_connectivity_established)
-        self.node_software = software
-        self.software: NodeSoftwareInstallation | None = None
-        self.benchmark_report: BenchmarkReport | None = None
-        self.monitoring = self._monitoring(alarm_email) if monitoring_on else None
-        if software is not None:
-            self._add_node_software(software, node_count, benchmarks)
+        on = self.node_software is not None if monitoring is None else monitoring
+        self.monitoring = self._monitoring(alarm_email) if on else None
+        self.benchmark_report = self._benchmark_report()
+        self.software = self._add_node_software(node_count) if self.node_software is not None else None
         acknowledge(self, "AwsSolutions-EC29")
         check_limits(self)
 
     def _check(
         self,
-        *,
         node_count: int,
         eip_subnet: ec2.ISubnet | None,
         internet_egress: InternetEgress,
-        software: EfaUserData | None,
-        user_data: ec2.UserData | None,
+        node_software: NodeSoftware,
         placement_group: ec2.IPlacementGroup | None,
         use_placement_group: bool,
-        root_volume_gib: int,
         monitoring: bool | None,
-        container: ContainerRun | None,
     ) -> None:
         """Every refusal, before any child exists: the subnets belong to the VPC, explicit nodes are
         counted at synth, and the request passes :func:`check_cluster` (the core's one list of checks)."""
@@ -243,17 +235,16 @@ class EfaCluster(Construct):
             node_group=self.node_group,
             public_ip=self.public_ip,
             internet_egress=internet_egress,
-            node_software=software is not None,
-            user_data=user_data is not None,
+            node_software=node_software.config is not None,
             placement_group=None if placement_group is None else placement_group.placement_group_name,
             use_placement_group=use_placement_group,
             capacity=self.capacity,
             availability_zone=_known(self.subnet.availability_zone),
             public_subnet=eip_subnet is not None,
             public_subnet_availability_zone=_known(eip_subnet.availability_zone) if eip_subnet else None,
-            root_volume_gib=_known(root_volume_gib),
+            root_volume_gib=_known(self.plan.root_volume_gib),
             monitoring=monitoring,
-            container=container is not None,
+            container=self.container is not None,
             node_replacements=tuple(self._replacements.items()),
             region=_known(Stack.of(self).region),
         )
@@ -261,6 +252,18 @@ class EfaCluster(Construct):
         warning = replacement_without_spare(request)
         if warning:
             Annotations.of(self).add_warning_v2("efa-cdk:replacement-without-spare-capacity", warning)
+
+    def _warn(
+        self, vpc: ec2.IVpc, node_count: int, ssh_peers: Sequence[ec2.IPeer], key_pair: ec2.IKeyPair | None
+    ) -> None:
+        """What works but is likely not what was meant: warned, not refused."""
+        if self.node_software is not None:
+            self._warn_if_isolated(vpc)
+        self._warn_if_public_without_address(vpc, node_count)
+        if self.container is not None:
+            self._warn_if_gaudi_without_runtime()
+        if ssh_peers and key_pair is None:
+            self._warn_ssh_without_key_pair(ssh_peers)
 
     def _warn_ssh_without_key_pair(self, ssh_peers: Sequence[ec2.IPeer]) -> None:
         Annotations.of(self).add_warning_v2(
@@ -284,30 +287,6 @@ class EfaCluster(Construct):
             auto_scaling_group=group,
             alarm_email=alarm_email,
             parameter_path=self.parameter_path,
-        )
-
-    def _launch_template(
-        self,
-        instance_type: ec2.InstanceType,
-        key_pair: ec2.IKeyPair | None,
-        role: iam.IRole | None,
-        root_volume_gib: int,
-    ) -> EfaLaunchTemplate:
-        """The nodes' template (``LaunchTemplate``): the layout, the EFA group on every interface."""
-        return EfaLaunchTemplate(
-            self,
-            "LaunchTemplate",
-            instance_type=instance_type,
-            security_groups=[self.security_group],
-            nic_layout=self.layout,
-            subnet=self.subnet if self.node_group is NodeGroup.EXPLICIT else None,  # else the ASG sets it
-            machine_image=self.machine_image,
-            key_pair=key_pair,
-            role=role,
-            user_data=self.node_user_data,
-            root_volume_gib=root_volume_gib,
-            placement_group=self.placement_group,
-            capacity=self.capacity,
         )
 
     def _subnet_is_one_of(self, subnets: Sequence[ec2.ISubnet]) -> bool:
@@ -353,45 +332,32 @@ class EfaCluster(Construct):
                 "-c <Stack>:ami_os=ubuntu.",
             )
 
-    def _tag(self) -> None:
-        """Tag everything with the cluster (the nodes find each other by it)."""
-        #: The cluster's path within its stack, "/" as "-" ("Cluster", "Training-Cluster", ...).
-        self.path_in_stack = re.sub(
-            r"[^A-Za-z0-9_.-]+", "-", self.node.path[len(Stack.of(self).node.path) + 1 :]
+    def _group(self, id_: str, node_count: int) -> EfaAutoScalingGroup:
+        """The Auto Scaling node group (``NodeGroup``)."""
+        return EfaAutoScalingGroup(
+            self,
+            "NodeGroup",
+            launch_template=self.launch_template,
+            subnet=self.subnet,
+            node_count=node_count,
+            name=f"{id_}-node",
         )
-        self.cluster_tag = f"{Aws.STACK_NAME}/{self.path_in_stack}"
-        #: Where the cluster's SSM parameters live (node count, last replacement).
-        self.parameter_path = f"/efa-cdk/{self.cluster_tag}"
-        Tags.of(self).add("efa-cdk:cluster", self.cluster_tag)
 
-    def _launch(self, id_: str, node_count: int, eip_subnet: ec2.ISubnet | None) -> None:
-        """Explicit nodes Node0..NodeN-1 (the first ``public_ip.count(N)`` with an Elastic IP), or the
-        Auto Scaling node group."""
-        self.nodes: list[EfaNode] = []
-        self.auto_scaling_group: EfaAutoScalingGroup | None = None
-        if self.node_group is NodeGroup.ASG:
-            self.auto_scaling_group = EfaAutoScalingGroup(
+    def _explicit_nodes(self, id_: str, node_count: int, eip_subnet: ec2.ISubnet | None) -> list[EfaNode]:
+        """Explicit nodes Node0..NodeN-1, the first ``public_ip.count(N)`` with an Elastic IP."""
+        return [
+            EfaNode(
                 self,
-                "NodeGroup",
+                f"Node{i}",
+                index=i,
                 launch_template=self.launch_template,
-                subnet=self.subnet,
-                node_count=node_count,
-                name=f"{id_}-node",
+                name=f"{id_}-node{i}",
+                public_subnet=eip_subnet if i < self.public_ip.count(node_count) else None,
+                security_group=self.security_group,
+                replacement=self._replacements.get(i, ""),
             )
-            return
-        for i in range(node_count):
-            self.nodes.append(
-                EfaNode(
-                    self,
-                    f"Node{i}",
-                    index=i,
-                    launch_template=self.launch_template,
-                    name=f"{id_}-node{i}",
-                    public_subnet=eip_subnet if i < self.public_ip.count(node_count) else None,
-                    security_group=self.security_group,
-                    replacement=self._replacements.get(i, ""),
-                )
-            )
+            for i in range(node_count)
+        ]
 
     @property
     def connections(self) -> ec2.Connections:
@@ -420,15 +386,20 @@ class EfaCluster(Construct):
             return [self.auto_scaling_group.auto_scaling_group]
         return [n.instance for n in self.nodes]
 
-    def _add_node_software(
-        self, software: EfaUserData, node_count: int, benchmarks: Sequence[Benchmark]
-    ) -> None:
-        """The benchmark report, the software installation, and the nodes' creation policies."""
-        if benchmarks:
-            self.benchmark_report = BenchmarkReport(
-                self, "Benchmarks", nodes=self._launched, timeout_minutes=software.benchmark_timeout_minutes
-            )
-        self.software = NodeSoftwareInstallation(
+    def _benchmark_report(self) -> BenchmarkReport | None:
+        """Where the leader reports its benchmarks (``Benchmarks``), when the node software runs any."""
+        software = self.node_software
+        if software is None or not software.benchmarks_for(self.instance_type):
+            return None
+        return BenchmarkReport(
+            self, "Benchmarks", nodes=self._launched, timeout_minutes=software.benchmark_timeout_minutes
+        )
+
+    def _add_node_software(self, node_count: int) -> NodeSoftwareInstallation:
+        """The software installation (``Software``) and the nodes' creation policies."""
+        software = self.node_software
+        assert software is not None
+        installation = NodeSoftwareInstallation(
             self,
             "Software",
             software=software,
@@ -445,7 +416,7 @@ class EfaCluster(Construct):
             user_data=self.node_user_data,
             node_count=node_count,
             parameter_path=self.parameter_path,
-            benchmarks=benchmarks,
+            benchmarks=software.benchmarks_for(self.instance_type),
             benchmark_url=self.benchmark_report.url if self.benchmark_report else None,
         )
         timeout = f"PT{software.signal_timeout_minutes}M"
@@ -460,6 +431,7 @@ class EfaCluster(Construct):
                     min_successful_instances_percent=100
                 ),
             )
+        return installation
 
     @staticmethod
     def _default_subnet(vpc: ec2.IVpc) -> ec2.ISubnet:

@@ -48,14 +48,14 @@ from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import AcceleratorKind, InstanceType, all_instance_types
 from ..core.catalogue import instance_type as lookup
 from ..core.errors import EfaConfigError
-from ..core.layout import LayoutMode, NicLayout
+from ..core.layout import Layout
+from ..core.node_plan import NodePlan
 from ..core.options import DEFAULT_ROOT_VOLUME_GIB
-from ._shared import check_subnet_of, cluster_placement_group
+from ._node_base import EfaNodeBase
+from ._shared import check_subnet_of
 from .acknowledgements import acknowledge
 from .arguments import checked
-from .launch_template import EfaLaunchTemplate
 from .machine_image import EfaMachineImage, OsFamily
-from .security_group import EfaSecurityGroup
 
 #: eks-charts' EFA device plugin (aws/eks-charts stable/aws-efa-k8s-device-plugin/Chart.yaml).
 DEVICE_PLUGIN_CHART = "aws-efa-k8s-device-plugin"
@@ -67,6 +67,7 @@ EFA_RESOURCE = "vpc.amazonaws.com/efa"
 #: CNI policy may instead go to the VPC CNI's own service account (same page), hence optional.
 NODE_ROLE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
 CNI_POLICY = "AmazonEKS_CNI_Policy"
+_RECOMMENDED = Layout.recommended()
 
 
 @dataclass(frozen=True)
@@ -212,6 +213,34 @@ def _kubectl_ready(cluster: AnyCluster, module: ModuleType) -> bool:
     return getattr(cluster, "kubectl_provider", None) is not None
 
 
+def capacity_type(module: ModuleType, capacity: Capacity) -> Any:
+    """The node group's capacity type for a kind of capacity, in the cluster's module: CAPACITY_BLOCK
+    for a Capacity Block (EKS user guide, Capacity Blocks for managed node groups); ON_DEMAND for
+    On-Demand and for a Capacity Reservation or reservation group, which the launch template targets
+    (aws-ia's EKS Blueprints, "EKS Cluster with On-demand Capacity Reservations": the reservation in a
+    custom launch template of an On-Demand node group)."""
+    types = module.CapacityType
+    return types.CAPACITY_BLOCK if capacity.kind is CapacityKind.CAPACITY_BLOCK else types.ON_DEMAND
+
+
+def _check_kubectl(cluster: AnyCluster, module: ModuleType, which: str) -> None:
+    """The device plugins are Helm charts, installed through the cluster's kubectl provider."""
+    if _kubectl_ready(cluster, module):
+        return
+    raise EfaConfigError(
+        which,
+        value=True,
+        why=f"the device plugins are Helm charts, and the cluster {cluster.node.path} has no "
+        "kubectl provider to install them with",
+        fix=(
+            "create the cluster with kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=...)"
+            if module is eks
+            else "import the cluster with kubectl_role_arn=... (or kubectl_provider=...)"
+        )
+        + ", or pass device_plugin=False and install the plugins yourself",
+    )
+
+
 def _check_ami_type(ami_type: AnyAmiType, it: InstanceType) -> None:
     if ami_type.name not in {a.name for a in _AL2023_AMI_TYPES}:
         raise EfaConfigError(
@@ -252,8 +281,8 @@ class EfaNodegroup(Construct):
         min_size: Default: 0.
         max_size: Default: 2.
         desired_size: Default: ``min_size``.
-        nic_layout: a :class:`LayoutMode` or a :class:`NicLayout`. Default: ``LayoutMode.RECOMMENDED``.
-        efa_count: EFAs per node. Default: the type's maximum.
+        nic_layout: the interfaces (:class:`Layout`), e.g. ``Layout.recommended(efa_count=4)``. Default:
+            ``Layout.recommended()``, as many EFAs as the type's dedicated EFA cards.
         ami_type: a ``NodegroupAmiType`` of either EKS module. Default: the EKS-optimized AL2023 image
             for the accelerator (Neuron, NVIDIA, or standard); refused for other accelerators, which need
             yours.
@@ -289,8 +318,7 @@ class EfaNodegroup(Construct):
         min_size: int = 0,
         max_size: int = 2,
         desired_size: int | None = None,
-        nic_layout: LayoutMode | NicLayout = LayoutMode.RECOMMENDED,
-        efa_count: int | None = None,
+        nic_layout: Layout = _RECOMMENDED,
         ami_type: AnyAmiType | None = None,
         capacity: Capacity | None = None,
         placement_group: ec2.IPlacementGroup | None = None,
@@ -306,90 +334,48 @@ class EfaNodegroup(Construct):
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
         module = eks_module(cluster)
-        it = lookup(instance_type.to_string())
-        capacity = capacity or Capacity.on_demand()
+        self.plan = NodePlan.resolve(
+            instance_type.to_string(),
+            nic_layout=nic_layout,
+            capacity=capacity,
+            root_volume_gib=root_volume_gib,
+            instance_metadata_tags=False,  # EKS's tag keys hold '/', which fails a launch with them on
+        )
+        it = self.plan.instance_type
         _check_sizes(min_size, max_size, desired_size)
         check_subnet_of(cluster.vpc, subnet, "subnet")
         chosen = ami_type or accelerated_ami_type(it)
         _check_ami_type(chosen, it)
         #: The AMI type, as the cluster's module spells it.
         self.ami_type: AnyAmiType = getattr(module.NodegroupAmiType, chosen.name)
-        accelerator_chart = (
-            ACCELERATOR_PLUGINS.get(it.accelerator.kind)
-            if (device_plugin if accelerator_device_plugin is None else accelerator_device_plugin)
-            else None
-        )
-        if (device_plugin or accelerator_chart) and not _kubectl_ready(cluster, module):
-            which = "device_plugin" if device_plugin else "accelerator_device_plugin"
-            raise EfaConfigError(
-                which,
-                value=True,
-                why=f"the device plugins are Helm charts, and the cluster {cluster.node.path} has no "
-                "kubectl provider to install them with",
-                fix=(
-                    "create the cluster with kubectl_provider_options=eks.KubectlProviderOptions("
-                    "kubectl_layer=...)"
-                    if module is eks
-                    else "import the cluster with kubectl_role_arn=... (or kubectl_provider=...)"
-                )
-                + ", or pass device_plugin=False and install the plugins yourself",
-            )
-        self.security_group = EfaSecurityGroup(self, "SecurityGroup", vpc=cluster.vpc)
-        self.placement_group = cluster_placement_group(self, placement_group, capacity)
+        wants_accelerator = device_plugin if accelerator_device_plugin is None else accelerator_device_plugin
+        accelerator_chart = ACCELERATOR_PLUGINS.get(it.accelerator.kind) if wants_accelerator else None
+        if device_plugin or accelerator_chart:
+            _check_kubectl(cluster, module, "device_plugin" if device_plugin else "accelerator_device_plugin")
+        base = EfaNodeBase(self, self.plan, vpc=cluster.vpc, placement_group=placement_group)
+        self.security_group, self.placement_group = base.security_group, base.placement_group
         self.role: iam.IRole = role or self._node_role(cni_policy)
-        image = EfaMachineImage.chosen_by_launcher(
-            f"EKS AMI type {self.ami_type.name}", os_family=OsFamily.AMAZON_LINUX_2023
-        )
-        self.launch_template = EfaLaunchTemplate(
-            self,
+        self.launch_template = base.launch_template(
             "LaunchTemplate",
-            instance_type=instance_type,
-            security_groups=[self.security_group, _cluster_security_group(cluster)],
-            nic_layout=nic_layout,
-            efa_count=efa_count,
-            machine_image=image,
+            machine_image=EfaMachineImage.chosen_by_launcher(
+                f"EKS AMI type {self.ami_type.name}", os_family=OsFamily.AMAZON_LINUX_2023
+            ),
             role=self.role,
             instance_profile=False,
-            instance_metadata_tags=False,  # EKS's tag keys hold '/', which fails a launch with them on
             user_data=user_data or ec2.MultipartUserData(),
-            root_volume_gib=root_volume_gib,
-            placement_group=self.placement_group,
-            capacity=capacity,
+            other_security_groups=[_cluster_security_group(cluster)],
         )
         if user_data is None:
             # No user data rather than an empty MIME document: EKS writes its own bootstrap.
             cfn = self.launch_template.launch_template.node.default_child
             assert isinstance(cfn, ec2.CfnLaunchTemplate)
             cfn.add_property_deletion_override("LaunchTemplateData.UserData")
-        #: The managed node group: an ``aws_eks_v2.Nodegroup`` or ``aws_eks.Nodegroup``, as the cluster.
-        self.nodegroup: eks.Nodegroup | eks_v1.Nodegroup = module.Nodegroup(
-            self,
-            "Resource",
-            cluster=cluster,
-            ami_type=self.ami_type,
-            capacity_type=module.CapacityType.CAPACITY_BLOCK
-            if capacity.kind is CapacityKind.CAPACITY_BLOCK
-            else module.CapacityType.ON_DEMAND,
-            launch_template_spec=module.LaunchTemplateSpec(
-                id=self.launch_template.launch_template_id,
-                version=self.launch_template.latest_version_number,
-            ),
-            node_role=self.role,
-            subnets=ec2.SubnetSelection(subnets=[subnet]),
-            min_size=min_size,
-            max_size=max_size,
-            desired_size=min_size if desired_size is None else desired_size,
-            labels=dict(labels or {}),
-            taints=[
-                module.TaintSpec(effect=getattr(module.TaintEffect, t.effect.name), key=t.key, value=t.value)
-                if t.effect is not None
-                else module.TaintSpec(key=t.key, value=t.value)
-                for t in taints
-            ]
-            or None,
-        )
         desired = min_size if desired_size is None else desired_size
-        if capacity.kind is CapacityKind.CAPACITY_BLOCK and desired > 0:
+        #: The managed node group: an ``aws_eks_v2.Nodegroup`` or ``aws_eks.Nodegroup``, as the cluster.
+        self.nodegroup: eks.Nodegroup | eks_v1.Nodegroup = self._nodegroup(
+            module, cluster, subnet, min_size, max_size, desired, labels, taints
+        )
+        if self.plan.capacity.kind is CapacityKind.CAPACITY_BLOCK and desired > 0:
             Annotations.of(self).add_warning_v2(
                 "efa-cdk:capacity-block-node-group-update",
                 "A Capacity Block node group updates (a new launch template version, AMI release or "
@@ -401,6 +387,44 @@ class EfaNodegroup(Construct):
         self.accelerator_device_plugin = (
             cluster_chart(cluster, accelerator_chart) if accelerator_chart is not None else None
         )
+
+    def _nodegroup(
+        self,
+        module: ModuleType,
+        cluster: AnyCluster,
+        subnet: ec2.ISubnet,
+        min_size: int,
+        max_size: int,
+        desired: int,
+        labels: Mapping[str, str] | None,
+        taints: Sequence[AnyTaint],
+    ) -> eks.Nodegroup | eks_v1.Nodegroup:
+        """The managed node group (``Resource``), in the cluster's module, from the launch template."""
+        nodegroup: eks.Nodegroup | eks_v1.Nodegroup = module.Nodegroup(
+            self,
+            "Resource",
+            cluster=cluster,
+            ami_type=self.ami_type,
+            capacity_type=capacity_type(module, self.plan.capacity),
+            launch_template_spec=module.LaunchTemplateSpec(
+                id=self.launch_template.launch_template_id,
+                version=self.launch_template.latest_version_number,
+            ),
+            node_role=self.role,
+            subnets=ec2.SubnetSelection(subnets=[subnet]),
+            min_size=min_size,
+            max_size=max_size,
+            desired_size=desired,
+            labels=dict(labels or {}),
+            taints=[
+                module.TaintSpec(effect=getattr(module.TaintEffect, t.effect.name), key=t.key, value=t.value)
+                if t.effect is not None
+                else module.TaintSpec(key=t.key, value=t.value)
+                for t in taints
+            ]
+            or None,
+        )
+        return nodegroup
 
     def _node_role(self, cni_policy: bool) -> iam.Role:
         policies = (*NODE_ROLE_POLICIES, CNI_POLICY) if cni_policy else NODE_ROLE_POLICIES

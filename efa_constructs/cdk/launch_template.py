@@ -6,10 +6,11 @@ InterfaceType, so multi-card EFA nodes must launch from a launch template.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Sequence
-from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import jsii
@@ -22,10 +23,10 @@ from constructs import Construct, IValidation
 
 from ..core.capacity import Capacity
 from ..core.catalogue import InstanceType
-from ..core.catalogue import instance_type as lookup
 from ..core.checks import check_root_volume_gib
 from ..core.errors import EfaConfigError
-from ..core.layout import LayoutMode, NicLayout, resolve_layout
+from ..core.layout import Layout, NicLayout
+from ..core.node_plan import NodePlan
 from ..core.options import DEFAULT_ROOT_VOLUME_GIB
 from ._shared import session_manager_role
 from .arguments import checked
@@ -66,10 +67,30 @@ def network_interfaces(
     return out
 
 
-#: Set while :meth:`EfaLaunchTemplate.with_primary_interface` builds a copy: the synth-time checks of the
-#: groups' rules and of the placement group ran on the original (one per Elastic-IP node would repeat
-#: them, and the rule scan walks the whole stack: 40% of a 64-node public cluster's synthesis).
-_COPYING: ContextVar[bool] = ContextVar("efa_cdk_launch_template_copy", default=False)
+_RECOMMENDED = Layout.recommended()
+
+
+@dataclass(frozen=True)
+class TemplateWiring:
+    """What a launcher wires to a node's template, beside its :class:`NodePlan`: the groups on every
+    interface, the image, the subnet (None: the launcher's), the key, the role (None: one is made), an
+    instance profile or not, the user data, the placement group, a pre-created primary interface.
+
+    ``checks`` False for a copy (:meth:`EfaLaunchTemplate.with_primary_interface`): the synth-time checks
+    of the groups' rules and of the placement group ran on the original (one per Elastic-IP node would
+    repeat them, and the rule scan walks the whole stack: 40% of a 64-node public cluster's synthesis).
+    """
+
+    security_groups: tuple[ec2.ISecurityGroup, ...]
+    machine_image: EfaMachineImage
+    subnet: ec2.ISubnet | None = None
+    key_pair: ec2.IKeyPair | None = None
+    role: iam.IRole | None = None
+    instance_profile: bool = True
+    user_data: ec2.UserData | None = None
+    placement_group: ec2.IPlacementGroup | None = None
+    primary_network_interface_id: str | None = None
+    checks: bool = True
 
 
 def _warn_unless_cluster_strategy(scope: Construct, group: ec2.IPlacementGroup | None) -> None:
@@ -166,10 +187,9 @@ class EfaLaunchTemplate(Construct):
     Args:
         instance_type: an EFA-capable instance type, e.g. ``ec2.InstanceType("trn1.32xlarge")``.
         security_groups: groups put on every interface; include an :class:`EfaSecurityGroup`.
-        nic_layout: a :class:`LayoutMode` (or its string) or a ready :class:`NicLayout`.
-            Default: ``LayoutMode.RECOMMENDED`` (ENA primary + efa-only on every EFA card).
-        efa_count: EFAs per node when ``nic_layout`` is a mode. Default: the type's maximum
-            over its dedicated EFA cards.
+        nic_layout: the interfaces (:class:`Layout`), e.g. ``Layout.legacy(efa_count=4)``. Default:
+            ``Layout.recommended()`` (ENA primary + efa-only on every EFA card, as many EFAs as the type's
+            dedicated EFA cards).
         subnet: the one subnet all interfaces go in. Default: none in the template (the
             launcher, e.g. an Auto Scaling group, supplies it).
         machine_image: the AMI and its facts. Default: :meth:`EfaMachineImage.default_for`
@@ -204,8 +224,7 @@ class EfaLaunchTemplate(Construct):
         *,
         instance_type: ec2.InstanceType,
         security_groups: Sequence[ec2.ISecurityGroup],
-        nic_layout: LayoutMode | NicLayout = LayoutMode.RECOMMENDED,
-        efa_count: int | None = None,
+        nic_layout: Layout = _RECOMMENDED,
         subnet: ec2.ISubnet | None = None,
         machine_image: EfaMachineImage | None = None,
         key_pair: ec2.IKeyPair | None = None,
@@ -221,85 +240,96 @@ class EfaLaunchTemplate(Construct):
     ) -> None:
         """Create the template; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
-        self.instance_type: InstanceType = lookup(instance_type.to_string())
-        self.layout = resolve_layout(self.instance_type, nic_layout, efa_count=efa_count)
-        if not security_groups:
+        plan = NodePlan.resolve(
+            instance_type.to_string(),
+            nic_layout=nic_layout,
+            capacity=capacity,
+            root_volume_gib=root_volume_gib,
+            bridged_containers=bridged_containers,
+            instance_metadata_tags=instance_metadata_tags,
+        )
+        wiring = TemplateWiring(
+            security_groups=tuple(security_groups),
+            machine_image=machine_image or EfaMachineImage.default_for(plan.instance_type),
+            subnet=subnet,
+            key_pair=key_pair,
+            role=role,
+            instance_profile=instance_profile,
+            user_data=user_data,
+            placement_group=placement_group,
+            primary_network_interface_id=primary_network_interface_id,
+        )
+        self._build(plan, wiring)
+
+    def _build(self, plan: NodePlan, wiring: TemplateWiring) -> None:
+        """The template from a resolved plan and what the launcher wires to it (nothing resolved again)."""
+        if not wiring.security_groups:
             raise EfaConfigError(
                 "security_groups",
                 value=[],
                 why="EFA interfaces need a security group that allows all traffic to and from itself",
                 fix="pass an EfaSecurityGroup",
             )
-        check_root_volume_gib(None if Token.is_unresolved(root_volume_gib) else root_volume_gib)
-        self._synth_fingerprint: str | None = None
-        # What a copy with another primary interface is made of (with_primary_interface): the values
-        # as resolved here (layout, image, role), never resolved again.
-        self._ec2_instance_type = instance_type
-        self._subnet, self._key_pair, self._root_volume_gib = subnet, key_pair, root_volume_gib
-        self._placement_group, self._bridged_containers = placement_group, bridged_containers
-        self._instance_profile, self._instance_metadata_tags = instance_profile, instance_metadata_tags
-        self.capacity = capacity or Capacity.on_demand()
-        self.machine_image = machine_image or EfaMachineImage.default_for(self.instance_type)
-        if (
-            not Token.is_unresolved(root_volume_gib)
-            and root_volume_gib < self.machine_image.min_root_volume_gib
-        ):
+        image, size = wiring.machine_image, plan.root_volume_gib
+        check_root_volume_gib(None if Token.is_unresolved(size) else size)
+        if not Token.is_unresolved(size) and size < image.min_root_volume_gib:
             raise EfaConfigError(
                 "root_volume_gib",
-                value=root_volume_gib,
-                why=f"the image ({self.machine_image.description}) needs a root volume of at least "
-                f"{self.machine_image.min_root_volume_gib} GiB: EC2 refuses one smaller than its snapshot",
-                fix=f"use {self.machine_image.min_root_volume_gib} GiB or more (the default is "
-                f"{DEFAULT_ROOT_VOLUME_GIB})",
+                value=size,
+                why=f"the image ({image.description}) needs a root volume of at least "
+                f"{image.min_root_volume_gib} GiB: EC2 refuses one smaller than its snapshot",
+                fix=f"use {image.min_root_volume_gib} GiB or more (the default is {DEFAULT_ROOT_VOLUME_GIB})",
             )
-        self.user_data = user_data or ec2.UserData.for_linux()
-        self.role: iam.IRole = role or session_manager_role(
-            self, "Role", f"EFA nodes ({self.instance_type.name})"
+        #: The resolved node (type, layout, capacity, volume, metadata options) and its wiring: what a copy
+        #: with another primary interface is made of (:meth:`with_primary_interface`).
+        self.plan, self._wiring = plan, wiring
+        self._synth_fingerprint: str | None = None
+        self.instance_type: InstanceType = plan.instance_type
+        self.layout: NicLayout = plan.layout
+        self.capacity: Capacity = plan.capacity
+        self.machine_image: EfaMachineImage = image
+        self.user_data: ec2.UserData = wiring.user_data or ec2.UserData.for_linux()
+        self.role: iam.IRole = wiring.role or session_manager_role(
+            self, "Role", f"EFA nodes ({plan.instance_type.name})"
         )
-        self.launch_template = self._create(key_pair, root_volume_gib, placement_group, bridged_containers)
-        self.security_groups = list(security_groups)
+        self.security_groups: list[ec2.ISecurityGroup] = list(wiring.security_groups)
+        self.launch_template: ec2.LaunchTemplate = self._create(plan, wiring)
         self._override_data(
             network_interfaces(
-                self.layout,
-                [sg.security_group_id for sg in security_groups],
-                subnet_id=subnet.subnet_id if subnet else None,
-                primary_network_interface_id=primary_network_interface_id,
+                plan.layout,
+                [sg.security_group_id for sg in self.security_groups],
+                subnet_id=wiring.subnet.subnet_id if wiring.subnet else None,
+                primary_network_interface_id=wiring.primary_network_interface_id,
             ),
-            self.capacity,
+            plan.capacity,
         )
         self._connections = ec2.Connections(security_groups=self.security_groups)
-        if not _COPYING.get():  # a copy has its original's groups and placement: checked there, once
+        if wiring.checks:
             self.node.add_validation(_SelfRules(self, self.security_groups))
-            _warn_unless_cluster_strategy(self, placement_group)
+            _warn_unless_cluster_strategy(self, wiring.placement_group)
 
-    def _create(
-        self,
-        key_pair: ec2.IKeyPair | None,
-        root_volume_gib: int,
-        placement_group: ec2.IPlacementGroup | None,
-        bridged_containers: bool,
-    ) -> ec2.LaunchTemplate:
+    def _create(self, plan: NodePlan, wiring: TemplateWiring) -> ec2.LaunchTemplate:
         """The template (``Resource``): IMDSv2 required, encrypted gp3 root volume, instance tags in IMDS."""
         return ec2.LaunchTemplate(
             self,
             "Resource",
-            instance_type=self._ec2_instance_type,
+            instance_type=ec2.InstanceType(plan.instance_type.name),
             machine_image=self.machine_image.machine_image,
             user_data=self.user_data,
-            key_pair=key_pair,
-            role=self.role if self._instance_profile else None,
+            key_pair=wiring.key_pair,
+            role=self.role if wiring.instance_profile else None,
             require_imdsv2=True,
             detailed_monitoring=True,
             # 1: the node and host-networked containers; a bridged container is one more hop away
-            http_put_response_hop_limit=2 if bridged_containers else 1,
+            http_put_response_hop_limit=plan.hop_limit,
             # the node software reads its node index and logical id from them
-            instance_metadata_tags=True if self._instance_metadata_tags else None,
-            placement_group=placement_group,
+            instance_metadata_tags=True if plan.instance_metadata_tags else None,
+            placement_group=wiring.placement_group,
             block_devices=[
                 ec2.BlockDevice(
                     device_name=self.machine_image.root_device_name,
                     volume=ec2.BlockDeviceVolume.ebs(
-                        root_volume_gib,
+                        plan.root_volume_gib,
                         volume_type=ec2.EbsDeviceVolumeType.GP3,
                         encrypted=True,
                         delete_on_termination=True,
@@ -358,33 +388,16 @@ class EfaLaunchTemplate(Construct):
     def with_primary_interface(
         self, scope: Construct, id_: str, network_interface_id: str
     ) -> EfaLaunchTemplate:
-        """The same template (role, user data, layout...) attaching a pre-created ENI as card 0 / device 0."""
-        token = _COPYING.set(True)
-        try:
-            return self._copy(scope, id_, network_interface_id)
-        finally:
-            _COPYING.reset(token)
-
-    def _copy(self, scope: Construct, id_: str, network_interface_id: str) -> EfaLaunchTemplate:
-        return EfaLaunchTemplate(
-            scope,
-            id_,
-            instance_type=self._ec2_instance_type,
-            security_groups=self.security_groups,
-            nic_layout=self.layout,
-            subnet=self._subnet,
-            machine_image=self.machine_image,
-            key_pair=self._key_pair,
+        """The same template (the same plan: role, user data, layout...) attaching a pre-created ENI as
+        card 0 / device 0. The copy repeats none of the original's synth checks."""
+        wiring = dataclasses.replace(
+            self._wiring,
             role=self.role,
-            instance_profile=self._instance_profile,
             user_data=self.user_data,
-            root_volume_gib=self._root_volume_gib,
-            placement_group=self._placement_group,
             primary_network_interface_id=network_interface_id,
-            capacity=self.capacity,
-            bridged_containers=self._bridged_containers,
-            instance_metadata_tags=self._instance_metadata_tags,
+            checks=False,
         )
+        return PlannedLaunchTemplate(scope, id_, plan=self.plan, wiring=wiring)
 
     @property
     def launch_template_id(self) -> str:
@@ -425,3 +438,14 @@ class EfaLaunchTemplate(Construct):
     def apply_removal_policy(self, policy: RemovalPolicy) -> None:
         """Apply a removal policy to the template (``IResource``)."""
         self.launch_template.apply_removal_policy(policy)
+
+
+class PlannedLaunchTemplate(EfaLaunchTemplate):
+    """An :class:`EfaLaunchTemplate` built from a resolved :class:`NodePlan` (what the orchestrators and
+    :meth:`EfaLaunchTemplate.with_primary_interface` make): the type, layout and image are not resolved
+    again."""
+
+    def __init__(self, scope: Construct, id_: str, *, plan: NodePlan, wiring: TemplateWiring) -> None:
+        """The template of `plan`, wired as `wiring` says."""
+        Construct.__init__(self, scope, id_)
+        self._build(plan, wiring)

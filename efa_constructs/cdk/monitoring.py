@@ -109,16 +109,42 @@ class EfaClusterMonitoring(Construct):
         self._grant(role, auto_scaling_group)
         self.topic = self._topic(alarm_email)
         self.alarms = self._alarms(held_back=auto_scaling_group is not None)
+        self.dashboard, self.dashboard_url = self._dashboard(namespace, cluster_name)
+        self.benchmark_document = self._benchmark_document(namespace)
+        #: Settings the node software needs (the monitoring step and the health timer).
+        self.settings = {
+            "EFA_CDK_METRICS_NAMESPACE": namespace,
+            "EFA_CDK_AGENT_CONFIG": Stack.of(self).to_json_string(
+                agent_config(namespace, self.log_group.log_group_name, accelerator)
+            ),
+            "EFA_CDK_HEALTH_MINUTES": str(health_minutes),
+            "EFA_CDK_CW_AGENT_FINGERPRINT": CW_AGENT_FINGERPRINT,
+            "EFA_CDK_CW_AGENT_MIN_VERSION": CW_AGENT_MIN_VERSION,
+            "EFA_CDK_NODE_GROUP": "asg" if auto_scaling_group is not None else "explicit",
+        }
+        if self.last_replacement is not None:
+            interval = replacement_interval or Duration.minutes(60)
+            self.settings |= {
+                "EFA_CDK_UNHEALTHY_AFTER": str(unhealthy_after),
+                "EFA_CDK_REPLACE_MINUTES": str(int(interval.to_minutes())),
+                "EFA_CDK_REPLACEMENT_PARAMETER": self.last_replacement.parameter_name,
+            }
+
+    def _dashboard(self, namespace: str, cluster_name: str) -> tuple[cloudwatch.CfnDashboard, str]:
+        """The cluster's dashboard (``Dashboard``) and its console URL (a token)."""
         body = dashboard_body(namespace, Aws.REGION, cluster_name)
-        self.dashboard = cloudwatch.CfnDashboard(
-            self, "Dashboard", dashboard_body=Stack.of(self).to_json_string(body)
-        )
-        self.dashboard_url = Fn.join(
+        as_json = Stack.of(self).to_json_string(body)
+        dashboard = cloudwatch.CfnDashboard(self, "Dashboard", dashboard_body=as_json)
+        url = Fn.join(
             "",
             ["https://", Aws.REGION, ".console.aws.amazon.com/cloudwatch/home?region=", Aws.REGION,
-             "#dashboards:name=", self.dashboard.ref],
+             "#dashboards:name=", dashboard.ref],
         )  # fmt: skip
-        self.benchmark_document = ssm.CfnDocument(
+        return dashboard, url
+
+    def _benchmark_document(self, namespace: str) -> ssm.CfnDocument:
+        """The Run Command document (``BenchmarkDocument``) that re-runs the benchmarks on the leader."""
+        return ssm.CfnDocument(
             self,
             "BenchmarkDocument",
             document_type="Command",
@@ -139,24 +165,6 @@ class EfaClusterMonitoring(Construct):
                 ],
             },
         )
-        #: Settings the node software needs (the monitoring step and the health timer).
-        self.settings = {
-            "EFA_CDK_METRICS_NAMESPACE": namespace,
-            "EFA_CDK_AGENT_CONFIG": Stack.of(self).to_json_string(
-                agent_config(namespace, self.log_group.log_group_name, accelerator)
-            ),
-            "EFA_CDK_HEALTH_MINUTES": str(health_minutes),
-            "EFA_CDK_CW_AGENT_FINGERPRINT": CW_AGENT_FINGERPRINT,
-            "EFA_CDK_CW_AGENT_MIN_VERSION": CW_AGENT_MIN_VERSION,
-            "EFA_CDK_NODE_GROUP": "asg" if auto_scaling_group is not None else "explicit",
-        }
-        if self.last_replacement is not None:
-            interval = replacement_interval or Duration.minutes(60)
-            self.settings |= {
-                "EFA_CDK_UNHEALTHY_AFTER": str(unhealthy_after),
-                "EFA_CDK_REPLACE_MINUTES": str(int(interval.to_minutes())),
-                "EFA_CDK_REPLACEMENT_PARAMETER": self.last_replacement.parameter_name,
-            }
 
     def _grant(self, role: iam.IRole, group: autoscaling.CfnAutoScalingGroup | None) -> None:
         """PutMetricData in the cluster's namespace only; the log group; in an Auto Scaling group,

@@ -18,6 +18,57 @@ from .acknowledgements import REASONS, acknowledge
 from .arguments import checked
 
 
+class NodeSoftware:
+    """What an :class:`EfaCluster`'s nodes run at boot: efa-cdk's node software (the default), your own
+    user data, or nothing. One class with factory methods, like aws-cdk-lib's ``ec2.MachineImage``:
+    ``NodeSoftware.efa()``, ``NodeSoftware.efa(EfaUserData(benchmarks=[...]))``,
+    ``NodeSoftware.custom(user_data)``, ``NodeSoftware.none()``.
+    """
+
+    __slots__ = ("_config", "_user_data")
+
+    def __init__(self, config: EfaUserData | None, user_data: ec2.UserData | None) -> None:
+        """Use the factory methods."""
+        self._config, self._user_data = config, user_data
+
+    @staticmethod
+    def efa(config: EfaUserData | None = None) -> NodeSoftware:
+        """efa-cdk's node software: install and verify EFA, passwordless SSH, the hostfile, the benchmarks;
+        every node signals the stack (``cdk deploy`` fails with the node's reason when EFA does not work).
+
+        Args:
+            config: its steps and benchmarks (:class:`EfaUserData`). Default: ``EfaUserData()``.
+        """
+        return NodeSoftware(config or EfaUserData(), None)
+
+    @staticmethod
+    def custom(user_data: ec2.UserData) -> NodeSoftware:
+        """Your own user data and nothing of efa-cdk's: no signal (the stack does not wait for the nodes),
+        no monitoring, no container step. To add commands to efa-cdk's software instead:
+        ``NodeSoftware.efa(EfaUserData().add_commands(...))``."""
+        return NodeSoftware(None, user_data)
+
+    @staticmethod
+    def none() -> NodeSoftware:
+        """An empty user data: the image as it boots."""
+        return NodeSoftware(None, None)
+
+    @property
+    def config(self) -> EfaUserData | None:
+        """efa-cdk's node software, or None."""
+        return self._config
+
+    @property
+    def user_data(self) -> ec2.UserData | None:
+        """Your own user data, or None."""
+        return self._user_data
+
+    def __repr__(self) -> str:
+        if self._config is not None:
+            return "NodeSoftware.efa(...)"
+        return "NodeSoftware.custom(...)" if self._user_data is not None else "NodeSoftware.none()"
+
+
 class BenchmarkReport(Construct):
     """Where the leader reports its benchmarks: a wait-condition handle (``Handle``) and the wait
     condition (``Resource``), which waits for every node resource and then for one signal.

@@ -20,8 +20,8 @@ from constructs import Construct
 
 from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import check_ec2_type
-from ..core.catalogue import instance_type as lookup
 from ..core.errors import EfaConfigError
+from ..core.node_plan import NodePlan
 from ..core.options import check_zone_of_subnet
 from ..core.pcluster import (
     DEFAULT_HEAD_NODE_TYPE,
@@ -41,11 +41,10 @@ from ..core.software import (
     pcluster_compute_steps,
     pcluster_head_steps,
 )
-from ._shared import cluster_placement_group
+from ._node_base import EfaNodeBase
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .network import EfaNetwork, known_cidr
-from .security_group import EfaSecurityGroup
 from .storage import EfaSharedStorage
 
 SHARED_DIR = "/shared"
@@ -119,10 +118,12 @@ class EfaParallelCluster(Construct):
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
-        it = lookup(instance_type.to_string())
+        # ParallelCluster lays out the compute nodes' interfaces itself: the plan's type and capacity are used
+        self.plan = NodePlan.resolve(instance_type.to_string(), capacity=capacity)
+        it = self.plan.instance_type
         head_type = (head_node_instance_type or ec2.InstanceType(DEFAULT_HEAD_NODE_TYPE)).to_string()
         check_ec2_type(head_type, "head_node_instance_type")
-        capacity = capacity or Capacity.on_demand()
+        capacity = self.plan.capacity
         _check_inputs(vpc, head_node_subnet, compute_subnet, ssh_peers, capacity)
         self.network: EfaNetwork | None = None
         if vpc is None:
@@ -139,13 +140,13 @@ class EfaParallelCluster(Construct):
             check_zone_of_subnet(availability_zone, zone, used_unknown=False)
         self.vpc = vpc
         # One group for head and compute: EFA needs all traffic to and from itself, and the head
-        # node talks to the compute nodes (Slurm, NFS) through it as well.
-        self.security_group = EfaSecurityGroup(self, "SecurityGroup", vpc=vpc)
-        # The rules EfaCluster follows (core.capacity): a new cluster placement group On-Demand; with a
-        # reservation, the reservation's own group when given, else none (ParallelCluster's
-        # PlacementGroupCapacityReservationValidator refuses a group the reservation is not in);
-        # never one with a Capacity Block.
-        self.placement_group = cluster_placement_group(self, placement_group, capacity)
+        # node talks to the compute nodes (Slurm, NFS) through it as well. The placement group follows
+        # EfaCluster's rules (core.capacity): a new cluster placement group On-Demand; with a reservation,
+        # the reservation's own group when given, else none (ParallelCluster's
+        # PlacementGroupCapacityReservationValidator refuses a group the reservation is not in); never one
+        # with a Capacity Block.
+        base = EfaNodeBase(self, self.plan, vpc=vpc, placement_group=placement_group)
+        self.security_group, self.placement_group = base.security_group, base.placement_group
         self.storage = EfaSharedStorage(
             self,
             "Storage",
@@ -208,7 +209,7 @@ class EfaParallelCluster(Construct):
         ssh_peers: Sequence[ec2.IPeer],
     ) -> ParallelClusterConfig:
         """The ParallelCluster configuration that refers to everything this construct created."""
-        compute_steps = pcluster_compute_steps(lookup(instance_type))
+        compute_steps = pcluster_compute_steps(self.plan.instance_type)
         compute = ComputeResource(
             name=instance_type.replace(".", "-")[:25],
             instance_types=(instance_type,),

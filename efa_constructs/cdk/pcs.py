@@ -51,7 +51,8 @@ from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import check_ec2_type
 from ..core.catalogue import instance_type as lookup
 from ..core.errors import EfaConfigError
-from ..core.layout import LayoutMode, NicLayout
+from ..core.layout import Layout
+from ..core.node_plan import NodePlan
 from ..core.options import DEFAULT_ROOT_VOLUME_GIB, check_zone_of_subnet
 from ..core.pcs import (
     DEFAULT_SLURM_VERSION,
@@ -64,18 +65,13 @@ from ..core.pcs import (
     pcs_cloud_config,
 )
 from ..core.software import EfaUserData, bootstrap_script, node_settings
-from ._shared import (
-    check_subnet_of,
-    cluster_placement_group,
-    scripts_read_statement,
-    session_manager_statement,
-)
+from ._node_base import EfaNodeBase
+from ._shared import check_subnet_of, scripts_read_statement, session_manager_statement
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .launch_template import EfaLaunchTemplate
 from .machine_image import EfaMachineImage, OsFamily
 from .network import EfaNetwork
-from .security_group import EfaSecurityGroup
 from .storage import EfaSharedStorage
 
 #: The IAM path that lets PCS accept a role and instance profile whatever their names.
@@ -89,6 +85,7 @@ PROLOG = "/opt/efa-cdk/bin/slurm-prolog.sh"
 DEFAULT_LOGIN_TYPES = {"x86_64": "c7i.xlarge", "arm64": "c7g.xlarge"}
 #: The steps an EFA node runs from its user data (after PCS registers it, before slurmd starts).
 PCS_COMPUTE_STEPS = ("efa-env", "verify-efa")
+_LEGACY = Layout.legacy()
 
 
 def node_group_name(base: str, instance_type: str) -> str:
@@ -152,11 +149,12 @@ class EfaPcsCluster(Construct):
             25), and the start of the compute node group's name, which ends in 6 hex digits of the
             instance type (``compute-1a2b3c``): a type change creates the new group beside the old one.
             Default: ``compute``.
-        nic_layout: Default: ``LEGACY``, an ``efa`` interface on every card (card 0 at DeviceIndex 0,
-            the others at 1), the layout every PCS source shows (PCS user guide, "Using EFA with AWS
-            PCS"; aws-hpc-recipes ``recipes/pcs/enable_efa``). ``RECOMMENDED`` (``efa-only`` on the
-            EFA cards, one IP per node) is EC2's current layout; no PCS source shows PCS taking it.
-        efa_count, root_volume_gib: as for :class:`EfaLaunchTemplate`.
+        nic_layout: the interfaces (:class:`Layout`). Default: ``Layout.legacy()``, ``efa`` on every
+            card (card 0 at DeviceIndex 0, the others at 1), the layout every PCS source shows (PCS user
+            guide, "Using EFA with AWS PCS"; aws-hpc-recipes ``recipes/pcs/enable_efa``).
+            ``Layout.recommended()`` (``efa-only`` on the EFA cards, one IP per node) is EC2's current
+            layout; no PCS source shows PCS taking it.
+        root_volume_gib: as for :class:`EfaLaunchTemplate`.
         capacity: a Capacity Reservation or Capacity Block. Default: On-Demand.
         placement_group: an existing placement group. Default: a new one On-Demand; none with a
             reservation or a Capacity Block.
@@ -192,8 +190,7 @@ class EfaPcsCluster(Construct):
         login_instance_type: ec2.InstanceType | None = None,
         login_count: int = 1,
         queue_name: str = "compute",
-        nic_layout: LayoutMode | NicLayout = LayoutMode.LEGACY,
-        efa_count: int | None = None,
+        nic_layout: Layout = _LEGACY,
         root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
         capacity: Capacity | None = None,
         placement_group: ec2.IPlacementGroup | None = None,
@@ -205,8 +202,7 @@ class EfaPcsCluster(Construct):
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
-        it = lookup(instance_type.to_string())
-        capacity = capacity or Capacity.on_demand()
+        it, capacity = lookup(instance_type.to_string()), capacity or Capacity.on_demand()
         image = EfaMachineImage.from_ami_id(ami_id, os_family=ami_os)  # checks the id's form
         check_slurm_version(slurm_version, it.name)
         if cluster_name is not None:
@@ -217,104 +213,39 @@ class EfaPcsCluster(Construct):
         if role is not None:
             check_pcs_role(role)
         check_user_names(imds_users)
+        # PCS's own refusals first, then the node's (its layout): what PCS refuses, no layout fixes
+        self.plan = NodePlan.resolve(
+            it,
+            nic_layout=nic_layout,
+            capacity=capacity,
+            root_volume_gib=root_volume_gib,
+            bridged_containers=bridged_containers,
+        )
         self._imds_users = ("root", *imds_users)
-        self._hop_limit = 2 if bridged_containers else 1
-        if (vpc is None) != (subnet is None):
-            raise EfaConfigError(
-                "subnet" if vpc is not None else "vpc",
-                value=None,
-                why="an existing network is a VPC and the one subnet of the cluster in it",
-                fix="pass both vpc= and subnet=, or neither (a network is created)",
-            )
-        self.network: EfaNetwork | None = None
-        if vpc is None or subnet is None:
-            self.network = EfaNetwork(self, "Network", availability_zone=availability_zone)
-            vpc, subnet = self.network.vpc, self.network.private_subnet
-        else:  # the zone then only checks the capacity's: it must be the subnet's
-            zone = None if Token.is_unresolved(subnet.availability_zone) else subnet.availability_zone
-            check_zone_of_subnet(availability_zone, zone, used_unknown=True)
-        check_subnet_of(vpc, subnet, "subnet")
-        self.vpc, self.subnet = vpc, subnet
+        self.network, self.vpc, self.subnet = self._network(vpc, subnet, availability_zone)
         # One group for the cluster's controller interface and every node: EFA needs all traffic to
         # and from itself, and Slurm (6817, 6818, srun's ports) and NFS ride on the same rule.
-        self.security_group = EfaSecurityGroup(self, "SecurityGroup", vpc=vpc)
-        self.placement_group = cluster_placement_group(self, placement_group, capacity)
+        base = EfaNodeBase(self, self.plan, vpc=self.vpc, placement_group=placement_group)
+        self.security_group, self.placement_group = base.security_group, base.placement_group
         self.storage = EfaSharedStorage(
             self,
             "Storage",
-            vpc=vpc,
-            subnet=subnet,
+            vpc=self.vpc,
+            subnet=self.subnet,
             clients=self.security_group,
             efs_throughput_mibps=efs_throughput_mibps,
             removal_policy=storage_removal_policy,
         )
         self.role: iam.IRole = role or self._node_role()
-        # A node registers itself with PCS before slurmd starts: whatever the role, it needs this.
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(
-                sid="PcsRegister", actions=["pcs:RegisterComputeNodeGroupInstance"], resources=["*"]
-            )
-        )
-        acknowledge(self.role, "AwsSolutions-IAM5[Resource::*]")
+        self._allow_registration()
         self.instance_profile = iam.InstanceProfile(
             self, "InstanceProfile", role=self.role, path=PCS_IAM_PATH
         )
-        self.cluster = pcs.CfnCluster(
-            self,
-            "Resource",
-            # Name is create-only and every AWS sample sets one: a stable, valid name from the construct's
-            # path (stack name first, a hash last), rather than whatever CloudFormation would generate.
-            name=cluster_name or Names.unique_resource_name(self, max_length=40, separator="-"),
-            size=size.value,
-            scheduler=pcs.CfnCluster.SchedulerProperty(type="SLURM", version=slurm_version),
-            networking=pcs.CfnCluster.NetworkingProperty(
-                subnet_ids=[subnet.subnet_id], security_group_ids=[self.security_group.security_group_id]
-            ),
-            # A node whose EFA check failed runs no job: slurmd drains a node whose Prolog fails and
-            # requeues the job (slurm.conf(5)); Prolog is a cluster-level setting PCS takes (PCS API
-            # reference, SlurmCustomSetting).
-            slurm_configuration=pcs.CfnCluster.SlurmConfigurationProperty(
-                slurm_custom_settings=[
-                    pcs.CfnCluster.SlurmCustomSettingProperty(parameter_name="Prolog", parameter_value=PROLOG)
-                ]
-            ),
-        )
+        self.cluster = self._cluster(cluster_name, size, slurm_version)
         mount = self._mount_part()
-        compute_data = ec2.MultipartUserData()
-        compute_data.add_part(mount)
-        self.launch_template = EfaLaunchTemplate(
-            self,
-            "ComputeTemplate",
-            instance_type=instance_type,
-            security_groups=[self.security_group],
-            nic_layout=nic_layout,
-            efa_count=efa_count,
-            subnet=subnet,
-            machine_image=EfaMachineImage.chosen_by_launcher(
-                f"AMI {ami_id} (the PCS node group's AmiId)",
-                os_family=ami_os,
-                efa_preinstalled=True,
-                min_root_volume_gib=image.min_root_volume_gib,
-            ),
-            role=self.role,
-            instance_profile=False,
-            user_data=compute_data,
-            root_volume_gib=root_volume_gib,
-            placement_group=self.placement_group,
-            capacity=capacity,
-            bridged_containers=bridged_containers,
-        )
-        # Plain text, as AWS's PCS examples write their parts (PCS merges this document with its own);
-        # CDK's MultipartBody.from_user_data would base64-encode it.
-        compute_data.add_part(
-            ec2.MultipartBody.from_raw_body(
-                content_type='text/x-shellscript; charset="utf-8"', body=self._efa_check().render()
-            )
-        )
+        self.launch_template = self._compute_template(base, mount, image, ami_id)
         self.login_nodes = (
-            self._login_nodes(
-                mount, login_instance_type, it.architecture, ami_id, ami_os, login_count, root_volume_gib
-            )
+            self._login_nodes(mount, login_instance_type, ami_id, ami_os, login_count)
             if login_count
             else None
         )
@@ -335,20 +266,92 @@ class EfaPcsCluster(Construct):
             ],
         )
 
+    def _compute_template(
+        self, base: EfaNodeBase, mount: ec2.MultipartBody, image: EfaMachineImage, ami_id: str
+    ) -> EfaLaunchTemplate:
+        """The EFA nodes' template (``ComputeTemplate``): no image or instance profile (the node group sets
+        them); user data of two parts, the shared mount's cloud-config and the EFA check."""
+        compute_data = ec2.MultipartUserData()
+        compute_data.add_part(mount)
+        template = base.launch_template(
+            "ComputeTemplate",
+            machine_image=EfaMachineImage.chosen_by_launcher(
+                f"AMI {ami_id} (the PCS node group's AmiId)",
+                os_family=image.os_family,
+                efa_preinstalled=True,
+                min_root_volume_gib=image.min_root_volume_gib,
+            ),
+            role=self.role,
+            instance_profile=False,
+            user_data=compute_data,
+            subnet=self.subnet,
+        )
+        # Plain text, as AWS's PCS examples write their parts (PCS merges this document with its own);
+        # CDK's MultipartBody.from_user_data would base64-encode it.
+        compute_data.add_part(
+            ec2.MultipartBody.from_raw_body(
+                content_type='text/x-shellscript; charset="utf-8"', body=self._efa_check().render()
+            )
+        )
+        return template
+
+    def _network(
+        self, vpc: ec2.IVpc | None, subnet: ec2.ISubnet | None, availability_zone: str | None
+    ) -> tuple[EfaNetwork | None, ec2.IVpc, ec2.ISubnet]:
+        """The VPC and subnet given (both or neither), or a new :class:`EfaNetwork` (``Network``)."""
+        if (vpc is None) != (subnet is None):
+            raise EfaConfigError(
+                "subnet" if vpc is not None else "vpc",
+                value=None,
+                why="an existing network is a VPC and the one subnet of the cluster in it",
+                fix="pass both vpc= and subnet=, or neither (a network is created)",
+            )
+        if vpc is None or subnet is None:
+            network = EfaNetwork(self, "Network", availability_zone=availability_zone)
+            return network, network.vpc, network.private_subnet
+        # the zone then only checks the capacity's: it must be the subnet's
+        zone = None if Token.is_unresolved(subnet.availability_zone) else subnet.availability_zone
+        check_zone_of_subnet(availability_zone, zone, used_unknown=True)
+        check_subnet_of(vpc, subnet, "subnet")
+        return None, vpc, subnet
+
+    def _cluster(self, cluster_name: str | None, size: PcsClusterSize, slurm_version: str) -> pcs.CfnCluster:
+        """The PCS cluster (``Resource``): Slurm, in the subnet, with the EFA group, the Prolog set."""
+        return pcs.CfnCluster(
+            self,
+            "Resource",
+            # Name is create-only and every AWS sample sets one: a stable, valid name from the construct's
+            # path (stack name first, a hash last), rather than whatever CloudFormation would generate.
+            name=cluster_name or Names.unique_resource_name(self, max_length=40, separator="-"),
+            size=size.value,
+            scheduler=pcs.CfnCluster.SchedulerProperty(type="SLURM", version=slurm_version),
+            networking=pcs.CfnCluster.NetworkingProperty(
+                subnet_ids=[self.subnet.subnet_id], security_group_ids=[self.security_group.security_group_id]
+            ),
+            # A node whose EFA check failed runs no job: slurmd drains a node whose Prolog fails and
+            # requeues the job (slurm.conf(5)); Prolog is a cluster-level setting PCS takes (PCS API
+            # reference, SlurmCustomSetting).
+            slurm_configuration=pcs.CfnCluster.SlurmConfigurationProperty(
+                slurm_custom_settings=[
+                    pcs.CfnCluster.SlurmCustomSettingProperty(parameter_name="Prolog", parameter_value=PROLOG)
+                ]
+            ),
+        )
+
     def _login_nodes(
         self,
         mount: ec2.MultipartBody,
         login_instance_type: ec2.InstanceType | None,
-        architecture: str,
         ami_id: str,
         ami_os: OsFamily,
         count: int,
-        root_volume_gib: int,
     ) -> pcs.CfnComputeNodeGroup:
         """The login node group (``LoginNodes``) from a plain launch template (``LoginTemplate``)."""
         login_data = ec2.MultipartUserData()
         login_data.add_part(mount)
-        login_type = login_instance_type or ec2.InstanceType(DEFAULT_LOGIN_TYPES[architecture])
+        login_type = login_instance_type or ec2.InstanceType(
+            DEFAULT_LOGIN_TYPES[self.plan.instance_type.architecture]
+        )
         check_ec2_type(login_type.to_string(), "login_instance_type")
         template = ec2.LaunchTemplate(
             self,
@@ -357,13 +360,13 @@ class EfaPcsCluster(Construct):
             require_imdsv2=True,
             # 1, as the compute template: an image registered IMDSv2-only would default to 2 (EC2 user
             # guide, "Configure the instance metadata options"), letting a bridged container reach the role
-            http_put_response_hop_limit=self._hop_limit,
+            http_put_response_hop_limit=self.plan.hop_limit,
             user_data=login_data,
             block_devices=[
                 ec2.BlockDevice(
                     device_name=ami_os.root_device_name,
                     volume=ec2.BlockDeviceVolume.ebs(
-                        root_volume_gib,
+                        self.plan.root_volume_gib,
                         volume_type=ec2.EbsDeviceVolumeType.GP3,
                         encrypted=True,
                         delete_on_termination=True,
@@ -389,6 +392,15 @@ class EfaPcsCluster(Construct):
         role.add_to_principal_policy(session_manager_statement())
         return role
 
+    def _allow_registration(self) -> None:
+        """A node registers itself with PCS before slurmd starts: whatever the role, it needs this."""
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="PcsRegister", actions=["pcs:RegisterComputeNodeGroupInstance"], resources=["*"]
+            )
+        )
+        acknowledge(self.role, "AwsSolutions-IAM5[Resource::*]")
+
     def _mount_part(self) -> ec2.MultipartBody:
         """The cloud-config part of every node (:func:`~efa_constructs.core.pcs.pcs_cloud_config`)."""
         config = pcs_cloud_config(self.storage.file_system.file_system_id, self._imds_users, SHARED_DIR)
@@ -403,7 +415,7 @@ class EfaPcsCluster(Construct):
         scripts = s3_assets.Asset(self, "NodeScripts", path=str(staged))
         self.role.add_to_principal_policy(scripts_read_statement(scripts))
         settings = {
-            **node_settings(self.launch_template.instance_type, self.launch_template.layout, ()),
+            **node_settings(self.plan.instance_type, self.plan.layout, ()),
             "EFA_CDK_REGION": Aws.REGION,
             "EFA_CDK_SCRIPTS_URL": scripts.s3_object_url,
             "EFA_CDK_STEPS": ",".join(PCS_COMPUTE_STEPS),

@@ -10,7 +10,8 @@ from .capacity import Capacity, CapacityKind
 from .catalogue import InstanceType, all_instance_types, instance_type
 from .containers import ContainerRun
 from .errors import EfaConfigError
-from .layout import LayoutMode, NetworkInterfaceSpec, NicLayout, plan_layout
+from .layout import Layout, LayoutMode, NetworkInterfaceSpec, NicLayout, plan_layout
+from .node_plan import NodePlan
 from .options import InternetEgress, NodeGroup, PublicIp, parse_ssh_source
 from .pcs import PcsClusterSize
 from .software import Benchmark, EfaInstaller, EfaUserData
@@ -28,10 +29,12 @@ __all__ = [
     "EfaUserData",
     "InstanceType",
     "InternetEgress",
+    "Layout",
     "LayoutMode",
     "NetworkInterfaceSpec",
     "NicLayout",
     "NodeGroup",
+    "NodePlan",
     "PcsClusterSize",
     "PublicIp",
     "__version__",

@@ -41,7 +41,6 @@ class ClusterRequest:
     public_ip: PublicIp = PublicIp.NONE
     internet_egress: InternetEgress = InternetEgress.WEB
     node_software: bool = True
-    user_data: bool = False
     placement_group: str | None = None
     use_placement_group: bool = True
     capacity: Capacity = field(default_factory=Capacity.on_demand)
@@ -173,17 +172,6 @@ def check_placement_for_capacity(placement_group: str | None, capacity: Capacity
         )
 
 
-def check_user_data(r: ClusterRequest) -> None:
-    """Own user data replaces the node software, so it needs the software off."""
-    if r.user_data and r.node_software:
-        raise EfaConfigError(
-            "user_data",
-            value="ec2.UserData",
-            why="user data replaces the node software, which is on",
-            fix="add your commands as a step (EfaUserData().add_commands(...)), or pass node_software=False",
-        )
-
-
 def check_egress_for_software(r: ClusterRequest) -> None:
     """The node software reaches AWS APIs over HTTPS."""
     if r.node_software and r.internet_egress is InternetEgress.NONE:
@@ -193,7 +181,7 @@ def check_egress_for_software(r: ClusterRequest) -> None:
             why="the node software calls AWS APIs over HTTPS (S3, SSM, EC2, CloudFormation) and the "
             "nodes could reach none of them",
             fix="use internet_egress=web (the default), or turn the node software off "
-            "(node_software=False, -c node_software=false)",
+            "(node_software=NodeSoftware.none(), -c node_software=false)",
         )
 
 
@@ -296,7 +284,6 @@ CLUSTER_CHECKS: tuple[Callable[[ClusterRequest], None], ...] = (
     check_node_replacements,
     check_root_volume,
     check_placement_group,
-    check_user_data,
     check_egress_for_software,
     check_public_ip,
     check_capacity,

@@ -305,17 +305,93 @@ def validate(it: InstanceType, interfaces: Sequence[NetworkInterfaceSpec]) -> No
         )
 
 
-def resolve_layout(
-    instance_type: InstanceType, nic_layout: LayoutMode | str | NicLayout, *, efa_count: int | None = None
-) -> NicLayout:
-    """A ready :class:`NicLayout` as given (checked to be for `instance_type`), or one planned from a mode."""
-    if not isinstance(nic_layout, NicLayout):
-        return plan_layout(instance_type, nic_layout, efa_count=efa_count)
-    if nic_layout.instance_type.name != instance_type.name:
-        raise EfaConfigError(
-            "nic_layout",
-            value=nic_layout.instance_type.name,
-            why=f"the layout was planned for another type than instance_type={instance_type.name!r}",
-            fix="plan the layout for the same instance type",
+class Layout:
+    """Which interfaces an EFA node gets, as an option of a construct: a mode the engine lays out for the
+    node's instance type (with how many EFAs), or a ready :class:`NicLayout`.
+
+    One class with factory methods, like aws-cdk-lib's ``ec2.MachineImage``: ``Layout.recommended()``
+    (the default), ``Layout.legacy(efa_count=4)``, ``Layout.max_bandwidth()``, ``Layout.mode("legacy")``
+    (a mode read from text), ``Layout.custom(nic_layout)``. :meth:`resolve` lays it out for a type.
+    """
+
+    __slots__ = ("_custom", "_efa_count", "_mode")
+
+    def __init__(self, mode: LayoutMode | None, efa_count: int | None, custom: NicLayout | None) -> None:
+        """Use the factory methods."""
+        self._mode, self._efa_count, self._custom = mode, efa_count, custom
+
+    @staticmethod
+    def recommended(efa_count: int | None = None) -> Layout:
+        """AWS's current layout: an ENA primary interface, ``efa-only`` on every EFA card (one IP a node).
+
+        Args:
+            efa_count: EFAs per node. Default: one per dedicated EFA card, at most the type's maximum.
+        """
+        return Layout(LayoutMode.RECOMMENDED, efa_count, None)
+
+    @staticmethod
+    def max_bandwidth(efa_count: int | None = None) -> Layout:
+        """As :meth:`recommended`, plus ENA interfaces on the cards AWS names, for more IP bandwidth."""
+        return Layout(LayoutMode.MAX_BANDWIDTH, efa_count, None)
+
+    @staticmethod
+    def legacy(efa_count: int | None = None) -> Layout:
+        """``efa`` on every card (card 0 at DeviceIndex 0, the others at 1): the seed guides', eksctl's
+        and AWS PCS's layout. Every interface takes an IP."""
+        return Layout(LayoutMode.LEGACY, efa_count, None)
+
+    @staticmethod
+    def mode(mode: LayoutMode | str, efa_count: int | None = None) -> Layout:
+        """A mode given as a :class:`LayoutMode` or its text (``"recommended"``, ``"max-bandwidth"``,
+        ``"legacy"``), e.g. read from CDK context; anything else is refused with the choices."""
+        return Layout(LayoutMode.parse(mode), efa_count, None)
+
+    @staticmethod
+    def custom(layout: NicLayout) -> Layout:
+        """A ready layout (:func:`plan_layout`, :meth:`NicLayout.custom`), for the node's own type."""
+        if not isinstance(layout, NicLayout):
+            raise EfaConfigError(
+                "nic_layout",
+                value=layout,
+                why="Layout.custom takes a NicLayout",
+                fix="pass plan_layout(...) or NicLayout.custom(...), or use Layout.mode(...) for a mode",
+            )
+        return Layout(None, None, layout)
+
+    @property
+    def layout_mode(self) -> LayoutMode | None:
+        """The mode, or None for a custom layout."""
+        return self._mode if self._custom is None else self._custom.mode
+
+    def resolve(self, instance_type: InstanceType) -> NicLayout:
+        """The interfaces for `instance_type`: planned from the mode, or the custom layout checked to be
+        for that type."""
+        if self._custom is None:
+            assert self._mode is not None
+            return plan_layout(instance_type, self._mode, efa_count=self._efa_count)
+        if self._custom.instance_type.name != instance_type.name:
+            raise EfaConfigError(
+                "nic_layout",
+                value=self._custom.instance_type.name,
+                why=f"the layout was planned for another type than instance_type={instance_type.name!r}",
+                fix="plan the layout for the same instance type",
+            )
+        return self._custom
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Layout) and (self._mode, self._efa_count, self._custom) == (
+            other._mode,
+            other._efa_count,
+            other._custom,
         )
-    return nic_layout
+
+    def __hash__(self) -> int:
+        return hash((self._mode, self._efa_count, self._custom))
+
+    def __repr__(self) -> str:
+        if self._custom is not None:
+            it, n = self._custom.instance_type.name, len(self._custom.interfaces)
+            return f"Layout.custom({it}, {n} interfaces)"
+        count = "" if self._efa_count is None else f"efa_count={self._efa_count}"
+        assert self._mode is not None
+        return f"Layout.{self._mode.name.lower()}({count})"

@@ -121,23 +121,21 @@ def _graph(
     }
 
 
+def _heading(cluster: str) -> dict[str, Any]:
+    """The dashboard's first row: what it shows and where each figure comes from."""
+    markdown = (
+        f"## EFA cluster {cluster}\nThroughput and errors from the CloudWatch agent's `efa` metrics; "
+        "health from each node's timer; benchmarks from the leader (on demand: the BenchmarkDocument output)."
+    )
+    return {"type": "text", "x": 0, "y": 0, "width": 24, "height": 2, "properties": {"markdown": markdown}}
+
+
 def dashboard_body(namespace: str, region: str, cluster: str) -> dict[str, Any]:
     """The cluster's dashboard (CloudWatch dashboard body structure): throughput per node, the
     grey-failure counters, node health and the benchmark figures against line rate."""
     per_node = "InstanceId"
     widgets = [
-        {
-            "type": "text",
-            "x": 0,
-            "y": 0,
-            "width": 24,
-            "height": 2,
-            "properties": {
-                "markdown": f"## EFA cluster {cluster}\nThroughput and errors from the CloudWatch "
-                "agent's `efa` metrics; health from each node's timer; benchmarks from the leader "
-                "(on demand: the BenchmarkDocument output)."
-            },
-        },
+        _heading(cluster),
         _graph(
             "EFA throughput per node (bytes/min, rx + tx)",
             0,

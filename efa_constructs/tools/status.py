@@ -42,27 +42,10 @@ def _instances(ec2: Any, **kw: Any) -> list[dict[str, Any]]:
     return [i for res in _pages(ec2, "describe_instances", "Reservations", **kw) for i in res["Instances"]]
 
 
-def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -> dict[str, Any]:
-    """The cluster `stack` as the account shows it (a JSON-able dict). `pcluster_name`: the name given to
-    ``pcluster create-cluster`` for a ParallelCluster stack, whose nodes ParallelCluster launches and
-    tags ``parallelcluster:cluster-name``."""
-    cfn = session.client("cloudformation")
-    ec2 = session.client("ec2")
-    cw = session.client("cloudwatch")
-    described = _aws_call(
-        "stack", "cloudformation:DescribeStacks", lambda: cfn.describe_stacks(StackName=stack)
-    )
-    info = described["Stacks"][0]
-    outputs = {o["OutputKey"]: o.get("OutputValue", "") for o in info.get("Outputs", [])}
-    resources = _aws_call(
-        "stack",
-        "cloudformation:ListStackResources",
-        lambda: _pages(cfn, "list_stack_resources", "StackResourceSummaries", StackName=stack),
-    )
-    by_type: dict[str, list[dict[str, Any]]] = {}
-    for r in resources:
-        by_type.setdefault(r["ResourceType"], []).append(r)
-    verified: dict[str, str] = {}  # instance id -> how it is known
+def _verified(session: Any, by_type: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
+    """Instance id -> how its EFA check is known: an explicit node's signal (its resource's status), a
+    group member's health."""
+    verified: dict[str, str] = {}
     for r in by_type.get("AWS::EC2::Instance", []):
         ok = r["ResourceStatus"] in ("CREATE_COMPLETE", "UPDATE_COMPLETE")
         verified[r["PhysicalResourceId"]] = "yes (signalled)" if ok else f"no ({r['ResourceStatus']})"
@@ -76,6 +59,14 @@ def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -
         )["AutoScalingGroups"]:
             for i in g["Instances"]:
                 verified[i["InstanceId"]] = f"group health {i['HealthStatus']}"
+    return verified
+
+
+def _instances_of(
+    ec2: Any, verified: dict[str, str], by_type: dict[str, list[dict[str, Any]]], pcluster_name: str | None
+) -> list[dict[str, Any]]:
+    """The stack's instances: by id (explicit nodes, group members), by the services' tags (PCS, EKS
+    node groups), by ParallelCluster's cluster-name tag."""
     filters = [
         {"Name": f"tag:{tag}", "Values": [r["PhysicalResourceId"].rsplit("/", 1)[-1]]}  # an ARN's id
         for kind, tag in SERVICE_TAGS.items()
@@ -90,8 +81,14 @@ def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -
         )
     for f in filters:
         found += _aws_call("nodes", "ec2:DescribeInstances", partial(_instances, ec2, Filters=[f]))
-    # The stack's alarms (CloudFormation names them "<stack>-<logical id>-<suffix>" when the template
-    # does not): by their physical ids, else by that prefix.
+    return found
+
+
+def _alarms(
+    cw: Any, by_type: dict[str, list[dict[str, Any]]], stack: str
+) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """The stack's alarms and their states (CloudFormation names them "<stack>-<logical id>-<suffix>"
+    when the template does not): by their physical ids, else by that prefix."""
     named = [r["PhysicalResourceId"] for r in by_type.get("AWS::CloudWatch::Alarm", [])]
     asked = partial(_pages, cw, "describe_alarms", "MetricAlarms")
     found_alarms = _aws_call(
@@ -99,46 +96,48 @@ def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -
         "cloudwatch:DescribeAlarms",
         partial(asked, AlarmNames=named) if named else partial(asked, AlarmNamePrefix=f"{stack}-"),
     )
-    alarm_states = [
+    states = [
         {"name": a["AlarmName"], "state": a["StateValue"], "metric": a.get("MetricName", "")}
         for a in found_alarms
     ]
-    namespace = next(
-        (a["Namespace"] for a in found_alarms if a.get("MetricName") in ("EfaUnhealthyNodes", "EfaHealthy")),
-        _namespace(resources, stack),
-    )
-    since = datetime.now(timezone.utc) - timedelta(hours=1)
-    nodes = []
-    for i in sorted(found, key=lambda i: i.get("PrivateIpAddress", "")):
-        iid = i["InstanceId"]
-        health = _aws_call(
-            "nodes",
-            "cloudwatch:GetMetricStatistics",
-            partial(
-                cw.get_metric_statistics,
-                Namespace=namespace,
-                MetricName="EfaHealthy",
-                Dimensions=[{"Name": "InstanceId", "Value": iid}],
-                StartTime=since,
-                EndTime=datetime.now(timezone.utc) + timedelta(minutes=5),  # the newest point included
-                Period=300,
-                Statistics=["Minimum"],
-            ),
-        )["Datapoints"]
-        last = max(health, key=lambda d: d["Timestamp"]) if health else None
-        nodes.append(
-            {
-                "id": iid,
-                "type": i.get("InstanceType"),
-                "state": i["State"]["Name"],
-                "zone": i.get("Placement", {}).get("AvailabilityZone"),
-                "ip": i.get("PrivateIpAddress"),
-                "efa_verified": verified.get(iid, "(launched by the service)"),
-                "last_health_check": None
-                if last is None
-                else f"{'healthy' if last['Minimum'] >= 1 else 'UNHEALTHY'} at {last['Timestamp']:%H:%M} UTC",
-            }
-        )
+    return found_alarms, states
+
+
+def _node_row(cw: Any, i: dict[str, Any], namespace: str, verified: dict[str, str]) -> dict[str, Any]:
+    """One node: its instance's facts, how its EFA check is known, its last health check (the hour's)."""
+    iid = i["InstanceId"]
+    health = _aws_call(
+        "nodes",
+        "cloudwatch:GetMetricStatistics",
+        partial(
+            cw.get_metric_statistics,
+            Namespace=namespace,
+            MetricName="EfaHealthy",
+            Dimensions=[{"Name": "InstanceId", "Value": iid}],
+            StartTime=datetime.now(timezone.utc) - timedelta(hours=1),
+            EndTime=datetime.now(timezone.utc) + timedelta(minutes=5),  # the newest point included
+            Period=300,
+            Statistics=["Minimum"],
+        ),
+    )["Datapoints"]
+    last = max(health, key=lambda d: d["Timestamp"]) if health else None
+    return {
+        "id": iid,
+        "type": i.get("InstanceType"),
+        "state": i["State"]["Name"],
+        "zone": i.get("Placement", {}).get("AvailabilityZone"),
+        "ip": i.get("PrivateIpAddress"),
+        "efa_verified": verified.get(iid, "(launched by the service)"),
+        "last_health_check": None
+        if last is None
+        else f"{'healthy' if last['Minimum'] >= 1 else 'UNHEALTHY'} at {last['Timestamp']:%H:%M} UTC",
+    }
+
+
+def _changes(
+    session: Any, by_type: dict[str, list[dict[str, Any]]], alarm_states: list[dict[str, str]]
+) -> list[str]:
+    """What the cluster changed on its own: the group's last replacement, replacements held back."""
     changes = []
     ssm = session.client("ssm")
     for r in by_type.get("AWS::SSM::Parameter", []):
@@ -151,6 +150,40 @@ def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -
     held = [a for a in alarm_states if a["metric"] == "EfaReplacementsHeldBack" and a["state"] == "ALARM"]
     if held:
         changes.append("replacements held back by the one-per-window limit (see the alarm)")
+    return changes
+
+
+def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -> dict[str, Any]:
+    """The cluster `stack` as the account shows it (a JSON-able dict). `pcluster_name`: the name given to
+    ``pcluster create-cluster`` for a ParallelCluster stack, whose nodes ParallelCluster launches and
+    tags ``parallelcluster:cluster-name``."""
+    cfn = session.client("cloudformation")
+    cw = session.client("cloudwatch")
+    described = _aws_call(
+        "stack", "cloudformation:DescribeStacks", lambda: cfn.describe_stacks(StackName=stack)
+    )
+    info = described["Stacks"][0]
+    outputs = {o["OutputKey"]: o.get("OutputValue", "") for o in info.get("Outputs", [])}
+    resources = _aws_call(
+        "stack",
+        "cloudformation:ListStackResources",
+        lambda: _pages(cfn, "list_stack_resources", "StackResourceSummaries", StackName=stack),
+    )
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for r in resources:
+        by_type.setdefault(r["ResourceType"], []).append(r)
+    verified = _verified(session, by_type)
+    found = _instances_of(session.client("ec2"), verified, by_type, pcluster_name)
+    found_alarms, alarm_states = _alarms(cw, by_type, stack)
+    namespace = next(
+        (a["Namespace"] for a in found_alarms if a.get("MetricName") in ("EfaUnhealthyNodes", "EfaHealthy")),
+        _namespace(resources, stack),
+    )
+    nodes = [
+        _node_row(cw, i, namespace, verified)
+        for i in sorted(found, key=lambda i: i.get("PrivateIpAddress", ""))
+    ]
+    changes = _changes(session, by_type, alarm_states)
     return {
         "stack": stack,
         "status": info["StackStatus"],
