@@ -303,3 +303,30 @@ def test_a_replacement_in_a_reservation_without_a_spare_instance_is_warned(
         assert "aws ec2 terminate-instances" in text
     else:
         assert texts == []
+
+
+def test_the_template_size_estimate_stops_synthesis() -> None:
+    """A resource beside the cluster whose properties pass CloudFormation's 1 MB: every resource's
+    properties are resolved and measured, and synthesis stops with the estimate."""
+    from aws_cdk import CfnResource
+
+    params = ClusterParams.from_context({}, default_instance_type="p4d.24xlarge")
+    app = new_app()
+    stack = EfaClusterStack(app, "Large", params=params)
+    CfnResource(stack, "Big", type="AWS::SSM::Document", properties={"Content": {"x": "y" * 1_100_000}})
+    with pytest.raises(RuntimeError, match=r"\[Large/Cluster\] Large: .*\(an estimate\)"):
+        app.synth()
+
+
+def test_a_nested_stack_s_resources_count_in_its_own_template() -> None:
+    """480 resources in a nested stack beside a cluster: the cluster's stack holds far fewer than 500
+    (the nested stack's template is its own), so synthesis passes."""
+    from aws_cdk import CfnWaitConditionHandle, NestedStack
+
+    params = ClusterParams.from_context({}, default_instance_type="p4d.24xlarge")
+    app = new_app()
+    stack = EfaClusterStack(app, "WithNested", params=params)
+    nested = NestedStack(stack, "Nested")
+    for i in range(480):
+        CfnWaitConditionHandle(nested, f"H{i}")
+    app.synth()
