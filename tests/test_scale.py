@@ -43,7 +43,12 @@ def test_1024_nodes_in_an_auto_scaling_group(asg: dict[int, dict[str, Any]]) -> 
         "AutoScalingCreationPolicy": {"MinSuccessfulInstancesPercent": 100},
         "ResourceSignal": {"Count": 1024, "Timeout": "PT45M"},
     }
-    assert group["UpdatePolicy"] == {"AutoScalingReplacingUpdate": {"WillReplace": True}}
+    # aws-cdk-lib's UpdatePolicy.replacing_update(); its group adds the scheduled-action setting (no
+    # scheduled action changes the size of a fixed group, so a deploy keeps the cluster's size either way)
+    assert group["UpdatePolicy"] == {
+        "AutoScalingReplacingUpdate": {"WillReplace": True},
+        "AutoScalingScheduledAction": {"IgnoreUnmodifiedGroupSizeProperties": True},
+    }
     tags = {t["Key"]: t for t in props["Tags"]}
     assert all(t["PropagateAtLaunch"] for t in tags.values())
     assert {"efa-cdk:cluster", "efa-cdk:logical-id", "Name"} <= set(tags)
@@ -330,3 +335,27 @@ def test_a_nested_stack_s_resources_count_in_its_own_template() -> None:
     for i in range(480):
         CfnWaitConditionHandle(nested, f"H{i}")
     app.synth()
+
+
+def test_the_node_group_is_aws_cdk_lib_s_auto_scaling_group_and_grants_through_it() -> None:
+    """`EfaAutoScalingGroup.group` is aws-cdk-lib's AutoScalingGroup over the same CfnAutoScalingGroup: a
+    grant to it (iam.IGrantable, through CDK) reaches the node role, and its signals are the group's
+    CreationPolicy."""
+    from aws_cdk import aws_autoscaling as autoscaling
+    from aws_cdk import aws_s3 as s3
+
+    params = ClusterParams.from_context(
+        {"node_group": "asg", "node_count": "3", "availability_zone": "us-east-1a"},
+        default_instance_type="p4d.24xlarge",
+    )
+    stack = EfaClusterStack(new_app(), "Group", params=params)
+    group = stack.cluster.auto_scaling_group
+    assert group is not None and isinstance(group.group, autoscaling.AutoScalingGroup)
+    assert group.group.node.default_child.node.path == group.auto_scaling_group.node.path  # type: ignore[union-attr]
+    s3.Bucket(stack, "Data").grant_read(group.group)
+    t = assertions.Template.from_stack(stack).to_json()
+    (asg,) = by_type(t, "AWS::AutoScaling::AutoScalingGroup")
+    assert asg["CreationPolicy"]["ResourceSignal"]["Count"] == 3
+    role = stack.resolve(stack.cluster.role.role_name)
+    policies = [p["Properties"] for p in by_type(t, "AWS::IAM::Policy")]
+    assert any(role in p["Roles"] and "s3:GetObject*" in json.dumps(p["PolicyDocument"]) for p in policies)

@@ -13,8 +13,8 @@ from aws_cdk import (
     CfnCreationPolicy,
     CfnOutput,
     CfnResource,
-    CfnResourceAutoScalingCreationPolicy,
     CfnResourceSignal,
+    Duration,
     Stack,
     Tags,
     Token,
@@ -333,14 +333,17 @@ class EfaCluster(Construct):
             )
 
     def _group(self, id_: str, node_count: int) -> EfaAutoScalingGroup:
-        """The Auto Scaling node group (``NodeGroup``)."""
+        """The Auto Scaling node group (``NodeGroup``): with the node software, every node signals it."""
+        software = self.node_software
         return EfaAutoScalingGroup(
             self,
             "NodeGroup",
+            vpc=self._vpc,
             launch_template=self.launch_template,
             subnet=self.subnet,
             node_count=node_count,
             name=f"{id_}-node",
+            signal_timeout=Duration.minutes(software.signal_timeout_minutes) if software else None,
         )
 
     def _explicit_nodes(self, id_: str, node_count: int, eip_subnet: ec2.ISubnet | None) -> list[EfaNode]:
@@ -423,13 +426,6 @@ class EfaCluster(Construct):
         for node in self.nodes:
             node.instance.cfn_options.creation_policy = CfnCreationPolicy(
                 resource_signal=CfnResourceSignal(count=1, timeout=timeout)
-            )
-        if self.auto_scaling_group is not None:  # every instance signals the group
-            self.auto_scaling_group.auto_scaling_group.cfn_options.creation_policy = CfnCreationPolicy(
-                resource_signal=CfnResourceSignal(count=node_count, timeout=timeout),
-                auto_scaling_creation_policy=CfnResourceAutoScalingCreationPolicy(
-                    min_successful_instances_percent=100
-                ),
             )
         return installation
 

@@ -7,8 +7,8 @@ import hashlib
 
 import jsii
 from aws_cdk import (
-    CfnAutoScalingReplacingUpdate,
-    CfnUpdatePolicy,
+    Annotations,
+    Duration,
     IResolveContext,
     IStringProducer,
     Lazy,
@@ -197,16 +197,21 @@ class EfaNode(Construct):
 
 
 class EfaAutoScalingGroup(Construct):
-    """A fixed-size Auto Scaling group (``Resource``): min = max = desired = node_count, one subnet.
+    """A fixed-size Auto Scaling group of EFA nodes: aws-cdk-lib's ``AutoScalingGroup`` (``Resource``),
+    min = max = desired = node_count, one subnet, launched from an :class:`EfaLaunchTemplate`.
 
-    A launch-template change replaces the whole group (AutoScalingReplacingUpdate), like explicit
-    nodes; a node-count change resizes it in place. The template does not grow with the count.
+    A launch-template change replaces the whole group (``UpdatePolicy.replacing_update()``), like explicit
+    nodes; a node-count change resizes it in place. The template does not grow with the count. With a
+    ``signal_timeout``, the stack waits for every node's signal (``Signals.wait_for_all``: each node signals
+    once its EFA check passed, and one failed node fails the deploy).
 
     Args:
+        vpc: the VPC of `subnet`.
         launch_template: the nodes' template (without a subnet: the group sets it).
         subnet: the one subnet (EFA traffic stays in one AZ).
         node_count: the group's fixed size.
         name: the instances' Name tag.
+        signal_timeout: how long the stack waits for the nodes' signals. Default: no signals.
     """
 
     @checked
@@ -215,34 +220,44 @@ class EfaAutoScalingGroup(Construct):
         scope: Construct,
         id_: str,
         *,
+        vpc: ec2.IVpc,
         launch_template: EfaLaunchTemplate,
         subnet: ec2.ISubnet,
         node_count: int,
         name: str,
+        signal_timeout: Duration | None = None,
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
-        size = str(node_count)
-        self.auto_scaling_group = autoscaling.CfnAutoScalingGroup(
+        #: aws-cdk-lib's group.
+        self.group = autoscaling.AutoScalingGroup(
             self,
             "Resource",
-            min_size=size,
-            max_size=size,
-            desired_capacity=size,
-            vpc_zone_identifier=[subnet.subnet_id],
-            launch_template=autoscaling.CfnAutoScalingGroup.LaunchTemplateSpecificationProperty(
-                launch_template_id=launch_template.launch_template_id,
-                version=launch_template.latest_version_number,
-            ),
+            vpc=vpc,
+            vpc_subnets=ec2.SubnetSelection(subnets=[subnet]),
+            # aws-cdk-lib's own LaunchTemplate inside: the group's signals need the template's role, which
+            # the group reads only from that class (any other: ProvidedLaunchTemplateExposeDefine)
+            launch_template=launch_template.launch_template,
+            min_capacity=node_count,
+            max_capacity=node_count,
+            desired_capacity=node_count,
+            update_policy=autoscaling.UpdatePolicy.replacing_update(),
+            signals=autoscaling.Signals.wait_for_all(timeout=signal_timeout, min_success_percentage=100)
+            if signal_timeout is not None
+            else None,
         )
-        self.auto_scaling_group.cfn_options.update_policy = CfnUpdatePolicy(
-            auto_scaling_replacing_update=CfnAutoScalingReplacingUpdate(will_replace=True)
+        # The size is the cluster's, set on every deploy on purpose (aws-cdk-lib warns of exactly that).
+        Annotations.of(self.group).acknowledge_warning(
+            "@aws-cdk/aws-autoscaling:desiredCapacitySet",
+            "efa-cdk: the group's size is the cluster's node_count, reset by each deploy on purpose",
         )
-        acknowledge(self.auto_scaling_group, "AwsSolutions-AS3")
-        Tags.of(self.auto_scaling_group).add("Name", name)
-        Tags.of(self.auto_scaling_group).add(
-            "efa-cdk:logical-id", Stack.of(self).resolve(self.auto_scaling_group.logical_id)
-        )
+        cfn = self.group.node.default_child
+        assert isinstance(cfn, autoscaling.CfnAutoScalingGroup)
+        #: The group's CloudFormation resource.
+        self.auto_scaling_group: autoscaling.CfnAutoScalingGroup = cfn
+        acknowledge(cfn, "AwsSolutions-AS3")
+        Tags.of(cfn).add("Name", name)
+        Tags.of(cfn).add("efa-cdk:logical-id", Stack.of(self).resolve(cfn.logical_id))
 
     @property
     def auto_scaling_group_name(self) -> str:
