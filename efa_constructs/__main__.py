@@ -42,6 +42,7 @@ def _types(args: argparse.Namespace) -> int:
         families = sorted({it.family for it in all_instance_types().values()})
         raise EfaConfigError(
             "--family",
+            code="efa-cdk:cli-family-unknown",
             value=args.family,
             why="no EFA-capable family starts with it",
             fix=f"use a family or its start, e.g. p6, trn (families: {', '.join(families)})",
@@ -79,6 +80,7 @@ def _template_diff(args: argparse.Namespace) -> int:
     except ModuleNotFoundError:
         raise EfaConfigError(
             "template-diff",
+            code="efa-cdk:cli-diff-extra-missing",
             value="cfn-lint not installed",
             why="the diff reads CloudFormation's resource schemas, which ship in cfn-lint",
             fix="pip install 'efa-cdk[diff]' (the project's own scripts/setup --dev installs it)",
@@ -89,6 +91,7 @@ def _template_diff(args: argparse.Namespace) -> int:
     if bad:
         raise EfaConfigError(
             "context",
+            code="efa-cdk:cli-context-not-key-value",
             value=bad[0],
             why="not of the form KEY=VALUE",
             fix="pass -c key=value, e.g. -c node_count=4",
@@ -119,6 +122,7 @@ def _status(args: argparse.Namespace) -> int:
     if not args.stack:
         raise EfaConfigError(
             "STACK",
+            code="efa-cdk:cli-status-needs-one-stack",
             value=None,
             why="status reads one deployed stack",
             fix="name it: efa-cdk status Trn1EfaCluster",

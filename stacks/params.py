@@ -48,7 +48,13 @@ def whole(key: str, raw: Any) -> int:
     if isinstance(raw, bool) or not (
         isinstance(raw, int) or (isinstance(raw, str) and raw.strip().isdigit())
     ):
-        raise EfaConfigError(key, value=raw, why="not a whole number", fix=f"pass -c {key}=<a whole number>")
+        raise EfaConfigError(
+            key,
+            code="efa-cdk:context-not-a-number",
+            value=raw,
+            why="not a whole number",
+            fix=f"pass -c {key}=<a whole number>",
+        )
     return int(raw)
 
 
@@ -56,7 +62,13 @@ def boolean(key: str, raw: Any) -> bool:
     """``true`` or ``false`` (any case), or a JSON boolean."""
     value = str(raw).lower()
     if value not in ("true", "false"):
-        raise EfaConfigError(key, value=raw, why="not true or false", fix=f"pass -c {key}=true or false")
+        raise EfaConfigError(
+            key,
+            code="efa-cdk:context-not-a-boolean",
+            value=raw,
+            why="not true or false",
+            fix=f"pass -c {key}=true or false",
+        )
     return value == "true"
 
 
@@ -66,7 +78,13 @@ def text(pattern: str, what: str, example: str) -> Parser:
 
     def parse(key: str, raw: Any) -> str:
         if not regex.match(str(raw)):
-            raise EfaConfigError(key, value=raw, why=f"not {what}", fix=f"pass e.g. -c {key}={example}")
+            raise EfaConfigError(
+                key,
+                code="efa-cdk:context-form",
+                value=raw,
+                why=f"not {what}",
+                fix=f"pass e.g. -c {key}={example}",
+            )
         return str(raw)
 
     return parse
@@ -90,6 +108,7 @@ def replacements(key: str, raw: Any) -> tuple[tuple[int, str], ...]:
         if not sep or not index.strip().isdigit():
             raise EfaConfigError(
                 key,
+                code="efa-cdk:context-replacement-form",
                 value=raw,
                 why=f"{item!r} is not INDEX:LABEL",
                 fix=f"pass e.g. -c {key}=1:2026-11-24,3:2026-11-24 (node index, then any label)",
@@ -104,6 +123,7 @@ def ssh_sources(key: str, raw: Any) -> tuple[str, ...]:
     if not sources:
         raise EfaConfigError(
             key,
+            code="efa-cdk:context-ssh-source-empty",
             value=raw,
             why="empty: it names no source to allow SSH from",
             fix=f"pass -c {key}=<your address>/32 or a prefix list id, or leave {key} out (port 22 closed)",
@@ -115,7 +135,13 @@ def at_least_one(key: str, raw: Any) -> int:
     """A whole number >= 1."""
     value = whole(key, raw)
     if value < 1:
-        raise EfaConfigError(key, value=raw, why="it must be at least one", fix=f"pass -c {key}=<1 or more>")
+        raise EfaConfigError(
+            key,
+            code="efa-cdk:context-below-one",
+            value=raw,
+            why="it must be at least one",
+            fix=f"pass -c {key}=<1 or more>",
+        )
     return value
 
 
@@ -230,6 +256,7 @@ def parse_fields(ctx: Mapping[str, Any], kind: str) -> dict[str, Any]:
         if isinstance(raw, str) and not raw.strip():
             raise EfaConfigError(
                 f.key,
+                code="efa-cdk:context-empty",
                 value=raw,
                 why="empty (an unset shell variable in -c key=$VAR?)",
                 fix=f"give a value, or leave -c {f.key} out for its default ({f.default})",
@@ -254,6 +281,7 @@ def _unknown(key: str, choices: Sequence[str], why: str, prefix: str = "") -> Ef
     close = difflib.get_close_matches(key.replace("-", "_").lower(), choices, n=1, cutoff=0.6)
     return EfaConfigError(
         "context",
+        code="efa-cdk:context-key-unknown",
         value=prefix + key,
         why=why,
         fix=f"write {prefix}{close[0]}" if close else f"use one of {', '.join(choices)}",
@@ -281,6 +309,7 @@ def check_context_keys(ctx: Mapping[str, Any], stacks: Mapping[str, str]) -> Non
             close = difflib.get_close_matches(prefix, list(stacks), n=1, cutoff=0.6)
             raise EfaConfigError(
                 "context",
+                code="efa-cdk:context-not-a-ready-stack",
                 value=name,
                 why=f"{prefix!r} is not a ready stack, so {what}",
                 fix=f"write {close[0]}:{key}" if close else f"prefix one of {', '.join(stacks)}",
@@ -292,6 +321,7 @@ def check_context_keys(ctx: Mapping[str, Any], stacks: Mapping[str, str]) -> Non
             readers = " and ".join(READER_NAMES[k] for k in KINDS if k in BY_KEY[key].stacks)
             raise EfaConfigError(
                 "context",
+                code="efa-cdk:context-key-not-read-by-stack",
                 value=name,
                 why=f"{prefix} does not read {key} (only the {readers} stacks do), so it would be ignored",
                 fix=f"drop it, or see the keys {prefix} reads in docs/context.md's table",
@@ -316,6 +346,7 @@ def check_existing_vpc(v: Mapping[str, Any], needs: Sequence[str]) -> str | None
     if (vpc_id is not None and missing) or (vpc_id is None and v.get("subnet_id") is not None):
         raise EfaConfigError(
             "vpc_id",
+            code="efa-cdk:existing-vpc-incomplete",
             value=vpc_id,
             why=f"an existing VPC needs all of vpc_id, {', '.join(needs)} (no AWS lookups at synth)",
             fix="pass -c vpc_id=... " + " ".join(f"-c {k}=..." for k in needs) + ", or none of them",
@@ -328,6 +359,7 @@ def check_given_with(v: Mapping[str, Any], key: str, other: str, why: str, examp
     if key in v and other not in v:
         raise EfaConfigError(
             key,
+            code="efa-cdk:context-given-without",
             value=v[key],
             why=f"{why}, and no {other} is given",
             fix=f"pass -c {other}={example} with it, or drop {key}",
@@ -345,6 +377,7 @@ def pop_capacity(v: dict[str, Any]) -> Capacity:
     if reservation is not None and block is not None:
         raise EfaConfigError(
             "capacity_block",
+            code="efa-cdk:capacity-block-and-reservation",
             value=block,
             why="a launch targets one reservation: capacity_reservation is set too",
             fix="pass only one of capacity_reservation and capacity_block",
@@ -352,6 +385,7 @@ def pop_capacity(v: dict[str, Any]) -> Capacity:
     if (reservation is not None or block is not None) and v.get("availability_zone") is None:
         raise EfaConfigError(
             "availability_zone",
+            code="efa-cdk:capacity-without-zone",
             value=None,
             why="a reservation lives in one Availability Zone and the nodes' subnet must be in it",
             fix="pass -c availability_zone=<the reservation's AZ> (aws ec2 describe-capacity-reservations)",
@@ -359,6 +393,7 @@ def pop_capacity(v: dict[str, Any]) -> Capacity:
     if instances is not None and reservation is None and block is None:
         raise EfaConfigError(
             "capacity_instances",
+            code="efa-cdk:capacity-instances-without-reservation",
             value=instances,
             why="it describes a reservation, and none is given",
             fix="pass capacity_reservation=cr-... or capacity_block=cr-... with it",
@@ -426,6 +461,7 @@ class ClusterParams:
         if vpc_id is not None and public_ip is not PublicIp.NONE and "public_subnet_id" not in v:
             raise EfaConfigError(
                 "public_subnet_id",
+                code="efa-cdk:existing-vpc-public-subnet-missing",
                 value=None,
                 why=f"public_ip={public_ip.value} in an existing VPC needs its public subnet "
                 "(no lookups at synth)",
@@ -439,6 +475,7 @@ class ClusterParams:
         if "ami_refresh" in v and "ami_id" in v:
             raise EfaConfigError(
                 "ami_refresh",
+                code="efa-cdk:ami-refresh-and-ami-id",
                 value=v["ami_refresh"],
                 why="it re-reads the default image's parameter, and ami_id replaces that image",
                 fix="pass one of ami_id and ami_refresh",

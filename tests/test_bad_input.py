@@ -673,10 +673,141 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ("misspelt context key", ctx(instancetype="p5.48xlarge"), "context", "not a context key"),
 ]
 
+#: The stable id each refusal above raises (EfaConfigError.code): the wording may change, the id may not.
+MATRIX_CODES: dict[str, str] = {
+    "unknown type": "efa-cdk:instance-type-unknown",
+    "type without EFA": "efa-cdk:instance-type-without-efa",
+    "type without EFA in a construct": "efa-cdk:instance-type-without-efa",
+    "more EFAs than cards": "efa-cdk:efa-count-range",
+    "more EFAs than the type allows": "efa-cdk:efa-count-range",
+    "zero EFAs": "efa-cdk:efa-count-range",
+    "unknown layout": "efa-cdk:layout-mode-unknown",
+    "legacy where cards take only efa-only": "efa-cdk:layout-legacy-card",
+    "efa-only as primary": "efa-cdk:layout-invalid",
+    "two EFAs on one card": "efa-cdk:layout-invalid",
+    "DeviceIndex = card index on p5 (eksctl bug)": "efa-cdk:layout-invalid",
+    "card that does not exist": "efa-cdk:layout-invalid",
+    "EFA on an ENA-only card": "efa-cdk:layout-invalid",
+    "misspelt interface type": "efa-cdk:layout-invalid",
+    "layout planned for another type": "efa-cdk:layout-other-instance-type",
+    "zero nodes": "efa-cdk:node-count-zero",
+    "negative nodes": "efa-cdk:context-not-a-number",
+    "fractional nodes": "efa-cdk:context-not-a-number",
+    "zero nodes in a construct": "efa-cdk:node-count-zero",
+    "more explicit nodes than a template holds": "efa-cdk:too-many-explicit-nodes",
+    "unknown node group": "efa-cdk:node-group-unknown",
+    "Elastic IPs on an Auto Scaling group": "efa-cdk:public-ip-needs-explicit-nodes",
+    "malformed reservation id": "efa-cdk:capacity-reservation-id",
+    "malformed reservation group": "efa-cdk:capacity-group-arn",
+    "reservation without its AZ": "efa-cdk:capacity-without-zone",
+    "reservation and block together": "efa-cdk:capacity-block-and-reservation",
+    "reservation size without reservation": "efa-cdk:capacity-instances-without-reservation",
+    "more nodes than the reservation holds": "efa-cdk:capacity-too-small",
+    "reservation of another type": "efa-cdk:capacity-other-instance-type",
+    "reservation in another AZ": "efa-cdk:capacity-other-zone",
+    "placement group with a Capacity Block": "efa-cdk:placement-group-with-capacity-block",
+    "placement group given and disabled": "efa-cdk:placement-group-and-none",
+    "malformed CIDR": "efa-cdk:ssh-source-form",
+    "CIDR with host bits": "efa-cdk:ssh-source-form",
+    "a hostname as CIDR": "efa-cdk:ssh-source-form",
+    "empty ssh_cidr": "efa-cdk:context-empty",
+    "empty node_count": "efa-cdk:context-empty",
+    "commas only in ssh_cidr": "efa-cdk:context-ssh-source-empty",
+    "malformed prefix list id": "efa-cdk:ssh-source-form",
+    "prefix list id of 9 digits": "efa-cdk:ssh-source-form",
+    "a reservation of no instances": "efa-cdk:context-below-one",
+    "a Capacity Block of no instances, in code": "efa-cdk:capacity-instance-count",
+    "a region as a reservation's zone, in code": "efa-cdk:zone-name-form",
+    "a region as EfaNetwork's zone": "efa-cdk:zone-name-form",
+    "banana as EfaNetwork's zone": "efa-cdk:zone-name-form",
+    "EfaNetwork CIDR not a network": "efa-cdk:vpc-cidr-form",
+    "EfaNetwork CIDR too large": "efa-cdk:vpc-cidr-size",
+    "EfaNetwork private subnet that does not fit": "efa-cdk:private-subnet-mask-fit",
+    "a region as the PCS zone": "efa-cdk:zone-name-form",
+    "a PCS zone its subnet is not in": "efa-cdk:zone-not-the-subnets",
+    "a ParallelCluster zone its subnets decide": "efa-cdk:zone-not-the-subnets",
+    "a misspelt PCS login type": "efa-cdk:not-an-ec2-instance-type",
+    "a misspelt head node type": "efa-cdk:not-an-ec2-instance-type",
+    "benchmarks as strings": "efa-cdk:benchmarks-item-type",
+    "benchmarks as one string": "efa-cdk:benchmarks-a-string",
+    "region instead of AZ": "efa-cdk:context-form",
+    "VPC without subnet": "efa-cdk:existing-vpc-incomplete",
+    "subnet without AZ": "efa-cdk:existing-vpc-incomplete",
+    "malformed VPC id": "efa-cdk:context-form",
+    "malformed subnet id": "efa-cdk:context-form",
+    "VPC without private subnet": "efa-cdk:vpc-without-private-subnet",
+    "unknown egress policy": "efa-cdk:internet-egress-unknown",
+    "key pair name with a newline": "efa-cdk:context-form",
+    "no security group": "efa-cdk:security-groups-empty",
+    "root volume too small": "efa-cdk:root-volume-range",
+    "root volume too small in a construct": "efa-cdk:root-volume-range",
+    "root volume below the DLAMI's": "efa-cdk:root-volume-below-image",
+    "p3dn (V100) without an image": "efa-cdk:no-default-image",
+    "AMI id of the wrong form": "efa-cdk:context-form",
+    "AMI id of the wrong form in code": "efa-cdk:ami-id-form",
+    "unknown AMI OS": "efa-cdk:ami-os-unknown",
+    "AMI OS without an AMI": "efa-cdk:context-given-without",
+    "image refresh with a fixed AMI": "efa-cdk:ami-refresh-and-ami-id",
+    "image refresh label with a slash": "efa-cdk:ami-refresh-label",
+    "container image with a space": "efa-cdk:container-image-reference",
+    "container SSH port of the host's sshd": "efa-cdk:container-ssh-port",
+    "container SSH port without an image": "efa-cdk:context-given-without",
+    "container without node software": "efa-cdk:container-needs-node-software",
+    "monitoring without node software": "efa-cdk:monitoring-needs-node-software",
+    "alarm email that is not one": "efa-cdk:context-form",
+    "unknown public IP choice": "efa-cdk:public-ip-unknown",
+    "Elastic IP on an EFA primary interface": "efa-cdk:public-ip-needs-ena-primary",
+    "Elastic IP without a public subnet": "efa-cdk:public-ip-without-public-subnet",
+    "Elastic IP in an existing VPC without its public subnet": "efa-cdk:existing-vpc-public-subnet-missing",
+    "unknown benchmark": "efa-cdk:benchmark-unknown",
+    "nccl-tests on Trainium": "efa-cdk:benchmark-wrong-accelerator",
+    "nccom-test on NVIDIA": "efa-cdk:benchmark-wrong-accelerator",
+    "a mode for a Layout": "efa-cdk:argument-wrong-type",
+    "a bool for NodeSoftware": "efa-cdk:argument-wrong-type",
+    "a custom layout that is not a NicLayout": "efa-cdk:layout-custom-type",
+    "an unknown layout mode by name": "efa-cdk:layout-mode-unknown",
+    "node software without egress": "efa-cdk:node-software-without-egress",
+    "installer checksum that is not a SHA-256": "efa-cdk:installer-sha256-form",
+    "installer version 'latest'": "efa-cdk:installer-version-form",
+    "user step named like a library step": "efa-cdk:step-name-form",
+    "empty user step": "efa-cdk:step-empty",
+    "wait shorter than a minute": "efa-cdk:software-range",
+    "replacement of a node that does not exist": "efa-cdk:replacement-index",
+    "replacement label unfit for a logical id": "efa-cdk:replacement-label",
+    "replacement in an Auto Scaling group": "efa-cdk:replacement-in-auto-scaling-group",
+    "replace_nodes without a label": "efa-cdk:context-replacement-form",
+    "an empty replacement label": "efa-cdk:replacement-label",
+    "an empty label from context": "efa-cdk:replacement-label",
+    "a 65-character label": "efa-cdk:replacement-label",
+    "a subnet of another VPC": "efa-cdk:subnet-of-another-vpc",
+    "a reservation declared in a zone of another region": "efa-cdk:zone-outside-region",
+    "a reservation group of another region": "efa-cdk:reservation-group-other-region",
+    "a str for the VPC": "efa-cdk:argument-wrong-type",
+    "None for the VPC": "efa-cdk:argument-wrong-type",
+    "a str for the instance type": "efa-cdk:argument-wrong-type",
+    "a str for node_group": "efa-cdk:argument-wrong-type",
+    "a str for the os family": "efa-cdk:os-family-type",
+    "a str for node_count": "efa-cdk:argument-wrong-type",
+    "None for the instance type": "efa-cdk:argument-wrong-type",
+    "a CIDR string for ssh_peers": "efa-cdk:argument-wrong-type",
+    "CIDR strings in ssh_peers": "efa-cdk:argument-wrong-type",
+    "a subnet id for subnet": "efa-cdk:argument-wrong-type",
+    "a list for node_replacements": "efa-cdk:argument-wrong-type",
+    "a str for the security group's VPC": "efa-cdk:argument-wrong-type",
+    "an unknown keyword": "efa-cdk:argument-unknown",
+    "a missing keyword": "efa-cdk:argument-missing",
+    "dashed context key": "efa-cdk:context-key-unknown",
+    "misspelt context key": "efa-cdk:context-key-unknown",
+}
 
-@pytest.mark.parametrize(("build", "key", "why"), [m[1:] for m in MATRIX], ids=[m[0] for m in MATRIX])
+
+@pytest.mark.parametrize(
+    ("build", "key", "why", "code"),
+    [(*m[1:], MATRIX_CODES[m[0]]) for m in MATRIX],
+    ids=[m[0] for m in MATRIX],
+)
 def test_bad_input_fails_at_synth_with_value_reason_and_fix(
-    make_stack: Any, build: Any, key: str, why: str
+    make_stack: Any, build: Any, key: str, why: str, code: str
 ) -> None:
     with pytest.raises(EfaConfigError) as err:
         build(make_stack)
@@ -684,6 +815,59 @@ def test_bad_input_fails_at_synth_with_value_reason_and_fix(
     assert message.startswith(f"{key}="), message
     assert why in message, message
     assert "Fix: " in message and len(err.value.fix) > 10
+    assert err.value.code == code, message
+
+
+def test_every_refusal_has_a_stable_id_of_its_own() -> None:
+    """Every EfaConfigError raised in the package and the ready stacks names its id as a literal
+    (``code="efa-cdk:..."``, the form warnings' ids take); two sites share one only when they refuse the
+    same thing. The two that pass an id on (a refusal re-raised for its stack, an enum's unknown choice)
+    are the exceptions. Every id the matrix raises is one of them."""
+    import ast
+    import re
+
+    from efa_constructs.core.errors import CODE_PATTERN
+    from tests.helpers import ROOT
+
+    sites: dict[str, list[str]] = {}
+    for path in sorted([*(ROOT / "efa_constructs").rglob("*.py"), *(ROOT / "stacks").rglob("*.py")]):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            name = getattr(node, "func", None)
+            if not (
+                isinstance(node, ast.Call)
+                and getattr(name, "id", getattr(name, "attr", "")) == "EfaConfigError"
+            ):
+                continue
+            where = f"{path.relative_to(ROOT)}:{node.lineno}"
+            code = next((k.value for k in node.keywords if k.arg == "code"), None)
+            assert code is not None, f"{where}: an EfaConfigError without code="
+            if where.startswith("efa_constructs/core/errors.py"):
+                continue  # in_stack passes self.code on; parse_choice names the enum's
+            assert isinstance(code, ast.Constant) and re.match(CODE_PATTERN, code.value), where
+            sites.setdefault(code.value, []).append(where)
+    shared = {code: places for code, places in sites.items() if len(places) > 1}
+    # a zone outside the stack's region: the network's own check and the cluster's
+    assert shared.keys() == {"efa-cdk:zone-outside-region"}, shared
+    import enum
+
+    import efa_constructs
+
+    kebab = [re.sub(r"(?<!^)(?=[A-Z])", "-", n).lower() for n in efa_constructs.__all__]
+    enums = {
+        f"efa-cdk:{k}-unknown"
+        for n, k in zip(efa_constructs.__all__, kebab, strict=True)
+        if isinstance(getattr(efa_constructs, n), type) and issubclass(getattr(efa_constructs, n), enum.Enum)
+    }
+    assert set(MATRIX_CODES.values()) <= sites.keys() | enums
+
+
+def test_a_refusal_keeps_its_id_when_the_app_names_the_stack() -> None:
+    """The app re-raises a construct's refusal with the stack's name (in_stack): the id goes with it."""
+    err = EfaConfigError("efa_count", code="efa-cdk:efa-count-range", value=9, why="why", fix="fix")
+    assert err.in_stack("Trn1EfaCluster").code == "efa-cdk:efa-count-range"
+    with pytest.raises(ValueError, match="efa-cdk:<lowercase-words>"):
+        EfaConfigError("x", code="Efa-Count", value=1, why="w", fix="f")
 
 
 def test_unresolved_tokens_are_not_rejected(make_stack: Any) -> None:

@@ -23,6 +23,7 @@ def check_subnet_of(vpc: ec2.IVpc, subnet: ec2.ISubnet, what: str) -> None:
     if owner is not None and owner is not vpc and isinstance(vpc, Construct):
         raise EfaConfigError(
             what,
+            code="efa-cdk:subnet-of-another-vpc",
             value=subnet.node.path,
             why=f"it belongs to the VPC {owner.node.path}, the cluster is in {vpc.node.path}; "
             "an instance's interfaces and its security group must be in one VPC",

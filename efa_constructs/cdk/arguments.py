@@ -128,7 +128,7 @@ def check_argument(owner: str, name: str, value: Any, hint: Any) -> None:
         shown = value if len(repr(value)) <= 80 else f"{repr(value)[:77]}..."
         example = _enum_example(hint) or next((e for k, e in EXAMPLES.items() if k in repr(hint)), None)
         fix = f"pass {name}=<{_name(hint)}>" + (f", e.g. {example}" if example else "")
-        raise EfaConfigError(name, value=shown, why=problem, fix=fix)
+        raise EfaConfigError(name, code="efa-cdk:argument-wrong-type", value=shown, why=problem, fix=fix)
 
 
 #: Arguments users reach for that a construct names otherwise (or does not need).
@@ -154,11 +154,18 @@ def _binding_error(
         meant = f"did you mean {' or '.join(close)}? " if close else ""
         return EfaConfigError(
             unknown[0],
+            code="efa-cdk:argument-unknown",
             value=kwargs[unknown[0]],
             why=f"{owner} has no argument {unknown[0]!r}",
             fix=f"{meant}{owner} takes: {', '.join(known)}",
         )
-    return EfaConfigError(owner, value="(arguments)", why=str(err), fix=f"{owner} takes: {', '.join(known)}")
+    return EfaConfigError(
+        owner,
+        code="efa-cdk:argument-missing",
+        value="(arguments)",
+        why=str(err),
+        fix=f"{owner} takes: {', '.join(known)}",
+    )
 
 
 def checked(init: F) -> F:

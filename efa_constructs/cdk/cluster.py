@@ -224,6 +224,7 @@ class EfaCluster(Construct):
         if self.node_group is NodeGroup.EXPLICIT and Token.is_unresolved(node_count):
             raise EfaConfigError(
                 "node_count",
+                code="efa-cdk:node-count-token-explicit",
                 value="a token (e.g. a CloudFormation parameter)",
                 why="explicit nodes are one resource each, so their number must be known at synth",
                 fix="pass a number, or node_group=NodeGroup.ASG (-c node_group=asg), whose size may be one",
@@ -435,6 +436,7 @@ class EfaCluster(Construct):
         if not subnets:
             raise EfaConfigError(
                 "subnet",
+                code="efa-cdk:vpc-without-private-subnet",
                 value=None,
                 why="the VPC has no private subnet to put the nodes in",
                 fix="pass subnet= explicitly (one subnet: EFA traffic stays in one AZ)",

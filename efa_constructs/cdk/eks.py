@@ -141,6 +141,7 @@ def accelerated_ami_type(it: InstanceType) -> eks.NodegroupAmiType:
         )
     raise EfaConfigError(
         "ami_type",
+        code="efa-cdk:eks-no-ami-type-for-accelerator",
         value=None,
         why=f"{it.name} carries {it.accelerator.name or kind.value} accelerators, and no EKS-optimized AMI "
         "has their drivers",
@@ -180,6 +181,7 @@ def eks_module(cluster: AnyCluster) -> ModuleType:
         return eks_v1
     raise EfaConfigError(
         "cluster",
+        code="efa-cdk:eks-not-a-cluster",
         value=type(cluster).__name__,
         why="it is not an EKS cluster of aws-cdk-lib's aws_eks_v2 or aws_eks module",
         fix="pass an aws_eks_v2.Cluster or aws_eks.Cluster, or one imported with from_cluster_attributes",
@@ -193,6 +195,7 @@ def _cluster_security_group(cluster: AnyCluster) -> ec2.ISecurityGroup:
     except RuntimeError:  # aws-cdk-lib: ClusterSecurityGroupDefinedImported
         raise EfaConfigError(
             "cluster",
+            code="efa-cdk:eks-imported-without-security-group",
             value=cluster.node.path,
             why="the imported cluster names no cluster security group, and EKS nodes whose launch template "
             "names security groups need it beside the EFA group (EKS user guide, 'Customize managed nodes "
@@ -229,6 +232,7 @@ def _check_kubectl(cluster: AnyCluster, module: ModuleType, which: str) -> None:
         return
     raise EfaConfigError(
         which,
+        code="efa-cdk:eks-no-kubectl-provider",
         value=True,
         why=f"the device plugins are Helm charts, and the cluster {cluster.node.path} has no "
         "kubectl provider to install them with",
@@ -245,6 +249,7 @@ def _check_ami_type(ami_type: AnyAmiType, it: InstanceType) -> None:
     if ami_type.name not in {a.name for a in _AL2023_AMI_TYPES}:
         raise EfaConfigError(
             "ami_type",
+            code="efa-cdk:eks-ami-type-not-al2023",
             value=ami_type.name,
             why="EfaNodegroup sizes the root volume of Amazon Linux 2023 images (/dev/xvda); other AMI "
             "types lay out their disks otherwise (Bottlerocket's data volume is /dev/xvdb), and Amazon "
@@ -255,6 +260,7 @@ def _check_ami_type(ami_type: AnyAmiType, it: InstanceType) -> None:
     if arm != (it.architecture == "arm64"):
         raise EfaConfigError(
             "ami_type",
+            code="efa-cdk:eks-ami-type-architecture",
             value=ami_type.name,
             why=f"{it.name} is {it.architecture}, the AMI type is for {'arm64' if arm else 'x86_64'}",
             fix=f"use an AMI type for {it.architecture}",
@@ -513,6 +519,7 @@ def _check_sizes(min_size: int, max_size: int, desired_size: int | None) -> None
     if not 0 <= min_size <= desired <= max_size or max_size < 1:
         raise EfaConfigError(
             "desired_size" if desired_size is not None else "max_size",
+            code="efa-cdk:eks-sizes",
             value={"min_size": min_size, "desired_size": desired, "max_size": max_size},
             why="an EKS node group needs 0 <= min_size <= desired_size <= max_size and max_size >= 1",
             fix="adjust the sizes",

@@ -160,6 +160,7 @@ class _SelfRules:
             str(
                 EfaConfigError(
                     "security_groups",
+                    code="efa-cdk:security-groups-without-self-rules",
                     value=[g.node.path for g in self.groups],
                     why="no group of the EFA interfaces allows all traffic in from and out to the group "
                     "itself, so EFA traffic would be dropped (an all-traffic egress to 0.0.0.0/0 does not "
@@ -266,6 +267,7 @@ class EfaLaunchTemplate(Construct):
         if not wiring.security_groups:
             raise EfaConfigError(
                 "security_groups",
+                code="efa-cdk:security-groups-empty",
                 value=[],
                 why="EFA interfaces need a security group that allows all traffic to and from itself",
                 fix="pass an EfaSecurityGroup",
@@ -275,6 +277,7 @@ class EfaLaunchTemplate(Construct):
         if not Token.is_unresolved(size) and size < image.min_root_volume_gib:
             raise EfaConfigError(
                 "root_volume_gib",
+                code="efa-cdk:root-volume-below-image",
                 value=size,
                 why=f"the image ({image.description}) needs a root volume of at least "
                 f"{image.min_root_volume_gib} GiB: EC2 refuses one smaller than its snapshot",

@@ -65,7 +65,11 @@ class OsFamily(enum.Enum):
             return OsFamily(value)
         except ValueError:
             raise EfaConfigError(
-                "ami_os", value=value, why="not an OS family this library knows", fix="use ubuntu or al2023"
+                "ami_os",
+                code="efa-cdk:ami-os-unknown",
+                value=value,
+                why="not an OS family this library knows",
+                fix="use ubuntu or al2023",
             ) from None
 
     @property
@@ -92,6 +96,7 @@ class ImageReadOnce:
         if not re.fullmatch(REFRESH_LABEL_PATTERN, refresh):
             raise EfaConfigError(
                 "ami_refresh",
+                code="efa-cdk:ami-refresh-label",
                 value=refresh,
                 why="the label becomes part of a CloudFormation logical id",
                 fix="use up to 64 letters, digits, '.', '_' or '-' (a date such as 2026-11-22)",
@@ -217,6 +222,7 @@ class EfaMachineImage:
         if not Token.is_unresolved(ami_id) and not re.match(AMI_ID_PATTERN, ami_id):
             raise EfaConfigError(
                 "ami_id",
+                code="efa-cdk:ami-id-form",
                 value=ami_id,
                 why="an AMI id is 'ami-' and 8 or 17 hex digits",
                 fix="copy the id from `aws ec2 describe-images` (in the region you deploy to)",
@@ -224,6 +230,7 @@ class EfaMachineImage:
         if not isinstance(os_family, OsFamily):
             raise EfaConfigError(
                 "os_family",
+                code="efa-cdk:os-family-type",
                 value=os_family,
                 why="EfaMachineImage.from_ami_id takes an OsFamily",
                 fix="pass OsFamily.UBUNTU or OsFamily.AMAZON_LINUX_2023 (OsFamily.parse reads a string)",
@@ -300,6 +307,7 @@ class EfaMachineImage:
         if not EfaMachineImage.has_default(it):
             raise EfaConfigError(
                 "machine_image",
+                code="efa-cdk:no-default-image",
                 value=None,
                 why=f"{it.name} carries NVIDIA {it.accelerator.name} GPUs (older than Turing): the current "
                 "GPU DLAMIs' open NVIDIA driver does not run them, and the last DLAMI listing them "

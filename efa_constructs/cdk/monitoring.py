@@ -84,6 +84,7 @@ class EfaClusterMonitoring(Construct):
         if isinstance(unhealthy_after, bool) or not isinstance(unhealthy_after, int) or unhealthy_after < 1:
             raise EfaConfigError(
                 "unhealthy_after",
+                code="efa-cdk:unhealthy-after-range",
                 value=unhealthy_after,
                 why="it counts failed health checks in a row: a whole number of at least 1",
                 fix="pass e.g. unhealthy_after=3",

@@ -59,6 +59,7 @@ class EfaNetwork(Construct):
         if availability_zone and not Token.is_unresolved(region) and not availability_zone.startswith(region):
             raise EfaConfigError(
                 "availability_zone",
+                code="efa-cdk:zone-outside-region",
                 value=availability_zone,
                 why=f"the stack deploys to {region}, and a VPC's zones are in its region",
                 fix=f"pick a zone of {region} (aws ec2 describe-availability-zones --region {region}), "
@@ -112,17 +113,26 @@ def _check_cidr(cidr: str, private_subnet_mask: int) -> None:
         network = ipaddress.IPv4Network(cidr, strict=True)
     except ValueError as exc:
         raise EfaConfigError(
-            "cidr", value=cidr, why=f"not an IPv4 network ({exc})", fix="pass e.g. 10.0.0.0/16"
+            "cidr",
+            code="efa-cdk:vpc-cidr-form",
+            value=cidr,
+            why=f"not an IPv4 network ({exc})",
+            fix="pass e.g. 10.0.0.0/16",
         ) from None
     if not 16 <= network.prefixlen <= 28:
         raise EfaConfigError(
-            "cidr", value=cidr, why="a VPC's block is /16 to /28", fix="pass e.g. 10.0.0.0/16"
+            "cidr",
+            code="efa-cdk:vpc-cidr-size",
+            value=cidr,
+            why="a VPC's block is /16 to /28",
+            fix="pass e.g. 10.0.0.0/16",
         )
     # The public /24 comes first, then the private subnet at the next address aligned to its size.
     private = 2 ** (32 - private_subnet_mask) if 16 <= private_subnet_mask <= 28 else 0
     if not private or -(-PUBLIC_SUBNET_SIZE // private) * private + private > network.num_addresses:
         raise EfaConfigError(
             "private_subnet_mask",
+            code="efa-cdk:private-subnet-mask-fit",
             value=private_subnet_mask,
             why=f"a private /{private_subnet_mask} does not fit in {cidr} after the public /24 "
             "(a subnet is /16 to /28)",

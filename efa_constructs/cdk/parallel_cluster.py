@@ -269,6 +269,7 @@ class EfaParallelCluster(Construct):
         if cidr is None:
             raise EfaConfigError(
                 "ssh_peers",
+                code="efa-cdk:pcluster-ssh-cidr-unknown",
                 value=[],
                 why="the existing VPC's CIDR is not known at synth, and ParallelCluster opens SSH to "
                 "0.0.0.0/0 when AllowedIps is missing",
@@ -323,6 +324,7 @@ class EfaParallelCluster(Construct):
         if name == Stack.of(self).stack_name:
             raise EfaConfigError(
                 "create_cluster",
+                code="efa-cdk:pcluster-name-is-stack-name",
                 value=name,
                 why="the cluster name must differ from the stack name",
                 fix="rename",
@@ -355,6 +357,7 @@ def _check_inputs(
     if (vpc is None) != (head_node_subnet is None) or (vpc is None) != (compute_subnet is None):
         raise EfaConfigError(
             "vpc",
+            code="efa-cdk:pcluster-vpc-without-subnets",
             value=None if vpc is None else vpc.node.path,
             why="an existing VPC needs both head_node_subnet (public) and compute_subnet (private, with a "
             "route out); without a VPC, both are created",
@@ -363,6 +366,7 @@ def _check_inputs(
     if len(ssh_peers) > 1:
         raise EfaConfigError(
             "ssh_peers",
+            code="efa-cdk:pcluster-one-ssh-source",
             value=[p.unique_id for p in ssh_peers],
             why="ParallelCluster's HeadNode.Ssh.AllowedIps takes one CIDR or prefix list",
             fix="pass a single source, e.g. 203.0.113.0/24",
@@ -370,6 +374,7 @@ def _check_inputs(
     if capacity.kind is CapacityKind.RESERVATION_GROUP:
         raise EfaConfigError(
             "capacity",
+            code="efa-cdk:pcluster-reservation-group",
             value=capacity.target,
             why="ParallelCluster targets one reservation per compute resource, not a group",
             fix="pass Capacity.reservation(cr-...) or Capacity.capacity_block(cr-...)",

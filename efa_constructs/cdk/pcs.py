@@ -110,6 +110,7 @@ def check_pcs_role(role: iam.IRole) -> None:
         return
     raise EfaConfigError(
         "role",
+        code="efa-cdk:pcs-role-path",
         value=role.node.path,
         why="AWS PCS accepts an instance profile only when its role's name starts with AWSPCS or its path is "
         "/aws-pcs/",
@@ -302,6 +303,7 @@ class EfaPcsCluster(Construct):
         if (vpc is None) != (subnet is None):
             raise EfaConfigError(
                 "subnet" if vpc is not None else "vpc",
+                code="efa-cdk:pcs-vpc-without-subnet",
                 value=None,
                 why="an existing network is a VPC and the one subnet of the cluster in it",
                 fix="pass both vpc= and subnet=, or neither (a network is created)",

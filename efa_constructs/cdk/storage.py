@@ -55,6 +55,7 @@ class EfaSharedStorage(Construct):
         ):
             raise EfaConfigError(
                 "efs_throughput_mibps",
+                code="efa-cdk:efs-throughput-range",
                 value=efs_throughput_mibps,
                 why="EFS provisioned throughput is 1-10240 MiB/s",
                 fix="choose 1..10240 (the trn1 guide uses 1024)",
@@ -65,6 +66,7 @@ class EfaSharedStorage(Construct):
         ):
             raise EfaConfigError(
                 "fsx_lustre_capacity_gib",
+                code="efa-cdk:fsx-capacity-size",
                 value=fsx_lustre_capacity_gib,
                 why="an FSx for Lustre (PERSISTENT_2) file system is 1200 GiB or a multiple of 2400 GiB",
                 fix="use 1200, 2400, 4800, ...",

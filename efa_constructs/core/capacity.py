@@ -77,6 +77,7 @@ class Capacity:
         if not _GROUP_ARN.match(group_arn):
             raise EfaConfigError(
                 "capacity_reservation",
+                code="efa-cdk:capacity-group-arn",
                 value=group_arn,
                 why="not a resource-group ARN",
                 fix="pass arn:aws:resource-groups:<region>:<account>:group/<name>",
@@ -130,6 +131,7 @@ class Capacity:
         if self.instance_type is not None and self.instance_type != instance_type:
             raise EfaConfigError(
                 what,
+                code="efa-cdk:capacity-other-instance-type",
                 value=self.target,
                 why=f"it reserves {self.instance_type}, the cluster launches {instance_type}",
                 fix=f"set instance_type={self.instance_type} or target a reservation of {instance_type}",
@@ -137,6 +139,7 @@ class Capacity:
         if self.availability_zone and availability_zone and self.availability_zone != availability_zone:
             raise EfaConfigError(
                 what,
+                code="efa-cdk:capacity-other-zone",
                 value=self.target,
                 why=f"it is in {self.availability_zone}, the nodes' subnet is in {availability_zone}",
                 fix=f"put the nodes' subnet in {self.availability_zone} (availability_zone=...)",
@@ -144,6 +147,7 @@ class Capacity:
         if self.instance_count is not None and node_count > self.instance_count:
             raise EfaConfigError(
                 "node_count",
+                code="efa-cdk:capacity-too-small",
                 value=node_count,
                 why=f"{self.target} holds {self.instance_count} instances; the rest could not launch",
                 fix=f"use node_count <= {self.instance_count}",
@@ -153,7 +157,11 @@ class Capacity:
 def _check_id(value: str, what: str) -> None:
     if not _RESERVATION_ID.match(value):
         raise EfaConfigError(
-            what, value=value, why="not a Capacity Reservation id", fix="pass cr- followed by 17 hex digits"
+            what,
+            code="efa-cdk:capacity-reservation-id",
+            value=value,
+            why="not a Capacity Reservation id",
+            fix="pass cr- followed by 17 hex digits",
         )
 
 
@@ -164,6 +172,7 @@ def _check_declared(availability_zone: str | None, instance_count: int | None) -
     if instance_count is not None and (isinstance(instance_count, bool) or instance_count < 1):
         raise EfaConfigError(
             "instance_count",
+            code="efa-cdk:capacity-instance-count",
             value=instance_count,
             why="a reservation or Capacity Block holds at least one instance",
             fix="pass the number it holds (aws ec2 describe-capacity-reservations), or leave it unset",

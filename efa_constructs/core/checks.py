@@ -59,6 +59,7 @@ def check_container(r: ClusterRequest) -> None:
     if r.container and not r.node_software:
         raise EfaConfigError(
             "container",
+            code="efa-cdk:container-needs-node-software",
             value=True,
             why="the node software starts the image on every node and checks EFA inside it, and it is off",
             fix="turn the node software on, or start your containers yourself",
@@ -70,6 +71,7 @@ def check_monitoring(r: ClusterRequest) -> None:
     if r.monitoring and not r.node_software:
         raise EfaConfigError(
             "monitoring",
+            code="efa-cdk:monitoring-needs-node-software",
             value=True,
             why="the CloudWatch agent and the health timer are installed by the node software, which is off",
             fix="turn the node software on, or leave monitoring unset (it follows the node software)",
@@ -82,6 +84,7 @@ def check_node_count(r: ClusterRequest) -> None:
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
         raise EfaConfigError(
             "node_count",
+            code="efa-cdk:node-count-zero",
             value=n,
             why="a cluster needs at least one node",
             fix="set node_count to a whole number >= 1 (2 or more to use EFA between nodes)",
@@ -94,6 +97,7 @@ def check_node_replacements(r: ClusterRequest) -> None:
         if r.node_group is NodeGroup.ASG:
             raise EfaConfigError(
                 "node_replacements",
+                code="efa-cdk:replacement-in-auto-scaling-group",
                 value=f"{index}:{label}",
                 why="an Auto Scaling group replaces its own nodes",
                 fix="terminate the instance (aws ec2 terminate-instances): the group launches another",
@@ -105,6 +109,7 @@ def check_node_replacements(r: ClusterRequest) -> None:
         ):
             raise EfaConfigError(
                 "node_replacements",
+                code="efa-cdk:replacement-index",
                 value=f"{index}:{label}",
                 why=f"no node has index {index} (nodes are 0 to node_count - 1)",
                 fix="name the index of the node to replace, as its efa-cdk:node-index tag says",
@@ -112,6 +117,7 @@ def check_node_replacements(r: ClusterRequest) -> None:
         if not isinstance(label, str) or not label or not re.fullmatch(REFRESH_LABEL_PATTERN, label):
             raise EfaConfigError(
                 "node_replacements",
+                code="efa-cdk:replacement-label",
                 value=f"{index}:{label}",
                 why="the label becomes part of the node's CloudFormation logical id",
                 fix="use 1 to 64 letters, digits, '.', '_' or '-' (a date such as 2026-11-24)",
@@ -141,6 +147,7 @@ def check_explicit_node_limit(r: ClusterRequest) -> None:
     if r.node_group is NodeGroup.EXPLICIT and r.node_count is not None and r.node_count > MAX_EXPLICIT_NODES:
         raise EfaConfigError(
             "node_count",
+            code="efa-cdk:too-many-explicit-nodes",
             value=r.node_count,
             why=f"explicit nodes cost at least one CloudFormation resource each; more than "
             f"{MAX_EXPLICIT_NODES} approach the 500-resource limit of one template",
@@ -154,6 +161,7 @@ def check_placement_group(r: ClusterRequest) -> None:
     if r.placement_group is not None and not r.use_placement_group:
         raise EfaConfigError(
             "placement_group",
+            code="efa-cdk:placement-group-and-none",
             value=r.placement_group,
             why="a placement group was given together with use_placement_group=False",
             fix="drop one of the two",
@@ -166,6 +174,7 @@ def check_placement_for_capacity(placement_group: str | None, capacity: Capacity
     if placement_group is not None and not capacity.accepts_placement_group:
         raise EfaConfigError(
             "placement_group",
+            code="efa-cdk:placement-group-with-capacity-block",
             value=placement_group,
             why="a Capacity Block's instances are placed by EC2; a placement group cannot be applied",
             fix="drop placement_group when launching into a Capacity Block",
@@ -177,6 +186,7 @@ def check_egress_for_software(r: ClusterRequest) -> None:
     if r.node_software and r.internet_egress is InternetEgress.NONE:
         raise EfaConfigError(
             "internet_egress",
+            code="efa-cdk:node-software-without-egress",
             value=r.internet_egress.value,
             why="the node software calls AWS APIs over HTTPS (S3, SSM, EC2, CloudFormation) and the "
             "nodes could reach none of them",
@@ -192,6 +202,7 @@ def check_public_ip(r: ClusterRequest) -> None:
     if r.node_group is not NodeGroup.EXPLICIT:
         raise EfaConfigError(
             "public_ip",
+            code="efa-cdk:public-ip-needs-explicit-nodes",
             value=r.public_ip.value,
             why="an Elastic IP goes on a pre-created interface per node, which needs explicit nodes",
             fix="use node_group=explicit for public nodes, or reach an ASG's nodes with Session Manager",
@@ -199,6 +210,7 @@ def check_public_ip(r: ClusterRequest) -> None:
     if r.layout.primary.is_efa:
         raise EfaConfigError(
             "public_ip",
+            code="efa-cdk:public-ip-needs-ena-primary",
             value=r.public_ip.value,
             why=f"the {r.layout.mode.value if r.layout.mode else 'custom'} layout puts an EFA on "
             "card 0 / DeviceIndex 0; an Elastic IP needs that interface in a public subnet, and EFA "
@@ -208,6 +220,7 @@ def check_public_ip(r: ClusterRequest) -> None:
     if not r.public_subnet:
         raise EfaConfigError(
             "public_subnet",
+            code="efa-cdk:public-ip-without-public-subnet",
             value=None,
             why=f"public_ip={r.public_ip.value} needs a public subnet (route to an internet gateway) "
             "and the VPC has none",
@@ -217,6 +230,7 @@ def check_public_ip(r: ClusterRequest) -> None:
     if public_az and az and public_az != az:
         raise EfaConfigError(
             "public_subnet",
+            code="efa-cdk:public-subnet-other-zone",
             value=public_az,
             why=f"the nodes are in {az}; an instance's interfaces must all be in its AZ",
             fix=f"pass a public subnet in {az}",
@@ -243,6 +257,7 @@ def check_region(r: ClusterRequest) -> None:
         if zone and not zone.startswith((r.region, "dummy")):  # dummy1a: CDK's stand-in before a lookup
             raise EfaConfigError(
                 what,
+                code="efa-cdk:zone-outside-region",
                 value=zone,
                 why=f"the stack deploys to {r.region}, and this zone is not in it",
                 fix=f"use a zone of {r.region}, or deploy the stack to the zone's region (env=...)",
@@ -252,6 +267,7 @@ def check_region(r: ClusterRequest) -> None:
     if group_region != r.region:
         raise EfaConfigError(
             "capacity_reservation",
+            code="efa-cdk:reservation-group-other-region",
             value=target,
             why=f"the reservation group is in {group_region}, the stack deploys to {r.region}",
             fix=f"use a reservation group of {r.region}, or deploy the stack to {group_region}",
@@ -269,6 +285,7 @@ def check_root_volume_gib(size: int | None) -> None:
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or not lo <= size <= hi):
         raise EfaConfigError(
             "root_volume_gib",
+            code="efa-cdk:root-volume-range",
             value=size,
             why=f"a gp3 volume is 1-{hi} GiB and DLAMIs need more than {lo} GiB",
             fix=f"choose a size between {lo} and {hi} (default 200)",

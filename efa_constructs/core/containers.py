@@ -51,6 +51,7 @@ class ContainerRun:
         if not _IMAGE.match(self.image) or ".." in self.image:
             raise EfaConfigError(
                 "container_image",
+                code="efa-cdk:container-image-reference",
                 value=self.image,
                 why="not an image reference",
                 fix="pass <registry>/<name>:<tag>, e.g. an NGC PyTorch image from nvcr.io/nvidia/pytorch",
@@ -58,6 +59,7 @@ class ContainerRun:
         if not 1024 <= self.ssh_port <= 65535 or self.ssh_port == 22:
             raise EfaConfigError(
                 "container_ssh_port",
+                code="efa-cdk:container-ssh-port",
                 value=self.ssh_port,
                 why="the host's sshd has 22, and ports below 1024 are privileged",
                 fix="use 3022 (the default) or another free port 1024-65535",

@@ -2,21 +2,37 @@
 
 Every message names the value received, why it is wrong and how to fix it, so that a bad
 `cdk synth` stops with something a user can act on instead of a template that fails at deploy.
+Every refusal has a stable id (``code``, ``efa-cdk:<what-went-wrong>``) to match on, as every warning
+has (``efa-cdk:...``, the id ``cdk synth`` prints to acknowledge it by): the wording may improve, the id
+stays.
 """
 
 from __future__ import annotations
 
 import enum
+import re
 from typing import TypeVar
+
+#: What an error's id looks like.
+CODE_PATTERN = r"^efa-cdk:[a-z0-9]+(-[a-z0-9]+)*$"
 
 
 class EfaConfigError(ValueError):
     """An EFA cluster was configured with a value that cannot work.
 
     Raised at synthesis time, before any template is written.
+
+    Attributes:
+        code: the refusal's stable id, e.g. ``efa-cdk:efa-count-range``: match on it, not on the message.
+        what: the option refused; value: what it was given; why, fix: the message's two halves.
     """
 
-    def __init__(self, what: str, *, value: object, why: str, fix: str, stack: str | None = None) -> None:
+    def __init__(
+        self, what: str, *, code: str, value: object, why: str, fix: str, stack: str | None = None
+    ) -> None:
+        if not re.match(CODE_PATTERN, code):
+            raise ValueError(f"an EfaConfigError's code is efa-cdk:<lowercase-words>, not {code!r}")
+        self.code = code
         self.what = what
         self.value = value
         self.why = why
@@ -29,7 +45,7 @@ class EfaConfigError(ValueError):
     def in_stack(self, stack: str, *, fix_suffix: str = "") -> EfaConfigError:
         """The same refusal, naming the stack it happened in (and more to the fix, if given)."""
         return EfaConfigError(
-            self.what, value=self.value, why=self.why, fix=self.fix + fix_suffix, stack=stack
+            self.what, code=self.code, value=self.value, why=self.why, fix=self.fix + fix_suffix, stack=stack
         )
 
 
@@ -60,5 +76,10 @@ def parse_choice(choices: type[E], value: str | E, *, what: str, why: str) -> E:
         return choices(value)
     except ValueError:
         raise EfaConfigError(
-            what, value=value, why=why, fix=f"use one of {', '.join(str(m.value) for m in choices)}"
+            what,
+            # one id per set of choices: efa-cdk:layout-mode-unknown, efa-cdk:node-group-unknown...
+            code="efa-cdk:" + re.sub(r"(?<!^)(?=[A-Z])", "-", choices.__name__).lower() + "-unknown",
+            value=value,
+            why=why,
+            fix=f"use one of {', '.join(str(m.value) for m in choices)}",
         ) from None

@@ -183,6 +183,7 @@ def plan_layout(
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= limit:
         raise EfaConfigError(
             "efa_count",
+            code="efa-cdk:efa-count-range",
             value=efa_count,
             why=f"{it.name} takes 1 to {limit} EFA interfaces ({len(it.network_cards)} network cards, "
             f"{len(it.efa_cards)} accept EFA, MaximumEfaInterfaces={it.max_efa_interfaces})",
@@ -203,6 +204,7 @@ def plan_layout(
             if wanted not in card.interface_types:
                 raise EfaConfigError(
                     "nic_layout",
+                    code="efa-cdk:layout-legacy-card",
                     value=mode.value,
                     why=f"the legacy layout puts an `{wanted}` interface on card {card.index} of "
                     f"{it.name}, which accepts only {sorted(card.interface_types)}",
@@ -299,6 +301,7 @@ def validate(it: InstanceType, interfaces: Sequence[NetworkInterfaceSpec]) -> No
     if problems:
         raise EfaConfigError(
             "nic_layout",
+            code="efa-cdk:layout-invalid",
             value=[(i.network_card_index, i.device_index, i.interface_type) for i in interfaces],
             why=f"invalid on {it.name}: " + "; ".join(problems),
             fix="use plan_layout() (recommended, max-bandwidth or legacy) or correct the listed interfaces",
@@ -352,6 +355,7 @@ class Layout:
         if not isinstance(layout, NicLayout):
             raise EfaConfigError(
                 "nic_layout",
+                code="efa-cdk:layout-custom-type",
                 value=layout,
                 why="Layout.custom takes a NicLayout",
                 fix="pass plan_layout(...) or NicLayout.custom(...), or use Layout.mode(...) for a mode",
@@ -372,6 +376,7 @@ class Layout:
         if self._custom.instance_type.name != instance_type.name:
             raise EfaConfigError(
                 "nic_layout",
+                code="efa-cdk:layout-other-instance-type",
                 value=self._custom.instance_type.name,
                 why=f"the layout was planned for another type than instance_type={instance_type.name!r}",
                 fix="plan the layout for the same instance type",

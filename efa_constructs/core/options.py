@@ -78,6 +78,7 @@ def check_availability_zone(zone: str, key: str = "availability_zone") -> None:
     if not AZ_PATTERN.match(zone):
         raise EfaConfigError(
             key,
+            code="efa-cdk:zone-name-form",
             value=zone,
             why="not an Availability Zone name (a zone is its region's name and a letter)",
             fix="pass a zone such as us-east-1c (aws ec2 describe-availability-zones --region <region>)",
@@ -96,6 +97,7 @@ def check_zone_of_subnet(zone: str | None, subnet_zone: str | None, *, used_unkn
         return
     raise EfaConfigError(
         "availability_zone",
+        code="efa-cdk:zone-not-the-subnets",
         value=zone,
         why=(
             f"the subnet given is in {subnet_zone}, and an existing network's zone is its subnet's"
@@ -120,6 +122,7 @@ def parse_ssh_source(source: str) -> str:
     except ValueError as exc:
         raise EfaConfigError(
             "ssh_cidr",
+            code="efa-cdk:ssh-source-form",
             value=source,
             why=f"not a CIDR block or prefix list id ({exc})",
             fix="give a network such as 203.0.113.0/24 (host bits zero) or a prefix list id pl-0123abcd",

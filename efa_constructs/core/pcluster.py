@@ -57,12 +57,17 @@ class ComputeResource:
         _check_name("compute resource name", self.name)
         if not self.instance_types:
             raise EfaConfigError(
-                "instance_types", value=[], why="a compute resource needs an instance type", fix="pass one"
+                "instance_types",
+                code="efa-cdk:pcluster-compute-without-type",
+                value=[],
+                why="a compute resource needs an instance type",
+                fix="pass one",
             )
         types = [lookup(t) for t in self.instance_types]  # unknown / non-EFA types fail here
         if not 0 <= self.min_count <= self.max_count or self.max_count < 1:
             raise EfaConfigError(
                 "max_count",
+                code="efa-cdk:pcluster-counts",
                 value=f"MinCount={self.min_count} MaxCount={self.max_count}",
                 why="ParallelCluster needs 0 <= MinCount <= MaxCount and MaxCount >= 1",
                 fix="set min_count (static nodes) <= max_count (static + dynamic nodes)",
@@ -71,6 +76,7 @@ class ComputeResource:
         if self.efa_enabled and len(layouts) > 1:
             raise EfaConfigError(
                 "instance_types",
+                code="efa-cdk:pcluster-types-of-different-layouts",
                 value=list(self.instance_types),
                 why="an EFA compute resource launches one launch template; these types have different "
                 "network cards / EFA counts "
@@ -144,7 +150,11 @@ class SlurmQueue:
         _check_name("queue name", self.name)
         if not self.compute_resources:
             raise EfaConfigError(
-                "compute_resources", value=[], why="a queue needs a compute resource", fix="add one"
+                "compute_resources",
+                code="efa-cdk:pcluster-queue-without-compute",
+                value=[],
+                why="a queue needs a compute resource",
+                fix="add one",
             )
         _check_unique(
             "compute_resources", [c.name for c in self.compute_resources], "names repeat in the queue"
@@ -152,6 +162,7 @@ class SlurmQueue:
         if self.efa and len(self.subnet_ids) != 1:
             raise EfaConfigError(
                 "subnet_ids",
+                code="efa-cdk:pcluster-efa-queue-subnets",
                 value=list(self.subnet_ids),
                 why="EFA traffic stays inside one subnet (one AZ); a queue with EFA must have exactly one",
                 fix="give the EFA queue one subnet, or make a queue per subnet",
@@ -159,6 +170,7 @@ class SlurmQueue:
         if self.capacity_type not in ("ONDEMAND", "SPOT", "CAPACITY_BLOCK"):
             raise EfaConfigError(
                 "capacity_type",
+                code="efa-cdk:pcluster-capacity-type",
                 value=self.capacity_type,
                 why="not a ParallelCluster capacity type",
                 fix="use ONDEMAND, SPOT or CAPACITY_BLOCK",
@@ -168,6 +180,7 @@ class SlurmQueue:
                 if not c.capacity_reservation_id or c.min_count != c.max_count:
                     raise EfaConfigError(
                         "capacity_type",
+                        code="efa-cdk:pcluster-capacity-block-compute",
                         value=c.name,
                         why="a Capacity Block compute resource needs its reservation and only static nodes",
                         fix="set capacity_reservation_id and min_count == max_count (the block's size)",
@@ -221,11 +234,16 @@ class SharedStorage:
     def __post_init__(self) -> None:
         if self.kind not in ("Efs", "FsxLustre"):
             raise EfaConfigError(
-                "kind", value=self.kind, why="not a storage type here", fix="use Efs or FsxLustre"
+                "kind",
+                code="efa-cdk:pcluster-storage-kind",
+                value=self.kind,
+                why="not a storage type here",
+                fix="use Efs or FsxLustre",
             )
         if not _MOUNT.match(self.mount_dir) or self.mount_dir in ("/", "/home", "/opt", "/etc", "/usr"):
             raise EfaConfigError(
                 "mount_dir",
+                code="efa-cdk:pcluster-mount-dir",
                 value=self.mount_dir,
                 why="not an absolute path ParallelCluster can mount over",
                 fix="use a path of its own, e.g. /shared or /fsx",
@@ -301,6 +319,7 @@ class ParallelClusterConfig:
         if self.image_os in RETIRED_OS:
             raise EfaConfigError(
                 "image_os",
+                code="efa-cdk:pcluster-image-os-retired",
                 value=self.image_os,
                 why=f"ParallelCluster {PCLUSTER_VERSION} refuses it: {RETIRED_OS[self.image_os]}",
                 fix=f"use one of {', '.join(SUPPORTED_OS)}",
@@ -308,12 +327,19 @@ class ParallelClusterConfig:
         if self.image_os not in SUPPORTED_OS:
             raise EfaConfigError(
                 "image_os",
+                code="efa-cdk:pcluster-image-os-unknown",
                 value=self.image_os,
                 why="not an OS ParallelCluster offers",
                 fix=f"use one of {', '.join(SUPPORTED_OS)}",
             )
         if not self.queues:
-            raise EfaConfigError("queues", value=[], why="Slurm needs at least one queue", fix="add a queue")
+            raise EfaConfigError(
+                "queues",
+                code="efa-cdk:pcluster-without-queue",
+                value=[],
+                why="Slurm needs at least one queue",
+                fix="add a queue",
+            )
         _check_unique("queues", [q.name for q in self.queues], "queue names repeat")
         if self.topology_tree:
             _check_topology_tree(self)
@@ -387,6 +413,7 @@ def _check_topology_tree(config: ParallelClusterConfig) -> None:
     if not config.head_node_on_node_start:
         raise EfaConfigError(
             "topology_tree",
+            code="efa-cdk:pcluster-topology-tree-unreadable",
             value=True,
             why="Slurm's topology/tree plugin stops slurmctld when topology.conf cannot be read, and "
             "ParallelCluster starts slurmctld before OnNodeConfigured runs",
@@ -402,6 +429,7 @@ def _check_topology_tree(config: ParallelClusterConfig) -> None:
     if managed:
         raise EfaConfigError(
             "topology_tree",
+            code="efa-cdk:pcluster-topology-tree-ultraserver",
             value=managed,
             why="ParallelCluster 3.14 and later sets up its own Slurm topology plugin for these UltraServer "
             "types; topology/tree would replace it",
@@ -411,13 +439,16 @@ def _check_topology_tree(config: ParallelClusterConfig) -> None:
 
 def _check_unique(what: str, values: list[str], why: str) -> None:
     if len(set(values)) != len(values):
-        raise EfaConfigError(what, value=values, why=why, fix="make each one unique")
+        raise EfaConfigError(
+            what, code="efa-cdk:pcluster-not-unique", value=values, why=why, fix="make each one unique"
+        )
 
 
 def _check_name(what: str, value: str) -> None:
     if not _NAME.match(value):
         raise EfaConfigError(
             what.replace(" ", "_"),
+            code="efa-cdk:pcluster-name-form",
             value=value,
             why="ParallelCluster names start with a lowercase letter and have up to 25 lowercase letters, "
             "digits and '-'",

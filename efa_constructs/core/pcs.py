@@ -55,6 +55,7 @@ def check_slurm_version(version: str, instance_type: str) -> None:
     if version not in PCS_SLURM_VERSIONS:
         raise EfaConfigError(
             "slurm_version",
+            code="efa-cdk:pcs-slurm-version",
             value=version,
             why="not a Slurm version AWS PCS runs",
             fix=f"use one of {', '.join(PCS_SLURM_VERSIONS)} (default {DEFAULT_SLURM_VERSION})",
@@ -62,6 +63,7 @@ def check_slurm_version(version: str, instance_type: str) -> None:
     if instance_type.startswith(_ULTRASERVER_PREFIXES) and tuple(map(int, version.split("."))) < (25, 5):
         raise EfaConfigError(
             "slurm_version",
+            code="efa-cdk:pcs-ultraserver-slurm-version",
             value=version,
             why=f"{instance_type} (an UltraServer) needs Slurm 25.05 or later on PCS",
             fix="use slurm_version 25.05 or 25.11",
@@ -74,6 +76,7 @@ def check_cluster_name(name: str) -> None:
     if not _NAME.match(name):
         raise EfaConfigError(
             "cluster_name",
+            code="efa-cdk:pcs-cluster-name-form",
             value=name,
             why="a PCS cluster name is 3-40 letters, digits or '-', starting with a letter",
             fix="pass e.g. trn1-training",
@@ -86,6 +89,7 @@ def check_queue_name(name: str) -> None:
     if not _QUEUE_NAME.match(name):
         raise EfaConfigError(
             "queue_name",
+            code="efa-cdk:pcs-queue-name-form",
             value=name,
             why="a PCS queue name is at most 25 letters, digits or '-', starting with a letter",
             fix="pass e.g. compute or trn1-train",
@@ -105,6 +109,7 @@ def check_node_counts(
     if not 0 <= min_count <= max_count or max_count < 1 or login_count < 0:
         raise EfaConfigError(
             "max_count",
+            code="efa-cdk:pcs-counts",
             value={"min_count": min_count, "max_count": max_count, "login_count": login_count},
             why="a node group needs 0 <= min_count <= max_count and max_count >= 1",
             fix="adjust the counts",
@@ -113,6 +118,7 @@ def check_node_counts(
         bigger = next((s.value for s in PcsClusterSize if s.instances >= max_count + login_count), None)
         raise EfaConfigError(
             "max_count",
+            code="efa-cdk:pcs-size-too-small",
             value=max_count,
             why=f"a {size.value} PCS cluster manages up to {size.instances} instances, and {max_count} "
             f"compute + {login_count} login nodes are more",
@@ -123,6 +129,7 @@ def check_node_counts(
     if instance_type.startswith(_ULTRASERVER_PREFIXES) and capacity.kind is not CapacityKind.CAPACITY_BLOCK:
         raise EfaConfigError(
             "capacity",
+            code="efa-cdk:pcs-ultraserver-capacity-block",
             value=capacity.kind.value,
             why=f"{instance_type} (an UltraServer) launches on PCS from a Capacity Block only",
             fix="pass a Capacity Block (-c capacity_block=cr-...)",
@@ -138,6 +145,7 @@ def check_user_names(users: Sequence[str]) -> None:
         if not isinstance(user, str) or not _USER_NAME.match(user) or user == "root":
             raise EfaConfigError(
                 "imds_users",
+                code="efa-cdk:pcs-imds-user-name",
                 value=user,
                 why="not a local user name besides root (lower-case letters, digits, '_' or '-', a letter "
                 "or '_' first, at most 32), and root may always reach instance metadata",

@@ -139,6 +139,7 @@ def check_benchmarks(it: InstanceType, benchmarks: Sequence[Benchmark]) -> None:
         if bench in benchmarks and it.accelerator.kind is not kind:
             raise EfaConfigError(
                 "benchmarks",
+                code="efa-cdk:benchmark-wrong-accelerator",
                 value=bench.value,
                 why=f"{it.name} has no {what}",
                 fix=f"use {', '.join(b.value for b in default_benchmarks(it))} (the default for {it.name})",
@@ -185,15 +186,24 @@ class EfaInstaller:
     def __post_init__(self) -> None:
         if not re.fullmatch(r"\d+\.\d+\.\d+", self.version):
             raise EfaConfigError(
-                "version", value=self.version, why="not a pinned installer version", fix="pass e.g. '1.51.0'"
+                "version",
+                code="efa-cdk:installer-version-form",
+                value=self.version,
+                why="not a pinned installer version",
+                fix="pass e.g. '1.51.0'",
             )
         if self.sha256 and not re.fullmatch(r"[0-9a-f]{64}", self.sha256):
             raise EfaConfigError(
-                "sha256", value=self.sha256, why="not a SHA-256", fix="pass 64 lowercase hex digits"
+                "sha256",
+                code="efa-cdk:installer-sha256-form",
+                value=self.sha256,
+                why="not a SHA-256",
+                fix="pass 64 lowercase hex digits",
             )
         if not re.fullmatch(r"[0-9A-F]{40}", self.fingerprint):
             raise EfaConfigError(
                 "fingerprint",
+                code="efa-cdk:installer-fingerprint-form",
                 value=self.fingerprint,
                 why="not a key fingerprint",
                 fix="pass 40 uppercase hex digits",
@@ -215,12 +225,17 @@ def _benchmarks(given: Sequence[Benchmark]) -> tuple[Benchmark, ...]:
     fix = "pass Benchmark members, e.g. [Benchmark.NCCL_TESTS] (Benchmark.parse_list reads a string)"
     if isinstance(given, str):
         raise EfaConfigError(
-            "benchmarks", value=given, why="a sequence of Benchmark is wanted, not a str", fix=fix
+            "benchmarks",
+            code="efa-cdk:benchmarks-a-string",
+            value=given,
+            why="a sequence of Benchmark is wanted, not a str",
+            fix=fix,
         )
     for i, item in enumerate(given):
         if not isinstance(item, Benchmark):
             raise EfaConfigError(
                 "benchmarks",
+                code="efa-cdk:benchmarks-item-type",
                 value=list(given),
                 why=f"item {i} is the {type(item).__name__} {item!r}",
                 fix=fix,
@@ -264,7 +279,11 @@ class EfaUserData:
         ):
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
                 raise EfaConfigError(
-                    name, value=value, why=f"out of range {lo}..{hi}", fix=f"pass {lo}..{hi}"
+                    name,
+                    code="efa-cdk:software-range",
+                    value=value,
+                    why=f"out of range {lo}..{hi}",
+                    fix=f"pass {lo}..{hi}",
                 )
         self.installer = installer or EfaInstaller()
         self.benchmarks = None if benchmarks is None else _benchmarks(benchmarks)
@@ -285,6 +304,7 @@ class EfaUserData:
         if self._staged:
             raise EfaConfigError(
                 "add_step",
+                code="efa-cdk:step-after-staging",
                 value=name,
                 why="this node software was already staged for a cluster; the step would never reach its "
                 "nodes",
@@ -294,6 +314,7 @@ class EfaUserData:
         if not _STEP_NAME.match(name) or name in library or name in self._user_steps:
             raise EfaConfigError(
                 "name",
+                code="efa-cdk:step-name-form",
                 value=name,
                 why="a step name is lowercase letters, digits and '-', unique, and not a library step",
                 fix="choose another name, e.g. 'install-my-tools'",
@@ -301,7 +322,11 @@ class EfaUserData:
         text = script.read_text() if isinstance(script, Path) else script
         if not text.strip():
             raise EfaConfigError(
-                "script", value=str(script), why="the step is empty", fix="pass a bash script"
+                "script",
+                code="efa-cdk:step-empty",
+                value=str(script),
+                why="the step is empty",
+                fix="pass a bash script",
             )
         if not text.startswith("#!"):
             text = "#!/usr/bin/env bash\nset -euo pipefail\n" + text
@@ -392,6 +417,7 @@ def bootstrap_script(settings: Mapping[str, str]) -> str:
         if not _SETTING.match(key) or "\n" in value or "'" in value:
             raise EfaConfigError(
                 "settings",
+                code="efa-cdk:setting-form",
                 value=key,
                 why="a setting is EFA_CDK_* = one line without quotes",
                 fix="fix the value",

@@ -271,6 +271,7 @@ def synth_revision(repo: Path, rev: str | None, context: Mapping[str, str], out:
             last = (err.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise EfaConfigError(
                 "template-diff",
+                code="efa-cdk:diff-synth-failed",
                 value=rev or "the working tree",
                 why=f"app.py failed to synthesize there: {last}",
                 fix="fix that revision's configuration, or diff other revisions",
@@ -300,6 +301,7 @@ def run(
         if found.returncode != 0:
             raise EfaConfigError(
                 "--base" if rev == base else "--head",
+                code="efa-cdk:diff-revision-unknown",
                 value=rev,
                 why=f"not a commit of the git repository at {repo}",
                 fix="name a branch, tag or commit that exists (git log --oneline; git tag)",

@@ -210,6 +210,7 @@ def check_ec2_type(name: str, key: str) -> None:
     close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.7)
     raise EfaConfigError(
         key,
+        code="efa-cdk:not-an-ec2-instance-type",
         value=name,
         why="not an EC2 instance type" + (f" (did you mean {', '.join(close)}?)" if close else ""),
         fix="pass a type EC2 offers, e.g. c7i.xlarge; if it is newer than the catalogue, refresh it with "
@@ -243,6 +244,7 @@ def instance_type(name: str) -> InstanceType:
         )
         raise EfaConfigError(
             "instance_type",
+            code="efa-cdk:instance-type-without-card-facts",
             value=name,
             why=f"{family} supports EFA ({unsourced[family]}), but its network card facts are in no "
             f"source this offline catalogue can cite, and a layout is never guessed; {known}",
@@ -252,12 +254,14 @@ def instance_type(name: str) -> InstanceType:
     if name in _non_efa_types():
         raise EfaConfigError(
             "instance_type",
+            code="efa-cdk:instance-type-without-efa",
             value=name,
             why="this instance type exists but does not support EFA",
             fix=f"choose an EFA-capable type ({hint})",
         )
     raise EfaConfigError(
         "instance_type",
+        code="efa-cdk:instance-type-unknown",
         value=name,
         why="not in the EFA instance catalogue (unknown type, or a typo)",
         fix=f"use an EFA-capable type ({hint}); if the type is new, refresh the catalogue with "
