@@ -10,7 +10,7 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from efa_constructs.cdk import EfaParallelCluster, ssh_peer
-from efa_constructs.cdk.parallel_cluster import SHARED_DIR
+from efa_constructs.core.options import SHARED_DIR
 
 from .existing import (
     availability_zone_parameter,

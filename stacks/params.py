@@ -28,7 +28,13 @@ from efa_constructs.core import (
     parse_ssh_source,
 )
 from efa_constructs.core.checks import AMI_ID_PATTERN, REFRESH_LABEL_PATTERN, has_default_image
-from efa_constructs.core.options import AZ_PATTERN, DEFAULT_NODE_COUNT, DEFAULT_ROOT_VOLUME_GIB
+from efa_constructs.core.options import (
+    AZ_PATTERN,
+    DEFAULT_MAX_COUNT,
+    DEFAULT_MIN_COUNT,
+    DEFAULT_NODE_COUNT,
+    DEFAULT_ROOT_VOLUME_GIB,
+)
 from efa_constructs.core.pcluster import DEFAULT_HEAD_NODE_TYPE
 from efa_constructs.core.pcs import DEFAULT_SLURM_VERSION, PcsClusterSize
 
@@ -221,8 +227,10 @@ FIELDS: tuple[Field, ...] = (
     Field("ami_refresh", "any label (a date); change it to read the default image's parameter again "
           "(replaces the nodes)", text(REFRESH_LABEL_PATTERN, "a label of letters, digits, . _ -",
           "2026-11-22"), "none: the image read at first create is kept", frozenset({CLUSTER})),
-    Field("min_count", "static compute nodes (PCS: kept running)", whole, "0", frozenset({PCLUSTER, PCS})),
-    Field("max_count", "static + dynamic compute nodes", whole, "2", frozenset({PCLUSTER, PCS})),
+    Field("min_count", "static compute nodes (PCS: kept running)", whole, str(DEFAULT_MIN_COUNT),
+          frozenset({PCLUSTER, PCS})),
+    Field("max_count", "static + dynamic compute nodes", whole, str(DEFAULT_MAX_COUNT),
+          frozenset({PCLUSTER, PCS})),
     Field("head_node_instance_type", "head node type",
           text(r"^[a-z0-9-]+\.[a-z0-9-]+$", "an instance type name", "c5.2xlarge"), DEFAULT_HEAD_NODE_TYPE,
           frozenset({PCLUSTER})),
@@ -491,8 +499,8 @@ class PclusterParams:
     """Parameters of the ParallelCluster ready stack (names as the context keys)."""
 
     instance_type: str
-    min_count: int = 0
-    max_count: int = 2
+    min_count: int = DEFAULT_MIN_COUNT
+    max_count: int = DEFAULT_MAX_COUNT
     availability_zone: str | None = None
     head_node_instance_type: str = DEFAULT_HEAD_NODE_TYPE
     image_os: str = "ubuntu2204"
@@ -526,8 +534,8 @@ class PcsParams:
     """Parameters of the AWS PCS ready stack (names as the context keys)."""
 
     instance_type: str
-    min_count: int = 0
-    max_count: int = 2
+    min_count: int = DEFAULT_MIN_COUNT
+    max_count: int = DEFAULT_MAX_COUNT
     availability_zone: str | None = None
     ami_id: str | None = None
     ami_os: str = "al2023"

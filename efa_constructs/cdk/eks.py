@@ -50,7 +50,7 @@ from ..core.catalogue import instance_type as lookup
 from ..core.errors import EfaConfigError
 from ..core.layout import Layout
 from ..core.node_plan import NodePlan
-from ..core.options import DEFAULT_ROOT_VOLUME_GIB
+from ..core.options import DEFAULT_MAX_COUNT, DEFAULT_MIN_COUNT, DEFAULT_ROOT_VOLUME_GIB
 from ._node_base import EfaNodeBase
 from ._shared import check_subnet_of
 from .acknowledgements import acknowledge
@@ -321,8 +321,8 @@ class EfaNodegroup(Construct):
         cluster: AnyCluster,
         instance_type: ec2.InstanceType,
         subnet: ec2.ISubnet,
-        min_size: int = 0,
-        max_size: int = 2,
+        min_size: int = DEFAULT_MIN_COUNT,
+        max_size: int = DEFAULT_MAX_COUNT,
         desired_size: int | None = None,
         nic_layout: Layout = _RECOMMENDED,
         ami_type: AnyAmiType | None = None,

@@ -22,7 +22,7 @@ from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import check_ec2_type
 from ..core.errors import EfaConfigError
 from ..core.node_plan import NodePlan
-from ..core.options import check_zone_of_subnet
+from ..core.options import DEFAULT_MAX_COUNT, DEFAULT_MIN_COUNT, SHARED_DIR, check_zone_of_subnet
 from ..core.pcluster import (
     DEFAULT_HEAD_NODE_TYPE,
     PCLUSTER_MANAGED_TOPOLOGY_PREFIXES,
@@ -47,7 +47,6 @@ from .arguments import checked
 from .network import EfaNetwork, known_cidr
 from .storage import EfaSharedStorage
 
-SHARED_DIR = "/shared"
 LUSTRE_DIR = "/fsx"
 #: The file name of the rendered bootstrap in the assets (ParallelCluster's OnNodeConfigured).
 PCLUSTER_BOOTSTRAP = "pcluster-bootstrap.sh"
@@ -98,8 +97,8 @@ class EfaParallelCluster(Construct):
         id_: str,
         *,
         instance_type: ec2.InstanceType,
-        min_count: int = 0,
-        max_count: int = 2,
+        min_count: int = DEFAULT_MIN_COUNT,
+        max_count: int = DEFAULT_MAX_COUNT,
         vpc: ec2.IVpc | None = None,
         head_node_subnet: ec2.ISubnet | None = None,
         compute_subnet: ec2.ISubnet | None = None,

@@ -53,7 +53,13 @@ from ..core.catalogue import instance_type as lookup
 from ..core.errors import EfaConfigError
 from ..core.layout import Layout
 from ..core.node_plan import NodePlan
-from ..core.options import DEFAULT_ROOT_VOLUME_GIB, check_zone_of_subnet
+from ..core.options import (
+    DEFAULT_MAX_COUNT,
+    DEFAULT_MIN_COUNT,
+    DEFAULT_ROOT_VOLUME_GIB,
+    SHARED_DIR,
+    check_zone_of_subnet,
+)
 from ..core.pcs import (
     DEFAULT_SLURM_VERSION,
     PcsClusterSize,
@@ -76,8 +82,6 @@ from .storage import EfaSharedStorage
 
 #: The IAM path that lets PCS accept a role and instance profile whatever their names.
 PCS_IAM_PATH = "/aws-pcs/"
-#: Where the shared EFS is mounted on every node.
-SHARED_DIR = "/shared"
 #: Where the cluster's Slurm settings point the Prolog: node/boot/slurm-prolog.sh, which the EFA nodes'
 #: bootstrap puts there with the other node scripts.
 PROLOG = "/opt/efa-cdk/bin/slurm-prolog.sh"
@@ -180,8 +184,8 @@ class EfaPcsCluster(Construct):
         instance_type: ec2.InstanceType,
         ami_id: str,
         ami_os: OsFamily = OsFamily.AMAZON_LINUX_2023,
-        min_count: int = 0,
-        max_count: int = 2,
+        min_count: int = DEFAULT_MIN_COUNT,
+        max_count: int = DEFAULT_MAX_COUNT,
         vpc: ec2.IVpc | None = None,
         subnet: ec2.ISubnet | None = None,
         availability_zone: str | None = None,

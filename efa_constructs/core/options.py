@@ -15,6 +15,10 @@ from .errors import EfaConfigError, parse_choice
 #: parsing and docs/context.md's table read them from here.
 DEFAULT_NODE_COUNT = 2
 DEFAULT_ROOT_VOLUME_GIB = 200  # gp3, encrypted: room for a DLAMI (100 GiB) and checkpoints
+#: A scheduler's node group (ParallelCluster, AWS PCS, EKS): none kept running, up to two.
+DEFAULT_MIN_COUNT, DEFAULT_MAX_COUNT = 0, 2
+#: Where the shared file system is mounted on every node of a ParallelCluster or PCS cluster.
+SHARED_DIR = "/shared"
 
 
 class NodeGroup(enum.Enum):

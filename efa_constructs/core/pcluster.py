@@ -16,6 +16,7 @@ import yaml
 from .catalogue import InstanceType
 from .catalogue import instance_type as lookup
 from .errors import EfaConfigError
+from .options import DEFAULT_MAX_COUNT, DEFAULT_MIN_COUNT
 
 #: The ParallelCluster version the configuration targets (its header, the custom-resource provider's
 #: template): 3.16.3, released 2026-11-17 (aws/aws-parallelcluster GitHub release v3.16.3; it pins EFA
@@ -48,8 +49,8 @@ class ComputeResource:
 
     name: str
     instance_types: tuple[str, ...]
-    min_count: int = 0
-    max_count: int = 2
+    min_count: int = DEFAULT_MIN_COUNT
+    max_count: int = DEFAULT_MAX_COUNT
     efa: bool | None = None
     capacity_reservation_id: str | None = None
 

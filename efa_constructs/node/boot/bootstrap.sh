@@ -56,7 +56,8 @@ bootstrap_failed() {
 trap bootstrap_failed ERR
 if ! command -v aws >/dev/null; then
   echo "efa-cdk: this image has no AWS CLI, which the node software needs (scripts from S3, signals," \
-    "parameters): use an image with AWS CLI v2 (AWS's DLAMIs and Amazon Linux have it), or node_software=False" >&2
+    "parameters): use an image with AWS CLI v2 (AWS's DLAMIs and Amazon Linux have it), or turn the node" \
+    "software off (NodeSoftware.none(), -c node_software=false)" >&2
   failure=no-aws-cli
   false
 fi
