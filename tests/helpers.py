@@ -7,7 +7,9 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import email
 import hashlib
 import io
 import json
@@ -19,9 +21,12 @@ import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from aws_cdk import Stack
 
 from efa_constructs import EfaUserData, instance_type, plan_layout
 from efa_constructs.core.software import EFA_INSTALLER_FINGERPRINT, EFA_INSTALLER_VERSION
@@ -484,3 +489,81 @@ def moto_server(key: str) -> Iterator[dict[str, str]]:
         }
     finally:
         server.stop()
+
+
+# --- Templates of the orchestrators (AWS PCS, Amazon EKS): tests/test_pcs.py, tests/test_eks.py ---
+
+
+#: What an EKS managed node group's launch template must not contain (EKS API reference,
+#: LaunchTemplateSpecification): SubnetId (on any interface), IamInstanceProfile, a Spot request
+#: (InstanceMarketOptions with spot), HibernationOptions, and a terminate shutdown behaviour.
+EKS_FORBIDDEN = ("IamInstanceProfile", "HibernationOptions", "InstanceInitiatedShutdownBehavior")
+
+
+#: Stand-ins for the values CloudFormation fills into user data at deploy.
+DEPLOY_VALUES = {
+    "AWS::Region": "us-east-1",
+    "AWS::URLSuffix": "amazonaws.com",
+    "AWS::AccountId": "123456789012",
+}
+
+
+def render(value: Any, refs: dict[str, str]) -> str:
+    """A user-data value as CloudFormation renders it: Fn::Join joined, Fn::Base64 encoded, each Ref,
+    GetAtt and Sub variable from `refs` (else DEPLOY_VALUES, else ``<name>``)."""
+
+    def name(n: str) -> str:
+        return refs.get(n, DEPLOY_VALUES.get(n, f"<{n}>"))
+
+    if isinstance(value, str):
+        return value
+    if "Fn::Join" in value:
+        return "".join(render(v, refs) for v in value["Fn::Join"][1])
+    if "Fn::Base64" in value:
+        return base64.b64encode(render(value["Fn::Base64"], refs).encode()).decode()
+    if "Ref" in value:
+        return name(value["Ref"])
+    if "Fn::GetAtt" in value:
+        return name(".".join(value["Fn::GetAtt"]))
+    if "Fn::Sub" in value:
+        return re.sub(r"\$\{([^}]+)\}", lambda m: name(m.group(1)), value["Fn::Sub"])
+    raise AssertionError(f"unexpected user-data value {value!r}")
+
+
+def user_data(launch_template: dict[str, Any], refs: dict[str, str] | None = None) -> str:
+    """The launch template's user data, decoded, as a node receives it."""
+    return base64.b64decode(
+        render(launch_template["Properties"]["LaunchTemplateData"]["UserData"], refs or {})
+    ).decode()
+
+
+def mime_parts(launch_template: dict[str, Any], refs: dict[str, str] | None = None) -> dict[str, str]:
+    """The user data's MIME parts by content type, decoded."""
+    message = email.message_from_string(user_data(launch_template, refs))
+    assert message.is_multipart()
+    return {p.get_content_type(): p.get_payload(decode=True).decode() for p in message.get_payload()}
+
+
+def efa_group(template: dict[str, Any], prefix: str = "PcsSecurityGroup") -> str:
+    """The logical id of the EFA security group (the EFS has a group of its own)."""
+    (group,) = [
+        k
+        for k, v in template["Resources"].items()
+        if v["Type"] == "AWS::EC2::SecurityGroup" and k.startswith(prefix) and len(k) == len(prefix) + 8
+    ]
+    return group
+
+
+def new_template(stack: Stack) -> dict[str, Any]:
+    from aws_cdk import assertions
+
+    return assertions.Template.from_stack(stack).to_json()  # type: ignore[no-any-return]
+
+
+def policy_statements(t: Any, role_prefix: str) -> list[dict[str, Any]]:
+    """Statements of the IAM policies attached to the role whose logical id starts with role_prefix."""
+    out = []
+    for policy in t.find_resources("AWS::IAM::Policy").values():
+        if any(r["Ref"].startswith(role_prefix) for r in policy["Properties"]["Roles"]):
+            out += policy["Properties"]["PolicyDocument"]["Statement"]
+    return out

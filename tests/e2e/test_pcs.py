@@ -3,7 +3,7 @@ stands in for what). AWS PCS itself cannot run here and moto has no PCS: the sta
 without its AWS::PCS::* resources, and each node runs the shell part of the compute launch template's
 MIME user data (what PCS's nodes run after registering, before slurmd), taken from the template moto
 stored. The cloud-config part (the EFS mount) is read by cloud-init's own code in
-tests/test_orchestrators.py; nothing here mounts NFS.
+tests/test_pcs.py; nothing here mounts NFS.
 
 A node with the launch template's 8 EFAs writes the EFA environment and verifies EFA; a node with 7
 fails, saying so in its log, and its user data exits non-zero.

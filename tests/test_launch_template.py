@@ -1,0 +1,210 @@
+"""`EfaLaunchTemplate` (cdk/launch_template.py): the interfaces the layout gives, IMDSv2 and its hop
+limit, encrypted volumes, the default image per accelerator, and composition with aws-cdk-lib (grants,
+connections, aws-cdk-lib's AutoScalingGroup launching from it).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk import assertions
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_s3 as s3
+
+from efa_constructs import (
+    EfaLaunchTemplate,
+    EfaSecurityGroup,
+    Layout,
+    plan_layout,
+)
+from efa_constructs.core.errors import EfaConfigError
+from tests.helpers import isolated_vpc, policy_statements
+
+Match = assertions.Match
+
+
+def _lt(make_stack: Any, **kwargs: Any) -> tuple[EfaLaunchTemplate, assertions.Template]:
+    stack = make_stack()
+    vpc = isolated_vpc(stack)
+    sg = EfaSecurityGroup(stack, "Sg", vpc=vpc)
+    lt = EfaLaunchTemplate(stack, "Lt", security_groups=[sg], subnet=vpc.isolated_subnets[0], **kwargs)
+    return lt, assertions.Template.from_stack(stack)
+
+
+@pytest.mark.parametrize(
+    ("itype", "mode"),
+    [
+        ("trn1.32xlarge", "recommended"),
+        ("trn1.32xlarge", "legacy"),
+        ("p5.48xlarge", "max-bandwidth"),
+        ("p6-b300.48xlarge", "recommended"),
+        ("c5n.18xlarge", "recommended"),
+        ("hpc6id.32xlarge", "recommended"),
+    ],
+)
+def test_launch_template_interfaces_follow_the_layout(make_stack: Any, itype: str, mode: str) -> None:
+    _, t = _lt(make_stack, instance_type=ec2.InstanceType(itype), nic_layout=Layout.mode(mode))
+    data = next(iter(t.find_resources("AWS::EC2::LaunchTemplate").values()))["Properties"][
+        "LaunchTemplateData"
+    ]
+    nics = data["NetworkInterfaces"]
+    expected = plan_layout(itype, mode).interfaces
+    assert [(n["NetworkCardIndex"], n["DeviceIndex"], n.get("InterfaceType", "interface")) for n in nics] == [
+        (i.network_card_index, i.device_index, i.interface_type) for i in expected
+    ]
+    assert all(len(n["Groups"]) == 1 and "SubnetId" in n for n in nics)  # SG + one subnet on EVERY interface
+    assert "SecurityGroupIds" not in data  # would conflict with NetworkInterfaces
+    assert data["InstanceType"] == itype
+
+
+@pytest.mark.parametrize(("bridged", "hops"), [(False, 1), (True, 2)])
+def test_imds_is_one_hop_away_unless_bridged_containers_are_asked_for(
+    make_stack: Any, bridged: bool, hops: int
+) -> None:
+    """Hop limit 1: the node and host-networked containers reach IMDS; a container on a bridge, one
+    hop further, cannot take the node role's credentials (AWS Control Tower's IMDS hop-limit control)."""
+    _, t = _lt(make_stack, instance_type=ec2.InstanceType("p4d.24xlarge"), bridged_containers=bridged)
+    (lt,) = t.find_resources("AWS::EC2::LaunchTemplate").values()
+    assert lt["Properties"]["LaunchTemplateData"]["MetadataOptions"]["HttpPutResponseHopLimit"] == hops
+
+
+def test_launch_template_is_secure_by_default(make_stack: Any) -> None:
+    _, t = _lt(make_stack, instance_type=ec2.InstanceType("p4d.24xlarge"))
+    t.has_resource_properties(
+        "AWS::EC2::LaunchTemplate",
+        {
+            "LaunchTemplateData": Match.object_like(
+                {
+                    "MetadataOptions": Match.object_like({"HttpTokens": "required"}),
+                    "MaintenanceOptions": {"AutoRecovery": "default"},  # EC2 recovers supported types
+                    "BlockDeviceMappings": [
+                        {
+                            "DeviceName": "/dev/sda1",
+                            "Ebs": {
+                                "Encrypted": True,
+                                "VolumeType": "gp3",
+                                "VolumeSize": 200,
+                                "DeleteOnTermination": True,
+                            },
+                        }
+                    ],
+                }
+            )
+        },
+    )
+    assert _image_parameters(t) == [
+        "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"
+    ]
+
+
+def _image_parameters(t: assertions.Template) -> list[str]:
+    """The SSM parameters the stack's one-time image lookups read (at create, never on update). The
+    launch templates take the AMI id from the lookup's physical id (Ref), which an update of the lookup
+    keeps, never from its response data (GetAtt), which an update empties (issue 23 item 6)."""
+    resources = t.to_json()["Resources"]
+    ids = [k for k, r in resources.items() if r["Type"] == "Custom::EfaImageLookup"]
+    lookups = [resources[k]["Properties"] for k in ids]
+    assert all("Update" not in r for r in lookups)
+    image_ids = [r["Properties"]["LaunchTemplateData"]["ImageId"] for r in resources.values()
+                 if r["Type"] == "AWS::EC2::LaunchTemplate"]  # fmt: skip
+    assert image_ids and all(i in [{"Ref": k} for k in ids] for i in image_ids), image_ids
+    return [str(json.loads(r["Create"])["parameters"]["Name"]) for r in lookups]
+
+
+@pytest.mark.parametrize(
+    ("itype", "ssm_path"),
+    [
+        ("trn1.32xlarge", "/aws/service/neuron/dlami/multi-framework/ubuntu-22.04/latest/image_id"),
+        (
+            "p6e-gb200.36xlarge",
+            "/aws/service/deeplearning/ami/arm64/base-oss-nvidia-driver-gpu-ubuntu-24.04/latest/ami-id",
+        ),
+        ("hpc7g.16xlarge", "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-6.1-arm64"),
+        ("c5n.18xlarge", "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-6.1-x86_64"),
+    ],
+)
+def test_default_ami_by_accelerator(make_stack: Any, itype: str, ssm_path: str) -> None:
+    _, t = _lt(make_stack, instance_type=ec2.InstanceType(itype))
+    assert _image_parameters(t) == [ssm_path]
+    assert not [
+        p
+        for p in t.to_json().get("Parameters", {}).values()
+        if "SSM" in p["Type"] and "ami" in p.get("Default", "")
+    ]
+
+
+def test_launch_template_rejects_a_layout_for_another_type(make_stack: Any) -> None:
+    with pytest.raises(EfaConfigError, match="another type"):
+        _lt(
+            make_stack,
+            instance_type=ec2.InstanceType("trn1.32xlarge"),
+            nic_layout=Layout.custom(plan_layout("p5.48xlarge")),
+        )
+
+
+@pytest.mark.parametrize("bad", [4, 20000])
+def test_root_volume_size(make_stack: Any, bad: int) -> None:
+    with pytest.raises(EfaConfigError, match="root_volume_gib"):
+        _lt(make_stack, instance_type=ec2.InstanceType("trn1.32xlarge"), root_volume_gib=bad)
+
+
+def test_launch_template_composes_with_cdk_grants_and_connections(make_stack: Any) -> None:
+    stack = make_stack()
+    vpc = isolated_vpc(stack)
+    sg = EfaSecurityGroup(stack, "Sg", vpc=vpc)
+    lt = EfaLaunchTemplate(stack, "Lt", instance_type=ec2.InstanceType("trn1.32xlarge"), security_groups=[sg])
+    s3.Bucket(stack, "Ckpt").grant_write(lt)
+    cache = ec2.SecurityGroup(stack, "Cache", vpc=vpc)
+    cache.connections.allow_from(lt, ec2.Port.tcp(6379))
+    t = assertions.Template.from_stack(stack)
+    assert any("s3:PutObject" in st["Action"] for st in policy_statements(t, "LtRole"))
+    t.has_resource_properties(
+        "AWS::EC2::SecurityGroupIngress",
+        {
+            "FromPort": 6379,
+            "SourceSecurityGroupId": {"Fn::GetAtt": [Match.string_like_regexp("^Sg"), "GroupId"]},
+        },
+    )
+
+
+def test_an_aws_cdk_lib_auto_scaling_group_launches_from_the_efa_launch_template(make_stack: Any) -> None:
+    """EfaLaunchTemplate is an ec2.ILaunchTemplate: aws-cdk-lib's AutoScalingGroup takes it and launches
+    the template's latest version in the subnets it is given (the template names none)."""
+    from aws_cdk import RemovalPolicy
+    from aws_cdk import aws_autoscaling as autoscaling
+
+    stack = make_stack()
+    vpc = isolated_vpc(stack)
+    sg = EfaSecurityGroup(stack, "Sg", vpc=vpc)
+    lt = EfaLaunchTemplate(stack, "Lt", instance_type=ec2.InstanceType("c5n.18xlarge"), security_groups=[sg])
+    autoscaling.AutoScalingGroup(
+        stack, "Group", vpc=vpc, launch_template=lt, min_capacity=2, max_capacity=2,
+        vpc_subnets=ec2.SubnetSelection(subnets=[vpc.isolated_subnets[0]]),
+    )  # fmt: skip
+    lt.apply_removal_policy(RemovalPolicy.RETAIN)
+    t = assertions.Template.from_stack(stack)
+    (lt_id,) = t.find_resources("AWS::EC2::LaunchTemplate")
+    t.has_resource_properties(
+        "AWS::AutoScaling::AutoScalingGroup",
+        {
+            "LaunchTemplate": {
+                "LaunchTemplateId": {"Ref": lt_id},
+                "Version": {"Fn::GetAtt": [lt_id, "LatestVersionNumber"]},
+            },
+            "MinSize": "2",
+            "VPCZoneIdentifier": [{"Ref": Match.string_like_regexp("^VpcPSubnet1")}],
+        },
+    )
+    t.has_resource("AWS::EC2::LaunchTemplate", {"DeletionPolicy": "Retain"})
+    assert lt.stack is stack and lt.env.region == stack.region
+
+
+def test_constructs_take_cdks_own_instance_type(make_stack: Any) -> None:
+    lt, t = _lt(make_stack, instance_type=ec2.InstanceType("p4d.24xlarge"))
+    assert lt.instance_type.name == "p4d.24xlarge"
+    t.has_resource_properties(
+        "AWS::EC2::LaunchTemplate",
+        {"LaunchTemplateData": Match.object_like({"InstanceType": "p4d.24xlarge"})},
+    )
