@@ -39,6 +39,25 @@ def test_cluster_wires_placement_group_and_nodes(make_stack: Any) -> None:
     assert cluster.layout.efa_count == 8
 
 
+def test_without_a_placement_group_on_request(make_stack: Any) -> None:
+    """use_placement_group=False (a reservation that brings its own placement, say): no group is made and
+    the template names none; the cluster's node plan is the one its template was built from."""
+    stack = make_stack()
+    cluster = EfaCluster(
+        stack,
+        "C",
+        vpc=isolated_vpc(stack),
+        instance_type=ec2.InstanceType("trn1.32xlarge"),
+        use_placement_group=False,
+        node_software=NodeSoftware.none(),
+    )
+    t = assertions.Template.from_stack(stack)
+    t.resource_count_is("AWS::EC2::PlacementGroup", 0)
+    (lt,) = t.find_resources("AWS::EC2::LaunchTemplate").values()
+    assert "Placement" not in lt["Properties"]["LaunchTemplateData"]
+    assert cluster.placement_group is None and cluster.launch_template.plan is cluster.plan
+
+
 def test_cluster_composes_with_cdk_grants_and_connections(make_stack: Any) -> None:
     """`bucket.grant_read(cluster)` and `db.connections.allow_from(cluster, ...)`, through CDK itself."""
     stack = make_stack()
