@@ -6,7 +6,8 @@ Run with `scripts/bench-synth` (a benchmark that prints figures, not a test).
    subprocess.run): `import aws_cdk` alone, `import aws_cdk` plus the project (app.py's imports),
    the whole app (`python app.py`, all ready stacks), and the floor: a one-resource CDK app (one SQS
    queue). The ratio whole app / floor is the figure to watch.
-2. In one Python process, so the CDK's Node process starts once ("Node start"); the empty app's
+2. The catalogue lookups the app makes while it builds its stacks (cProfile's call count).
+3. In one Python process, so the CDK's Node process starts once ("Node start"); the empty app's
    synth is the floor every stack pays. Each configuration synthesizes a fresh App holding one ready
    stack (Trn1EfaCluster's trn1.32xlarge, default node software), timed with perf_counter.
 """
@@ -73,6 +74,32 @@ def processes() -> None:
     )
 
 
+def lookups() -> None:
+    """How often the catalogue is read (``core.catalogue.instance_type`` calls, counted by cProfile) while
+    the app builds its ready stacks: each orchestrator resolves its node once (issue 36)."""
+    import cProfile
+    import pstats
+
+    import aws_cdk as cdk
+
+    import app as ready_app
+
+    context = json.loads((ROOT / "cdk.json").read_text())["context"]
+    profile = cProfile.Profile()
+    with tempfile.TemporaryDirectory() as out:
+        built = cdk.App(outdir=out, context=context)
+        profile.enable()
+        ready_app.build(built)
+        profile.disable()
+    calls = sum(
+        counts[1]
+        for (path, _, name), counts in pstats.Stats(profile).stats.items()  # type: ignore[attr-defined]
+        if path.endswith(str(Path("core", "catalogue", "__init__.py"))) and name == "instance_type"
+    )
+    stacks = sum(isinstance(c, cdk.Stack) for c in built.node.children)
+    print(f"Catalogue lookups building the app's {stacks} ready stacks: {calls}")
+
+
 def main() -> None:
     start = time.perf_counter()
     import aws_cdk as cdk
@@ -127,4 +154,5 @@ def main() -> None:
 
 if __name__ == "__main__":
     processes()
+    lookups()
     main()
