@@ -31,7 +31,7 @@ from ..core.errors import EfaConfigError
 from ..core.layout import Layout, NicLayout
 from ..core.node_plan import NodePlan
 from ..core.options import DEFAULT_NODE_COUNT, DEFAULT_ROOT_VOLUME_GIB, InternetEgress, NodeGroup, PublicIp
-from ..core.software import EfaUserData
+from ..core.software import Benchmark, EfaUserData
 from ._node_base import EfaNodeBase
 from ._shared import check_subnet_of
 from .acknowledgements import acknowledge
@@ -157,9 +157,6 @@ class EfaCluster(Construct):
             capacity=capacity,
             root_volume_gib=root_volume_gib,
         )
-        self.instance_type: InstanceType = self.plan.instance_type
-        self.layout: NicLayout = self.plan.layout
-        self.capacity: Capacity = self.plan.capacity
         self.node_group, self.public_ip, self.container = node_group, public_ip, container
         self.node_software: EfaUserData | None = node_software.config
         self._vpc = vpc
@@ -201,8 +198,9 @@ class EfaCluster(Construct):
             launched.node.add_dependency(self.subnet.internet_connectivity_established)
         on = self.node_software is not None if monitoring is None else monitoring
         self.monitoring = self._monitoring(alarm_email) if on else None
-        self.benchmark_report = self._benchmark_report()
-        self.software = self._add_node_software(node_count) if self.node_software is not None else None
+        benchmarks = self.node_software.benchmarks_for(self.instance_type) if self.node_software else ()
+        self.benchmark_report = self._benchmark_report(benchmarks)
+        self.software = self._add_node_software(node_count, benchmarks) if self.node_software else None
         acknowledge(self, "AwsSolutions-EC29")
         check_limits(self)
 
@@ -364,6 +362,21 @@ class EfaCluster(Construct):
         ]
 
     @property
+    def instance_type(self) -> InstanceType:
+        """The nodes' instance type, as the catalogue knows it (the plan's)."""
+        return self.plan.instance_type
+
+    @property
+    def layout(self) -> NicLayout:
+        """Every node's network interfaces (the plan's)."""
+        return self.plan.layout
+
+    @property
+    def capacity(self) -> Capacity:
+        """Where the nodes launch: On-Demand, a reservation or a Capacity Block (the plan's)."""
+        return self.plan.capacity
+
+    @property
     def connections(self) -> ec2.Connections:
         """The EFA security group's connections (``ec2.IConnectable``)."""
         return self.security_group.connections
@@ -390,16 +403,18 @@ class EfaCluster(Construct):
             return [self.auto_scaling_group.auto_scaling_group]
         return [n.instance for n in self.nodes]
 
-    def _benchmark_report(self) -> BenchmarkReport | None:
+    def _benchmark_report(self, benchmarks: Sequence[Benchmark]) -> BenchmarkReport | None:
         """Where the leader reports its benchmarks (``Benchmarks``), when the node software runs any."""
         software = self.node_software
-        if software is None or not software.benchmarks_for(self.instance_type):
+        if software is None or not benchmarks:
             return None
         return BenchmarkReport(
             self, "Benchmarks", nodes=self._launched, timeout_minutes=software.benchmark_timeout_minutes
         )
 
-    def _add_node_software(self, node_count: int) -> NodeSoftwareInstallation:
+    def _add_node_software(
+        self, node_count: int, benchmarks: Sequence[Benchmark]
+    ) -> NodeSoftwareInstallation:
         """The software installation (``Software``) and the nodes' creation policies."""
         software = self.node_software
         assert software is not None
@@ -420,7 +435,7 @@ class EfaCluster(Construct):
             user_data=self.node_user_data,
             node_count=node_count,
             parameter_path=self.parameter_path,
-            benchmarks=software.benchmarks_for(self.instance_type),
+            benchmarks=benchmarks,
             benchmark_url=self.benchmark_report.url if self.benchmark_report else None,
         )
         timeout = f"PT{software.signal_timeout_minutes}M"

@@ -287,9 +287,6 @@ class EfaLaunchTemplate(Construct):
         #: with another primary interface is made of (:meth:`with_primary_interface`).
         self.plan, self._wiring = plan, wiring
         self._synth_fingerprint: str | None = None
-        self.instance_type: InstanceType = plan.instance_type
-        self.layout: NicLayout = plan.layout
-        self.capacity: Capacity = plan.capacity
         self.machine_image: EfaMachineImage = image
         self.user_data: ec2.UserData = wiring.user_data or ec2.UserData.for_linux()
         self.role: iam.IRole = wiring.role or session_manager_role(
@@ -353,6 +350,21 @@ class EfaLaunchTemplate(Construct):
         cfn.add_property_override("LaunchTemplateData.MaintenanceOptions.AutoRecovery", "default")
         for key, value in capacity.launch_template_data().items():
             cfn.add_property_override(f"LaunchTemplateData.{key}", value)
+
+    @property
+    def instance_type(self) -> InstanceType:
+        """The instance type, as the catalogue knows it (the plan's)."""
+        return self.plan.instance_type
+
+    @property
+    def layout(self) -> NicLayout:
+        """The interfaces of every node of this template (the plan's)."""
+        return self.plan.layout
+
+    @property
+    def capacity(self) -> Capacity:
+        """Where its nodes launch: On-Demand, a reservation or a Capacity Block (the plan's)."""
+        return self.plan.capacity
 
     @property
     def connections(self) -> ec2.Connections:
