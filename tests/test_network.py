@@ -22,3 +22,23 @@ def test_network_refuses_a_zone_of_another_region(make_stack: Any) -> None:
         EfaConfigError, match="availability_zone='us-east-1a': the stack deploys to us-west-2"
     ):
         EfaNetwork(stack, "Net", availability_zone="us-east-1a")
+
+
+@pytest.mark.parametrize("zone", ["us-east-1c", None])
+def test_a_zone_asked_for_stays_clean_under_stock_cfn_lint(make_stack: Any, zone: str | None) -> None:
+    """A named zone is written on the subnets as a literal, which stock cfn-lint warns of (W3010): the
+    network says on those subnets why it is pinned, so a user's own cfn-lint run stays clean; without a
+    named zone nothing is pinned and nothing is suppressed."""
+    from efa_constructs import EfaNetwork
+    from tests.helpers import lint
+
+    stack = make_stack(env={"region": "us-east-1"})
+    EfaNetwork(stack, "Net", availability_zone=zone)
+    template = assertions.Template.from_stack(stack).to_json()
+    assert lint(template, stock=True) == []
+    subnets = [r for r in template["Resources"].values() if r["Type"] == "AWS::EC2::Subnet"]
+    suppressed = [s for s in subnets if "W3010" in str(s.get("Metadata", {}).get("cfn-lint"))]
+    assert len(suppressed) == (2 if zone else 0)
+    for subnet in suppressed:
+        del subnet["Metadata"]
+    assert len(lint(template, stock=True)) == (2 if zone else 0)  # the finding it answers

@@ -84,11 +84,24 @@ class EfaNetwork(Construct):
             ],
         )
         self._explain_cdk_provider_lint()
+        if availability_zone and not Token.is_unresolved(availability_zone):
+            self._explain_pinned_zone(availability_zone)
         log_group = logs.LogGroup(self, "FlowLogs", retention=flow_log_retention)
         self.vpc.add_flow_log("FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(log_group))
         self.public_subnet: ec2.ISubnet = self.vpc.public_subnets[0]
         self.private_subnet: ec2.ISubnet = self.vpc.private_subnets[0]
         self.availability_zone = self.private_subnet.availability_zone
+
+    def _explain_pinned_zone(self, zone: str) -> None:
+        """Stock cfn-lint warns (W3010) of a literal zone on a subnet. Here it is the user's choice, on
+        purpose: an EFA cluster lives in one zone (EFA traffic does not cross zones), the one that offers
+        its type. Suppressed on those subnets only, with the reason, so a user's own cfn-lint run stays
+        clean; a zone left to a CloudFormation parameter is no literal and needs nothing."""
+        for subnet in (*self.vpc.public_subnets, *self.vpc.private_subnets):
+            cfn = subnet.node.default_child
+            assert isinstance(cfn, ec2.CfnSubnet)
+            cfn.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3010"]}})
+            cfn.add_metadata("efa-cdk:cfn-lint-W3010", f"{zone} is the zone asked for: EFA stays in one zone")
 
     def _explain_cdk_provider_lint(self) -> None:
         """CDK's own restrict-default-security-group provider (feature flag
