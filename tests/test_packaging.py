@@ -183,3 +183,44 @@ def test_a_separate_app_composes_the_cluster_with_cdk_grants_and_connections() -
 
 def test_the_package_loads_the_cdk_only_when_a_construct_is_used() -> None:
     assert found()["lazy"] == "False True"
+
+
+def test_aws_cdk_lib_owns_its_files_in_the_venv_the_tests_run_in() -> None:
+    """scripts/setup leaves aws-cdk-lib's own aws_cdk/cloud_assembly_schema (the standalone
+    aws-cdk.cloud-assembly-schema writes the same file, and a parallel install may land it last): checked
+    here by the same script setup runs, so that fault reads as itself, not as jsii's "Unknown interface"
+    in a dozen annotation tests."""
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "cdk_lib_owns_its_files.py")], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+
+
+def test_a_file_another_package_overwrote_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check compares each file with aws-cdk-lib's RECORD: a changed byte is found and named."""
+    import base64
+    import hashlib
+    import importlib.metadata
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("owns", ROOT / "scripts" / "cdk_lib_owns_its_files.py")
+    assert spec and spec.loader
+    owns = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(owns)
+    mine = tmp_path / "aws_cdk" / "cloud_assembly_schema" / "__init__.py"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("aws-cdk-lib's copy\n")
+    digest = base64.urlsafe_b64encode(hashlib.sha256(mine.read_bytes()).digest()).rstrip(b"=").decode()
+    (tmp_path / "aws_cdk_lib-0.dist-info").mkdir()
+    (tmp_path / "aws_cdk_lib-0.dist-info" / "METADATA").write_text("Name: aws-cdk-lib\nVersion: 0\n")
+    (tmp_path / "aws_cdk_lib-0.dist-info" / "RECORD").write_text(
+        f"aws_cdk/cloud_assembly_schema/__init__.py,sha256={digest},{len(mine.read_bytes())}\n"
+    )
+    fake = importlib.metadata.PathDistribution(tmp_path / "aws_cdk_lib-0.dist-info")
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda _name: fake)
+    assert owns.overwritten() == []
+    mine.write_text("the standalone package's copy\n")
+    assert owns.overwritten() == ["aws_cdk/cloud_assembly_schema/__init__.py"]
