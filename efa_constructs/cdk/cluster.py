@@ -24,12 +24,12 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from ..core.capacity import Capacity
-from ..core.catalogue import AcceleratorKind, InstanceType
+from ..core.catalogue import AcceleratorKind
 from ..core.checks import ClusterRequest, check_cluster, replacement_without_spare
 from ..core.containers import ContainerRun
 from ..core.errors import EfaConfigError
-from ..core.layout import Layout, NicLayout
-from ..core.node_plan import NodePlan
+from ..core.layout import Layout
+from ..core.node_plan import NodePlan, PlannedNodes
 from ..core.options import DEFAULT_NODE_COUNT, DEFAULT_ROOT_VOLUME_GIB, InternetEgress, NodeGroup, PublicIp
 from ..core.software import Benchmark, EfaUserData
 from ._node_base import EfaNodeBase
@@ -55,7 +55,7 @@ def _known(value: T) -> T | None:
 
 
 @jsii.implements(ec2.IConnectable, iam.IGrantable)
-class EfaCluster(Construct):
+class EfaCluster(PlannedNodes, Construct):
     """Nodes wired for EFA: security group, placement group, launch template, instances, software.
 
     Node ``i`` is the construct ``Node{i}`` (an :class:`EfaNode`): raising ``node_count`` adds
@@ -360,21 +360,6 @@ class EfaCluster(Construct):
             )
             for i in range(node_count)
         ]
-
-    @property
-    def instance_type(self) -> InstanceType:
-        """The nodes' instance type, as the catalogue knows it (the plan's)."""
-        return self.plan.instance_type
-
-    @property
-    def layout(self) -> NicLayout:
-        """Every node's network interfaces (the plan's)."""
-        return self.plan.layout
-
-    @property
-    def capacity(self) -> Capacity:
-        """Where the nodes launch: On-Demand, a reservation or a Capacity Block (the plan's)."""
-        return self.plan.capacity
 
     @property
     def connections(self) -> ec2.Connections:

@@ -22,11 +22,10 @@ from aws_cdk.interfaces import aws_ec2 as ec2_refs
 from constructs import Construct, IValidation
 
 from ..core.capacity import Capacity
-from ..core.catalogue import InstanceType
 from ..core.checks import check_root_volume_gib
 from ..core.errors import EfaConfigError
 from ..core.layout import Layout, NicLayout
-from ..core.node_plan import NodePlan
+from ..core.node_plan import NodePlan, PlannedNodes
 from ..core.options import DEFAULT_ROOT_VOLUME_GIB
 from ._shared import session_manager_role
 from .arguments import checked
@@ -174,7 +173,7 @@ class _SelfRules:
 
 
 @jsii.implements(ec2.ILaunchTemplate, ec2.IConnectable, iam.IGrantable)
-class EfaLaunchTemplate(Construct):
+class EfaLaunchTemplate(PlannedNodes, Construct):
     """A launch template for EFA nodes.
 
     It is an ``ec2.ILaunchTemplate`` (aws-cdk-lib's Auto Scaling groups and other constructs that launch
@@ -350,21 +349,6 @@ class EfaLaunchTemplate(Construct):
         cfn.add_property_override("LaunchTemplateData.MaintenanceOptions.AutoRecovery", "default")
         for key, value in capacity.launch_template_data().items():
             cfn.add_property_override(f"LaunchTemplateData.{key}", value)
-
-    @property
-    def instance_type(self) -> InstanceType:
-        """The instance type, as the catalogue knows it (the plan's)."""
-        return self.plan.instance_type
-
-    @property
-    def layout(self) -> NicLayout:
-        """The interfaces of every node of this template (the plan's)."""
-        return self.plan.layout
-
-    @property
-    def capacity(self) -> Capacity:
-        """Where its nodes launch: On-Demand, a reservation or a Capacity Block (the plan's)."""
-        return self.plan.capacity
 
     @property
     def connections(self) -> ec2.Connections:

@@ -75,3 +75,25 @@ class NodePlan:
         """IMDS's PUT response hop limit: 1 reaches the node and host-networked containers; a container
         on a bridge network is one hop further."""
         return 2 if self.bridged_containers else 1
+
+
+class PlannedNodes:
+    """What was built from a :class:`NodePlan` shows the plan's type, layout and capacity as its own
+    attributes, read from the plan (a mixin of :class:`EfaCluster` and :class:`EfaLaunchTemplate`)."""
+
+    plan: NodePlan
+
+    @property
+    def instance_type(self) -> InstanceType:
+        """The nodes' instance type, as the catalogue knows it (the plan's)."""
+        return self.plan.instance_type
+
+    @property
+    def layout(self) -> NicLayout:
+        """Every node's network interfaces (the plan's)."""
+        return self.plan.layout
+
+    @property
+    def capacity(self) -> Capacity:
+        """Where the nodes launch: On-Demand, a reservation or a Capacity Block (the plan's)."""
+        return self.plan.capacity
