@@ -28,6 +28,7 @@ from efa_constructs.cdk import EfaPcsCluster
 from efa_constructs.core import EfaConfigError
 from efa_constructs.core.capacity import Capacity
 from efa_constructs.core.layout import Layout
+from tests.iam_eval import ANONYMOUS, Request, allowed, role_statements
 from tests.helpers import (
     ROOT,
     by_type,
@@ -458,12 +459,12 @@ def test_cloud_init_runs_the_pcs_cloud_config_and_the_node_mounts_efs_over_tls(
     run = subprocess.run(["/bin/sh", str(script)], env=_prep_env(tmp_path), capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     node = tmp_path / "node"
-    assert (node / "etc/fstab").read_text() == "fs-0123456789abcdef0:/ /shared efs _netdev,tls 0 0\n"
+    assert (node / "etc/fstab").read_text() == "fs-0123456789abcdef0:/ /shared efs _netdev,tls,iam 0 0\n"
     assert (node / "shared").stat().st_mode & 0o7777 == 0o1777
     calls = (tmp_path / "stubs/calls").read_text()
     assert f"mount {node}/shared" in calls
     assert "-m owner --uid-owner 0 -j ACCEPT" in calls and "-A efa-cdk-imds -j REJECT" in calls
-    assert "fs-0123456789abcdef0 mounted at /shared over TLS, mode 1777" in run.stderr
+    assert "fs-0123456789abcdef0 mounted at /shared over TLS as the node role, mode 1777" in run.stderr
 
 
 def test_an_efs_that_cannot_be_mounted_leaves_shared_alone_and_says_why(tmp_path: Path) -> None:
@@ -474,13 +475,49 @@ def test_an_efs_that_cannot_be_mounted_leaves_shared_alone_and_says_why(tmp_path
         ["bash", str(PREP), "shared", "fs-0123456789abcdef0", "/shared"],
         env={**env, "STUB_MOUNT_FAILS": "1"}, capture_output=True, text=True,
     )  # fmt: skip
-    assert run.returncode == 1 and "could not mount fs-0123456789abcdef0 at /shared over TLS" in run.stderr
+    assert run.returncode == 1 and "could not mount fs-0123456789abcdef0 at /shared over TLS as" in run.stderr
     assert (tmp_path / "node/shared").stat().st_mode & 0o7777 != 0o1777
     (tmp_path / "stubs/mount.efs").unlink()
     run = subprocess.run(["bash", str(PREP), "shared", "fs-0123456789abcdef0", "/shared"], env=env,
                          capture_output=True, text=True)  # fmt: skip
     assert run.returncode == 1 and "no EFS mount helper (amazon-efs-utils) on this image" in run.stderr
     assert "dnf -y -q install amazon-efs-utils" in (tmp_path / "stubs/calls").read_text()  # tried first
+
+
+def _mount_principal(tmp_path: Path, role: str) -> str:
+    """Who the EFS mount helper mounts /shared as: the options prep.sh writes to /etc/fstab (run here
+    with stand-ins), `iam` meaning the node role (Amazon EFS user guide, "Mounting with IAM
+    authorization"), none meaning an anonymous NFS client."""
+    run = subprocess.run(["bash", str(PREP), "shared", "fs-0123456789abcdef0", "/shared"],
+                         env=_prep_env(tmp_path), capture_output=True, text=True)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    (line,) = (tmp_path / "node/etc/fstab").read_text().splitlines()
+    options = line.split()[3].split(",")
+    return role if "iam" in options else ANONYMOUS
+
+
+def test_pcs_nodes_may_mount_shared_as_the_file_system_policy_and_their_role_decide(
+    pcs: dict[str, Any], tmp_path: Path
+) -> None:
+    """Issue 41 item 1: the EFS policy (aws-cdk-lib's, under @aws-cdk/aws-efs:denyAnonymousAccess, plus
+    efa-cdk's TLS-only deny) and the node role's policies, evaluated together for the principal the
+    mount uses (iam_eval: AWS's evaluation logic): a node's mount, its writes and root's chmod 1777 are
+    allowed over TLS; an anonymous client and a mount without TLS are refused."""
+    (role,) = [k for k, v in pcs["Resources"].items()
+               if v["Type"] == "AWS::IAM::Role" and k.startswith("PcsNodeRole")]  # fmt: skip
+    (efs,) = [k for k, v in pcs["Resources"].items() if v["Type"] == "AWS::EFS::FileSystem"]
+    file_system_policy = pcs["Resources"][efs]["Properties"]["FileSystemPolicy"]["Statement"]
+    identity = role_statements(pcs, role)
+    principal = _mount_principal(tmp_path, role)
+    over_tls = {"aws:SecureTransport": "true", "elasticfilesystem:AccessedViaMountTarget": "true"}
+    for action in ("ClientMount", "ClientWrite", "ClientRootAccess"):
+        request = Request(principal, f"elasticfilesystem:{action}", f"arn:{efs}", over_tls)
+        assert allowed(request, identity, file_system_policy), action
+    plain = {**over_tls, "aws:SecureTransport": "false"}
+    assert not allowed(Request(principal, "elasticfilesystem:ClientMount", f"arn:{efs}", plain),
+                       identity, file_system_policy)  # fmt: skip
+    anonymous = Request(ANONYMOUS, "elasticfilesystem:ClientMount", f"arn:{efs}", over_tls)
+    assert not allowed(anonymous, identity, file_system_policy)
 
 
 @pytest.mark.parametrize("change", ["instance_type", "login_instance_type"])

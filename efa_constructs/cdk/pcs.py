@@ -243,6 +243,9 @@ class EfaPcsCluster(Construct):
         )
         self.role: iam.IRole = role or self._node_role()
         self._allow_registration()
+        # The nodes mount /shared with IAM (node/pcs/prep.sh: `iam`), as root: the file system's policy
+        # refuses anonymous clients, so the role needs ClientMount, ClientWrite and ClientRootAccess.
+        self.storage.file_system.grant_root_access(self.role)
         self.instance_profile = iam.InstanceProfile(
             self, "InstanceProfile", role=self.role, path=PCS_IAM_PATH
         )

@@ -8,7 +8,12 @@
 #                           ParallelCluster's `Imds: Secured` on its head node: iptables, owner match.
 #   prep.sh shared FS DIR   first boot (runcmd): mount EFS file system FS at DIR over TLS with the EFS mount
 #                           helper (amazon-efs-utils), kept in /etc/fstab, and make DIR writable by every
-#                           user with the sticky bit (mode 1777), as AWS's PCS recipes do.
+#                           user with the sticky bit (mode 1777), as AWS's PCS recipes do. The mount is
+#                           IAM-authorized (`iam`: the helper signs with the node role's credentials, read
+#                           as root from instance metadata): the file system's policy refuses anonymous
+#                           clients (aws-cdk-lib's @aws-cdk/aws-efs:denyAnonymousAccess), and the role
+#                           holds ClientMount, ClientWrite and ClientRootAccess on it (Amazon EFS user
+#                           guide, "Using IAM to control file system data access"; mount option `iam`).
 set -euo pipefail
 R="${EFA_CDK_ROOT:-}"
 log() { printf 'efa-cdk[pcs-prep] %s\n' "$*" >&2; }
@@ -55,15 +60,15 @@ shared() {
     || die "no EFS mount helper (amazon-efs-utils) on this image and none could be installed: $dir is not mounted; build it into the image (github.com/aws/efs-utils)"
   mkdir -p "$R$dir"
   grep -qE "^[^#]*[[:space:]]${dir}[[:space:]]+efs[[:space:]]" "$fstab" 2>/dev/null \
-    || printf '%s:/ %s efs _netdev,tls 0 0\n' "$fs" "$dir" >>"$fstab"
+    || printf '%s:/ %s efs _netdev,tls,iam 0 0\n' "$fs" "$dir" >>"$fstab"
   for try in 1 2 3 4 5 6; do  # a new mount target can take a minute to answer
     mountpoint -q "$R$dir" && break
     mount "$R$dir" && break
     [ "$try" -lt 6 ] && sleep 10
   done
-  mountpoint -q "$R$dir" || die "could not mount $fs at $dir over TLS"
+  mountpoint -q "$R$dir" || die "could not mount $fs at $dir over TLS as the node role (iam)"
   chmod 1777 "$R$dir"
-  log "$fs mounted at $dir over TLS, mode 1777"
+  log "$fs mounted at $dir over TLS as the node role, mode 1777"
 }
 
 case "${1:-}" in
