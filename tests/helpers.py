@@ -32,6 +32,8 @@ from efa_constructs import EfaUserData, instance_type, plan_layout
 from efa_constructs.core.software import EFA_INSTALLER_FINGERPRINT, EFA_INSTALLER_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The generation tag of the stand-in nodes (a launch template's hash, as the cluster tags its nodes).
+GENERATION = "0123456789abcdef"
 
 
 def cdk_json_context() -> dict[str, Any]:
@@ -94,6 +96,8 @@ def masked(template: dict[str, Any]) -> dict[str, Any]:
     in the ParallelCluster config), so a snapshot diff shows what changed, not a new hash. What the
     assets hold is tested on its own (shellcheck, the stub runs of the scripts)."""
     text = re.sub(r"[0-9a-f]{64}(?=\.(?:zip|sh))", "<asset-hash>", json.dumps(template))
+    # the nodes' generation hashes their launch template, asset hashes included
+    text = re.sub(r'("Key": "efa-cdk:generation", "Value": ")[0-9a-f]{16}"', r'\1<generation>"', text)
     result: dict[str, Any] = json.loads(text)
     return result
 
@@ -208,9 +212,22 @@ case "$args" in
     echo "$n" >"$STUB_DIR/last-replacement-version"
     echo "$v" >"$STUB_DIR/last-replacement"
     echo "$n" ;;
+  *" put-parameter "*)  # SSM refuses to overwrite without --overwrite (every parameter here exists)
+    case "$args" in
+      *" --overwrite "*) ;;
+      *) echo "An error occurred (ParameterAlreadyExists)" >&2; exit 254 ;;
+    esac
+    v=${args#* --value }; v=${v%% --*}; v=${v% }
+    case "$args" in
+      *"/formed "*) printf '%s\n' "$v" >"$STUB_DIR/formed" ;;
+      *"/benchmark-results "*) cat "${v#file://}" >"$STUB_DIR/results" ;;
+      *) exit 99 ;;
+    esac ;;
   *" get-parameter "*"/formed"*) cat "$STUB_DIR/formed" 2>/dev/null || echo no ;;
-  *" put-parameter "*"/formed"*) echo yes >"$STUB_DIR/formed" ;;
   *" get-parameter "*) cat "$STUB_DIR/node-count" ;;
+  *" describe-instances --instance-ids "*)  # this node's Auto Scaling group (column 4)
+    id=${args#* --instance-ids }; id=${id%% *}
+    awk -v id="$id" '$5 == id {print $4}' "$STUB_DIR/instances" ;;
   *" describe-instances "*) cat "$STUB_DIR/instances" ;;
   *" put-metric-data "*)
     echo "$*" >>"$STUB_DIR/metrics.log"
@@ -337,7 +354,8 @@ class Node:
                 self.stub_dir / ("slurm" if name in SLURM_COMMANDS else "bin") / name,
                 f'#!{BASH}\necho "{name} $*" >>"$STUB_DIR/calls.log"\n{body.strip()}\n',
             )
-        self.tags(**{"efa-cdk:node-index": str(index), "efa-cdk:logical-id": f"ClusterNode{index}ABCD1234"})
+        self.tags(**{"efa-cdk:node-index": str(index), "efa-cdk:logical-id": f"ClusterNode{index}ABCD1234",
+                     "efa-cdk:generation": GENERATION})  # fmt: skip
         self.cluster(["10.0.1.10", "10.0.1.11"], count=2)
         (self.stub_dir / "local-ipv4").write_text(f"10.0.1.1{index}\n")
         self.env = {
@@ -397,13 +415,16 @@ class Node:
                 "2026-11-22T10:00:00+00:00",
                 None if indexed else "asg-1",
                 self._id(i),
+                GENERATION if indexed else None,
             )
             for i, ip in enumerate(ips)
         ]
         self.instances(rows, count)
 
-    def instances(self, rows: list[tuple[int | None, str, str, str | None, str]], count: int) -> None:
-        """(node index, private ip, launch time, Auto Scaling group, instance id) per instance."""
+    def instances(self, rows: list[tuple[Any, ...]], count: int) -> None:
+        """(node index, private ip, launch time, Auto Scaling group, instance id[, generation tag]) per
+        instance; an explicit row without a generation is of this node's (GENERATION)."""
+        rows = [row if len(row) == 6 or row[0] is None else (*row, GENERATION) for row in rows]
         text = "".join("\t".join("None" if v is None else str(v) for v in row) + "\n" for row in rows)
         (self.stub_dir / "instances").write_text(text)
         (self.stub_dir / "node-count").write_text(f"{count}\n")

@@ -119,7 +119,9 @@ def role_statements(template: dict[str, Any], role: str) -> list[dict[str, Any]]
     for policy in resources[role]["Properties"].get("Policies", []):
         statements += policy["PolicyDocument"]["Statement"]
     for resource in resources.values():
-        if resource["Type"] == "AWS::IAM::Policy" and {"Ref": role} in resource["Properties"].get("Roles", []):
+        if resource["Type"] == "AWS::IAM::Policy" and {"Ref": role} in resource["Properties"].get(
+            "Roles", []
+        ):
             statements += resource["Properties"]["PolicyDocument"]["Statement"]
     return [resolve(s) for s in statements]
 

@@ -342,6 +342,24 @@ def test_status_shows_the_nodes_alarms_and_benchmarks_of_a_stack_created_in_the_
         and "EFA verified: yes (signalled)" in text
     )
     assert "ALARM             Trn1EfaCluster-ClusterMonitoringUnhealthyNodes-ABC123" in text
+    assert s["benchmarks_of"] == "the stack's creation"
+    # issue 41 item 2: a later generation's leader keeps its results in the results parameter (as
+    # node/boot/benchmarks.sh writes it); status shows those, naming the generation and when
+    (results,) = [
+        r["PhysicalResourceId"] for r in resources if r["PhysicalResourceId"].endswith("/benchmark-results")
+    ]
+    kept = {"generation": "0e2e0000000000b2", "at": "2026-11-25T10:00:00Z", "status": "SUCCESS",
+            "data": [{"benchmark": "fi_pingpong", "ok": True, "peak_gbytes_s": 12.5}]}  # fmt: skip
+    session.client("ssm", region_name=REGION).put_parameter(
+        Name=results, Value=json.dumps(kept), Overwrite=True, Tier="Intelligent-Tiering"
+    )
+    assert status.main("Trn1EfaCluster", None, True) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["benchmarks_of"] == {"generation": "0e2e0000000000b2", "at": "2026-11-25T10:00:00Z"}
+    assert [b["benchmark"] for b in s["benchmarks"]] == ["fi_pingpong"]
+    assert s["benchmarks"][0]["line_rate_fraction"] == round(12.5 * 8 / 800, 3)
+    assert status.main("Trn1EfaCluster", None, False) == 0
+    assert "benchmarks (generation 0e2e0000000000b2, 2026-11-25T10:00:00Z):" in capsys.readouterr().out
 
 
 def test_status_of_a_stack_that_does_not_exist_is_one_line(account: dict[str, Any], capsys: Any) -> None:

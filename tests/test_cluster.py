@@ -14,6 +14,7 @@ from aws_cdk import aws_s3 as s3
 
 from efa_constructs import (
     EfaCluster,
+    EfaUserData,
     NodeGroup,
     NodeSoftware,
     PublicIp,
@@ -179,3 +180,26 @@ def test_nodes_wait_for_their_route_out_and_elastic_ips_for_the_internet_gateway
         (eip,) = [v for k, v in t.items() if v["Type"] == kind and k.startswith("C")]
         assert igw_route in eip["DependsOn"]  # the route out, which itself waits for the attachment
     assert attachment in t[igw_route]["DependsOn"]
+
+
+def _generations(make_stack: Any, **kwargs: Any) -> set[str]:
+    """The efa-cdk:generation tags of an EfaCluster's nodes (node software on: the tags are read by it)."""
+    stack = make_stack()
+    options: dict[str, Any] = {"instance_type": ec2.InstanceType("trn1.32xlarge"), "node_count": 2}
+    EfaCluster(stack, "C", vpc=isolated_vpc(stack), **{**options, **kwargs})
+    nodes = assertions.Template.from_stack(stack).find_resources("AWS::EC2::Instance").values()
+    return {t["Value"] for n in nodes for t in n["Properties"]["Tags"] if t["Key"] == "efa-cdk:generation"}
+
+
+def test_the_nodes_generation_changes_with_what_replaces_every_node_and_only_with_that(
+    make_stack: Any,
+) -> None:
+    """Issue 41 item 2: every node carries one generation; more nodes or a replacement label (one node
+    replaced) keep it, so they join; a new type, layout or node software (every node replaced) changes
+    it, so the new nodes form a cluster of their own."""
+    (base,) = _generations(make_stack)
+    assert len(base) == 16 and int(base, 16) >= 0
+    assert _generations(make_stack, node_count=3) == {base}
+    assert _generations(make_stack, node_replacements={1: "bad-gpu"}) == {base}
+    assert _generations(make_stack, instance_type=ec2.InstanceType("trn1n.32xlarge")) != {base}
+    assert _generations(make_stack, node_software=NodeSoftware.efa(EfaUserData(benchmarks=[]))) != {base}

@@ -34,7 +34,7 @@ from efa_constructs.core.software import (
     Benchmark,
     bootstrap_script,
 )
-from tests.helpers import BASH, FIXTURES, THIS_INSTANCE, Node, executable
+from tests.helpers import BASH, FIXTURES, GENERATION, THIS_INSTANCE, Node, executable
 
 BOOT = ("install-efa", "efa-env", "ssh-keys", "verify-efa", "signal", "hostfile")
 
@@ -578,9 +578,67 @@ def test_verify_efa_refuses_a_libfabric_that_lists_another_provider(tmp_path: Pa
 
 
 def test_the_leader_marks_the_cluster_formed_once_every_node_has_the_hostfile(tmp_path: Path) -> None:
+    """Formed by its generation (issue 41 item 2): the explicit nodes' efa-cdk:generation tag."""
     node = Node(tmp_path)
     assert node.run("hostfile").returncode == 0
-    assert (node.stub_dir / "formed").read_text() == "yes\n"
+    assert (node.stub_dir / "formed").read_text() == f"{GENERATION}\n"
+
+
+def test_a_new_generation_forms_anew_from_its_own_nodes_and_benchmarks(tmp_path: Path) -> None:
+    """Issue 41 item 2: every node replaced (a new launch template: its hash is the new generation)
+    while the old generation is marked formed and its nodes still run. The new node 0 does not join:
+    it lists only its generation's nodes (never an old one, though the old one of index 2 is newer
+    than nothing), reaches each over SSH, marks its generation formed and runs the benchmarks, which
+    it keeps in the results parameter (the wait condition completed at creation: best effort)."""
+    node = Node(tmp_path, EFA_CDK_BENCHMARKS="fi_pingpong",
+                EFA_CDK_RESULTS_PARAMETER="/efa-cdk/Trn1EfaCluster/Cluster/benchmark-results")  # fmt: skip
+    (node.stub_dir / "formed").write_text("00000000000000aa\n")  # the old generation
+    node.instances(
+        [
+            (0, "10.0.1.5", OLD, None, "i-00000000000000a00", "00000000000000aa"),
+            (1, "10.0.1.6", OLD, None, "i-00000000000000a01", "00000000000000aa"),
+            (2, "10.0.1.7", NEW, None, "i-00000000000000a02", "00000000000000aa"),
+            (0, "10.0.1.10", NEW, None, THIS_INSTANCE),
+            (1, "10.0.1.11", NEW, None, "i-00000000000000b01"),
+        ],
+        count=2,
+    )
+    r = node.run("hostfile", "benchmarks")
+    assert r.returncode == 0, r.log
+    assert node.read("etc/efa-cdk/hostfile").split()[::2] == ["10.0.1.10", "10.0.1.11"]
+    assert (node.stub_dir / "formed").read_text() == f"{GENERATION}\n"
+    assert "joined" not in r.log and "running fi_pingpong" in r.log
+    kept = json.loads((node.stub_dir / "results").read_text())
+    assert kept["generation"] == GENERATION and kept["data"][0]["benchmark"] == "fi_pingpong"
+
+
+def test_an_old_generations_node_never_stands_in_for_a_new_one_not_yet_launched(tmp_path: Path) -> None:
+    """While CloudFormation launches the new generation, the old node 1 still runs and the new node 1
+    is not there yet: the leader waits for its own generation's node 1 (here until its short deadline)
+    instead of forming with the old one."""
+    node = Node(tmp_path, EFA_CDK_WAIT_SECONDS="1", EFA_CDK_POLL_SECONDS="1")
+    (node.stub_dir / "formed").write_text("00000000000000aa\n")
+    node.instances([(0, "10.0.1.5", OLD, None, "i-00000000000000a00", "00000000000000aa"),
+                    (1, "10.0.1.6", OLD, None, "i-00000000000000a01", "00000000000000aa"),
+                    (0, "10.0.1.10", NEW, None, THIS_INSTANCE)], count=2)  # fmt: skip
+    r = node.run("hostfile")
+    assert r.returncode == 1
+    assert "1 of 2 nodes of this generation came up within 1s (found: 10.0.1.10)" in r.log, r.log
+
+
+def test_a_new_auto_scaling_group_forms_anew(tmp_path: Path) -> None:
+    """Issue 41 item 2: a replacing update makes a new group; its oldest node leads a new formation
+    (the formed parameter names the old group), and marks its group formed."""
+    node = Node(tmp_path)
+    (node.stub_dir / "tags" / "efa-cdk:node-index").unlink()
+    (node.stub_dir / "formed").write_text("group:Cluster-Old\n")
+    node.instances([(None, "10.0.1.10", OLD, "Cluster-New", THIS_INSTANCE),
+                    (None, "10.0.1.11", NEW, "Cluster-New", "i-00000000000000b01"),
+                    (None, "10.0.1.5", OLD, "Cluster-Old", "i-00000000000000a00")], count=2)  # fmt: skip
+    r = node.run("hostfile")
+    assert r.returncode == 0, r.log
+    assert "joined" not in r.log
+    assert (node.stub_dir / "formed").read_text() == "group:Cluster-New\n"
 
 
 def test_a_replaced_node_joins_and_gives_every_member_the_new_hostfile(tmp_path: Path) -> None:
@@ -588,7 +646,7 @@ def test_a_replaced_node_joins_and_gives_every_member_the_new_hostfile(tmp_path:
     each index: not the old node 1, still running while CloudFormation replaces it), writes the hostfile
     with the leader first and hands it to node 0 and node 2; it runs no benchmarks."""
     node = Node(tmp_path, index=1, EFA_CDK_BENCHMARKS="fi_pingpong")
-    (node.stub_dir / "formed").write_text("yes\n")
+    (node.stub_dir / "formed").write_text(f"{GENERATION}\n")
     (node.stub_dir / "local-ipv4").write_text("10.0.1.21\n")
     node.instances(
         [
@@ -605,7 +663,7 @@ def test_a_replaced_node_joins_and_gives_every_member_the_new_hostfile(tmp_path:
     assert node.read("home/ubuntu/hostfile").split() == expected
     pushed = sorted(c.split()[-4] for c in node.calls("ssh") if c.endswith("cat > hostfile"))
     assert pushed == ["10.0.1.10", "10.0.1.12"]  # every member but itself; never the old node 1
-    assert "joined a formed cluster: the benchmarks ran at its creation" in r.log
+    assert "joined a formed cluster: the benchmarks ran at its formation" in r.log
     assert not (node.stub_dir / "posted.json").exists()
 
 
@@ -614,7 +672,7 @@ def test_in_a_group_the_oldest_node_leads_not_the_lowest_address(tmp_path: Path)
     (and re-run the benchmarks) under running jobs. The group's oldest node leads."""
     node = Node(tmp_path)
     (node.stub_dir / "tags" / "efa-cdk:node-index").unlink()  # a group's nodes have no index
-    (node.stub_dir / "formed").write_text("yes\n")
+    (node.stub_dir / "formed").write_text("group:Cluster-Nodes\n")
     (node.stub_dir / "local-ipv4").write_text("10.0.1.2\n")
     node.instances(
         [
@@ -627,7 +685,7 @@ def test_in_a_group_the_oldest_node_leads_not_the_lowest_address(tmp_path: Path)
     r = node.run("hostfile", "benchmarks")
     assert r.returncode == 0, r.log
     assert node.read("etc/efa-cdk/hostfile").split()[::2] == ["10.0.1.9", "10.0.1.10", "10.0.1.2"]
-    assert "joined a formed cluster: the benchmarks ran at its creation" in r.log
+    assert "joined a formed cluster: the benchmarks ran at its formation" in r.log
 
 
 def test_the_root_copy_of_the_hostfile_follows_the_one_a_joining_node_hands_out(tmp_path: Path) -> None:

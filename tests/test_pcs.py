@@ -28,7 +28,6 @@ from efa_constructs.cdk import EfaPcsCluster
 from efa_constructs.core import EfaConfigError
 from efa_constructs.core.capacity import Capacity
 from efa_constructs.core.layout import Layout
-from tests.iam_eval import ANONYMOUS, Request, allowed, role_statements
 from tests.helpers import (
     ROOT,
     by_type,
@@ -41,6 +40,7 @@ from tests.helpers import (
     new_template,
     user_data,
 )
+from tests.iam_eval import ANONYMOUS, Request, allowed, role_statements
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsii
-from aws_cdk import Annotations, RemovalPolicy, Stack, Token
+from aws_cdk import Annotations, IStableStringProducer, Lazy, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk.interfaces import ResourceEnvironment
@@ -30,6 +30,18 @@ from ..core.options import DEFAULT_ROOT_VOLUME_GIB
 from ._shared import session_manager_role
 from .arguments import checked
 from .machine_image import EfaMachineImage
+
+
+@jsii.implements(IStableStringProducer)
+class _Generation:
+    """The generation of a template's nodes, produced during synthesis (see
+    :attr:`EfaLaunchTemplate.generation`)."""
+
+    def __init__(self, template: EfaLaunchTemplate) -> None:
+        self._template = template
+
+    def produce(self) -> str:
+        return self._template.synth_generation()
 
 
 def network_interfaces(
@@ -343,6 +355,7 @@ class EfaLaunchTemplate(PlannedNodes, Construct):
         cfn = self.launch_template.node.default_child
         assert isinstance(cfn, ec2.CfnLaunchTemplate)
         cfn.add_property_override("LaunchTemplateData.NetworkInterfaces", interfaces)
+        self._interfaces = interfaces
         # EC2's simplified automatic recovery, stated (it is EC2's default where the type supports it:
         # EC2 API reference, ModifyInstanceMaintenanceOptions): a node whose hardware fails its system
         # status check comes back on other hardware. Instance-store types are not recovered by EC2.
@@ -384,6 +397,13 @@ class EfaLaunchTemplate(PlannedNodes, Construct):
             self._synth_fingerprint = self.fingerprint()
         return self._synth_fingerprint
 
+    def synth_generation(self) -> str:
+        """The nodes' generation (:attr:`generation`): :meth:`fingerprint` and the interfaces as written
+        (their subnet too: a subnet change replaces every node), 16 hex digits."""
+        interfaces = Stack.of(self).resolve(self._interfaces)
+        parts = [self.synth_fingerprint(), interfaces]
+        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
     def with_primary_interface(
         self, scope: Construct, id_: str, network_interface_id: str
     ) -> EfaLaunchTemplate:
@@ -397,6 +417,15 @@ class EfaLaunchTemplate(PlannedNodes, Construct):
             checks=False,
         )
         return PlannedLaunchTemplate(scope, id_, plan=self.plan, wiring=wiring)
+
+    @property
+    def generation(self) -> str:
+        """A name for the nodes this template launches (a token): the hash of the template's data as
+        CloudFormation receives it. Anything that replaces every node launched from the template (the
+        image, the user data and so the node software, the type, the layout) changes it; a replaced or
+        added node of the same template keeps it. The node software tags explicit nodes with it, so a
+        new generation of nodes forms a cluster of its own instead of joining the old one's."""
+        return Lazy.string(_Generation(self))
 
     @property
     def launch_template_id(self) -> str:

@@ -123,7 +123,8 @@ class NodeSoftwareInstallation(Construct):
 
     Creates the cluster's SSH key pair (``SshKey``; private key in SSM Parameter Store), the
     node-count parameter the nodes read (``NodeCount``: no launch template depends on the count), the
-    parameter the leader marks the cluster formed in (``Formed``: later nodes join the hostfiles),
+    parameter the leader marks its generation formed in (``Formed``: later nodes of that generation join
+    the hostfiles), the newest generation's benchmark results (``Results``),
     the scripts asset (``Scripts``), the role's permissions for them, and renders the bootstrap into
     the user data. The builder is staged here: steps added to it afterwards raise.
 
@@ -162,15 +163,26 @@ class NodeSoftwareInstallation(Construct):
             string_value=str(node_count),
             description=f"Number of nodes in EFA cluster {scope.node.path} (read by the nodes at boot)",
         )
-        # "yes" once the leader has given every node of the new cluster its hostfile: a node that boots
-        # later (a replacement, a scale-out) joins instead, and the benchmarks do not run again.
+        # The generation of nodes that formed (node/boot/hostfile.sh), once its leader has given every
+        # node its hostfile: a node of that generation that boots later (a replacement, a scale-out)
+        # joins; a new generation (a new launch template, a new Auto Scaling group) forms anew.
         self.formed_parameter = ssm.StringParameter(
             self,
             "Formed",
             parameter_name=f"{parameter_path}/formed",
             simple_name=False,
             string_value="no",
-            description=f"Whether EFA cluster {scope.node.path} has formed (set by its leader)",
+            description=f"The generation of EFA cluster {scope.node.path}'s nodes that formed",
+        )
+        # The leader's benchmark results of the newest generation (the BenchmarkResults output is the
+        # creation's): written by the node, read by `efa-cdk status`.
+        self.results_parameter = ssm.StringParameter(
+            self,
+            "Results",
+            parameter_name=f"{parameter_path}/benchmark-results",
+            simple_name=False,
+            string_value="none",
+            description=f"Benchmark results of EFA cluster {scope.node.path}'s newest generation (JSON)",
         )
         scripts = s3_assets.Asset(self, "Scripts", path=str(software.stage()))
         role.add_to_principal_policy(
@@ -192,7 +204,7 @@ class NodeSoftwareInstallation(Construct):
             iam.PolicyStatement(
                 sid="EfaClusterFormed",
                 actions=["ssm:PutParameter"],
-                resources=[self.formed_parameter.parameter_arn],
+                resources=[self.formed_parameter.parameter_arn, self.results_parameter.parameter_arn],
             )
         )
         role.add_to_principal_policy(scripts_read_statement(scripts))
@@ -210,6 +222,7 @@ class NodeSoftwareInstallation(Construct):
             "EFA_CDK_KEY_PAIR_ID": self.ssh_key.key_pair_id,
             "EFA_CDK_NODE_COUNT_PARAMETER": self.node_count_parameter.parameter_name,
             "EFA_CDK_FORMED_PARAMETER": self.formed_parameter.parameter_name,
+            "EFA_CDK_RESULTS_PARAMETER": self.results_parameter.parameter_name,
         }
         if benchmark_url is not None:
             node_settings["EFA_CDK_BENCHMARK_URL"] = benchmark_url

@@ -31,7 +31,11 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "EFA_CDK_CLUSTER": (NODE, "the efa-cdk:cluster tag value the nodes find each other by"),
     "EFA_CDK_VPC_CIDR": (NODE, "the VPC's range (SSH between nodes)"),
     "EFA_CDK_NODE_COUNT_PARAMETER": (NODE, "SSM parameter holding the node count"),
-    "EFA_CDK_FORMED_PARAMETER": (NODE, "SSM parameter the leader sets to yes once the cluster formed"),
+    "EFA_CDK_FORMED_PARAMETER": (NODE, "SSM parameter the leader sets to its generation once it formed"),
+    "EFA_CDK_RESULTS_PARAMETER": (
+        NODE,
+        "SSM parameter the leader keeps its generation's benchmark results in",
+    ),
     "EFA_CDK_KEY_PAIR_ID": (NODE, "the cluster key pair, whose private key is in SSM"),
     "EFA_CDK_QUEUES": (NODE, "ParallelCluster queues (hosts fix)"),
     "EFA_CDK_SHARED_DIR": (NODE, "ParallelCluster's shared directory (job templates)"),

@@ -188,7 +188,8 @@ def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -
         "stack": stack,
         "status": info["StackStatus"],
         "nodes": nodes,
-        "benchmarks": _benchmarks(outputs),
+        "benchmarks": _benchmarks(outputs, newest := _newest_results(session, by_type)),
+        "benchmarks_of": {k: newest[k] for k in ("generation", "at")} if newest else "the stack's creation",
         "alarms": alarm_states,
         "changes": changes,
     }
@@ -209,17 +210,44 @@ def _when(value: str) -> str:
     return f"{datetime.fromtimestamp(int(epoch), timezone.utc):%Y-%m-%d %H:%M} UTC by {who}"
 
 
-def _benchmarks(outputs: dict[str, str]) -> list[dict[str, Any]]:
-    """The leader's benchmark results (the BenchmarkResults output), each peak against the Layout
-    output's EFA line rate."""
-    raw = outputs.get("BenchmarkResults")
-    if not raw:
-        return []
+def _newest_results(session: Any, by_type: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
+    """The newest generation's benchmark results, as its leader kept them in the cluster's
+    ``.../benchmark-results`` parameter (node/boot/benchmarks.sh); None before any were kept."""
+    names = [
+        r["PhysicalResourceId"]
+        for r in by_type.get("AWS::SSM::Parameter", [])
+        if r.get("PhysicalResourceId", "").endswith("/benchmark-results")
+    ]
+    if not names:
+        return None
+    ssm = session.client("ssm")
+    raw = _aws_call(
+        "benchmarks", "ssm:GetParameter", lambda: ssm.get_parameter(Name=names[0])["Parameter"]["Value"]
+    )
+    if raw == "none":
+        return None
     try:
-        data = json.loads(raw)
-        results = json.loads(next(iter(data.values()))) if isinstance(data, dict) else data
-    except (ValueError, StopIteration):
-        return [{"benchmark": "all", "ok": False, "note": f"unreadable BenchmarkResults: {raw[:80]}"}]
+        kept = json.loads(raw)
+        return {"generation": str(kept["generation"]), "at": str(kept["at"]), "data": list(kept["data"])}
+    except (ValueError, KeyError, TypeError):
+        return {"generation": "unknown", "at": "unknown", "data": [{"benchmark": "all", "ok": False,
+                "note": f"unreadable benchmark results in {names[0]}"}]}  # fmt: skip
+
+
+def _benchmarks(outputs: dict[str, str], newest: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The leader's benchmark results, each peak against the Layout output's EFA line rate: the newest
+    generation's (`newest`), else the stack's creation's (the BenchmarkResults output)."""
+    raw = outputs.get("BenchmarkResults")
+    if newest is not None:
+        results = newest["data"]
+    elif not raw:
+        return []
+    else:
+        try:
+            data = json.loads(raw)
+            results = json.loads(next(iter(data.values()))) if isinstance(data, dict) else data
+        except (ValueError, StopIteration):
+            return [{"benchmark": "all", "ok": False, "note": f"unreadable BenchmarkResults: {raw[:80]}"}]
     rate = re.search(r"([\d.]+) Gbps EFA line rate", outputs.get("Layout", ""))
     line_rate = float(rate.group(1)) if rate else None
     out = []
@@ -238,7 +266,9 @@ def render(s: dict[str, Any]) -> str:
             f"  {n['id']}  {n['type']}  {n['state']:<8} {n['zone']}  {n['ip']}  EFA verified: "
             f"{n['efa_verified']}  last health check: {n['last_health_check'] or 'none in the last hour'}"
         )
-    lines.append("benchmarks:" if s["benchmarks"] else "benchmarks: none reported")
+    of = s.get("benchmarks_of")
+    when = f" (generation {of['generation']}, {of['at']})" if isinstance(of, dict) else ""
+    lines.append(f"benchmarks{when}:" if s["benchmarks"] else "benchmarks: none reported")
     for b in s["benchmarks"]:
         figure = (
             f"{b.get('peak_gbytes_s')} GB/s peak"

@@ -157,8 +157,9 @@ def test_monitoring_configures_the_agent_and_the_health_check_reaches_cloudwatch
 def test_a_replaced_node_joins_and_every_hostfile_follows_the_cluster(
     cluster: Cluster, healthy: dict[str, Any]
 ) -> None:
-    """Issue 34 item 3, last in this module (it ends node 1). After the cluster formed, node 1 dies and
-    is replaced as CloudFormation replaces it: a new instance with node 1's tags, the old one still
+    """Issue 34 item 3 (it ends node 1; the next test replaces the whole cluster). After the cluster
+    formed, node 1 dies and is replaced as CloudFormation replaces it: a new instance with node 1's
+    tags (its generation's: it joins, issue 41 item 2), the old one still
     listed by EC2. The new node joins: every node's ~/hostfile lists node 0 first (the leader stays),
     the new node, node 2, and not the dead address; the new node runs no benchmarks (the wait
     condition's body is unchanged); the leader's root copy follows ~/hostfile (hostfile-sync.sh, which
@@ -173,7 +174,9 @@ def test_a_replaced_node_joins_and_every_hostfile_follows_the_cluster(
     before = cluster.handle(healthy["stack"]["handle"])
     with inside(cluster.aws_ns):
         aws = cluster.clients()
-        assert aws["ssm"].get_parameter(Name=formed_name)["Parameter"]["Value"] == "yes", explain(nodes)
+        generation = aws["ssm"].get_parameter(Name=formed_name)["Parameter"]["Value"]
+        tags = healthy["stack"]["instances"][nodes[1].logical_id][2]
+        assert generation == tags["efa-cdk:generation"], explain(nodes)
         old = nodes[1]
         kill_namespace(old.ns)  # node 1 dies; its instance still runs until CloudFormation deletes it
         (was,) = [i for r in aws["ec2"].describe_instances(InstanceIds=[old.instance_id])["Reservations"]
@@ -197,9 +200,60 @@ def test_a_replaced_node_joins_and_every_hostfile_follows_the_cluster(
     assert listed[0] == nodes[0].ip and sorted(listed) == sorted([nodes[0].ip, new.ip, nodes[2].ip])
     assert old.ip not in listed
     assert (
-        "the benchmarks ran at its creation" in new.log()
+        "the benchmarks ran at its formation" in new.log()
         and cluster.handle(healthy["stack"]["handle"]) == before
     )
     r = nodes[0].run_as_root("bash", str(nodes[0].root / "opt/efa-cdk/bin/hostfile-sync.sh"))
     assert r.returncode == 0, r.stderr
     assert (nodes[0].root / "etc/efa-cdk/hostfile").read_text() == files[new.name]
+
+
+def test_a_new_generation_of_every_node_forms_again_and_benchmarks_the_new_fabric(
+    cluster: Cluster, healthy: dict[str, Any]
+) -> None:
+    """Issue 41 item 2, last in this module. Every node replaced by a new generation (as an efa-cdk
+    upgrade, a new image or any launch template change does: new instances tagged with the new
+    template's hash) while the old generation is marked formed and two of its nodes still run. The new
+    nodes do not join the old cluster: the new node 0 lists its generation's three, reaches each over
+    SSH with EFA verified, benchmarks them (fi_pingpong over the stand-in provider), keeps the results
+    in the cluster's results parameter and marks the new generation formed. moto answers every call."""
+    nodes: list[Node] = healthy["nodes"]
+    env = (nodes[0].root / "etc/efa-cdk/node.env").read_text().splitlines()
+    settings = dict(line.split("=", 1) for line in env if "=" in line)
+    formed_name = settings["EFA_CDK_FORMED_PARAMETER"].strip("'")
+    results_name = settings["EFA_CDK_RESULTS_PARAMETER"].strip("'")
+    new_generation = "0e2e0000000000b2"
+    instances = {}
+    with inside(cluster.aws_ns):
+        aws = cluster.clients()
+        old = aws["ssm"].get_parameter(Name=formed_name)["Parameter"]["Value"]
+        assert old != new_generation
+        for logical, (iid, _ip, tags) in healthy["stack"]["instances"].items():
+            (was,) = [
+                i
+                for r in aws["ec2"].describe_instances(InstanceIds=[iid])["Reservations"]
+                for i in r["Instances"]
+            ]
+            new_tags = {**tags, "efa-cdk:generation": new_generation}
+            made = aws["ec2"].run_instances(
+                ImageId=was["ImageId"], InstanceType=was["InstanceType"], MinCount=1, MaxCount=1,
+                SubnetId=was["SubnetId"],
+                TagSpecifications=[{"ResourceType": "instance",
+                                    "Tags": [{"Key": k, "Value": v} for k, v in new_tags.items()]}],
+            )["Instances"][0]  # fmt: skip
+            instances[logical] = (made["InstanceId"], made["PrivateIpAddress"], new_tags)
+    generation = {"user_data": healthy["stack"]["user_data"], "instances": instances}
+    booted = cluster.boot("g", generation, "ubuntu", [8, 8, 8], {"EFA_CDK_POLL_SECONDS": "2"})
+    cluster.wait(booted, timeout=240)
+    assert all(n.process is not None and n.process.returncode == 0 for n in booted), explain(booted)
+    leader = booted[0]
+    assert "joined" not in leader.log(), leader.log()[-3000:]
+    assert f"cluster formed (generation {new_generation})" in leader.log(), leader.log()[-3000:]
+    listed = [line.split()[0] for line in (leader.root / "etc/efa-cdk/hostfile").read_text().splitlines()]
+    assert sorted(listed) == sorted(n.ip for n in booted)  # the new generation only
+    with inside(cluster.aws_ns):
+        aws = cluster.clients()
+        assert aws["ssm"].get_parameter(Name=formed_name)["Parameter"]["Value"] == new_generation
+        kept = json.loads(aws["ssm"].get_parameter(Name=results_name)["Parameter"]["Value"])
+    assert kept["generation"] == new_generation
+    assert [r["benchmark"] for r in kept["data"]] == ["fi_pingpong"] and kept["data"][0]["ok"], kept

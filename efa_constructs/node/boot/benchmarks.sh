@@ -21,6 +21,17 @@ out="$STATE/benchmarks"
 mkdir -p "$out"
 rm -f "$out"/*.json
 
+# keep_results: this generation's results in the cluster's SSM parameter (EFA_CDK_RESULTS_PARAMETER), with
+# when and which generation, where `efa-cdk status` reads them: the BenchmarkResults output is the
+# creation's (a wait condition takes one answer). Intelligent-Tiering: a body over 4 KB is stored.
+keep_results() {
+  [ -n "${EFA_CDK_RESULTS_PARAMETER:-}" ] || return 0
+  python3 -c 'import json, sys; body = json.load(open(sys.argv[1])); print(json.dumps({"generation": sys.argv[2], "at": sys.argv[3], "status": body["Status"], "data": json.loads(body["Data"])}, separators=(",", ":")))' \
+    "$out/signal.json" "$(cat "$STATE/generation" 2>/dev/null || echo unknown)" "$(date -u +%FT%TZ)" >"$out/results.json"
+  retry 3 5 aws_ ssm put-parameter --name "$EFA_CDK_RESULTS_PARAMETER" --tier Intelligent-Tiering --overwrite \
+    --value "file://$out/results.json" >/dev/null || log "could not keep the results in SSM parameter $EFA_CDK_RESULTS_PARAMETER"
+}
+
 # Not strict (the default): a benchmark problem is reported as data and the stack still completes;
 # strict (EFA_CDK_BENCHMARK_STRICT=1): it fails the stack. EFA faults fail it either way (report_fault).
 report() { # report JSON...: publish the figures, and (at creation) post them to the wait condition
@@ -38,8 +49,14 @@ report() { # report JSON...: publish the figures, and (at creation) post them to
     log "on demand: $(cat "$out/signal.json")"
   else
     cp "$out/signal.json" "$STATE/benchmarks.json"
-    retry 5 10 curl -sS -f -X PUT -H 'Content-Type:' --data-binary "@$out/signal.json" "$url" \
-      || die "could not report the benchmark results to CloudFormation"
+    keep_results
+    if [ -e "$STATE/reformed" ]; then # a later generation: the stack's wait condition completed long ago
+      retry 2 10 curl -sS -f -X PUT -H 'Content-Type:' --data-binary "@$out/signal.json" "$url" \
+        || log "the stack's wait condition did not take this generation's results (it completed at creation)"
+    else
+      retry 5 10 curl -sS -f -X PUT -H 'Content-Type:' --data-binary "@$out/signal.json" "$url" \
+        || die "could not report the benchmark results to CloudFormation"
+    fi
     log "reported: $(cat "$out/signal.json")"
   fi
   grep -q '"Status": "SUCCESS"' "$out/signal.json"
@@ -48,7 +65,7 @@ report() { # report JSON...: publish the figures, and (at creation) post them to
 # A node that joined a formed cluster (a replacement, a scale-out) runs none: benchmarks run at the
 # cluster's creation, not across a cluster whose jobs may be running (on demand they run on purpose).
 if [ -e "$STATE/joined" ] && [ "${EFA_CDK_ON_DEMAND:-0}" != 1 ]; then
-  log "joined a formed cluster: the benchmarks ran at its creation (re-run them on demand)"
+  log "joined a formed cluster: the benchmarks ran at its formation (re-run them on demand)"
   exit 0
 fi
 # Followers have no $ETC/hostfile (the leader lists the nodes; they get ~/hostfile from it).

@@ -7,10 +7,14 @@
 # nodes of the current generation run, or fails naming the ones found after the timeout.
 #
 # At the cluster's creation the leader hands every node the hostfile, then marks the cluster formed
-# (EFA_CDK_FORMED_PARAMETER). A node that boots into a formed cluster (a replacement, a scale-out) joins:
-# it lists the members the same way (the old node of a replaced index is no member: the newest instance
-# of each index is), writes the hostfile and hands it to every member, so all hostfiles follow the
-# cluster; it runs no benchmarks (benchmarks.sh: they run at creation).
+# (EFA_CDK_FORMED_PARAMETER) by its generation: explicit nodes' efa-cdk:generation tag (the hash of their
+# launch template: a new image, node software, type or layout is a new generation), an Auto Scaling
+# group's name (a replacing update makes a new group). A node that boots into a formed cluster of its own
+# generation (a replacement, a scale-out) joins: it lists the members the same way (the old node of a
+# replaced index is no member: the newest instance of each index is), writes the hostfile and hands it
+# to every member, so all hostfiles follow the cluster; it runs no benchmarks (benchmarks.sh: they run at
+# formation). A node of a new generation forms a new cluster with its generation only: its leader checks
+# every node over SSH with EFA verified, benchmarks the new fabric and marks the new generation formed.
 #
 # EC2's API rate: explicit nodes other than node 0 do not poll at all (the leader copies the hostfile
 # to them); Auto Scaling nodes, which learn who leads only from the list, poll with jittered
@@ -21,35 +25,49 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 index=$(tag efa-cdk:node-index || echo None)
+me=$(imds meta-data/instance-id) || die "could not read this instance's id from instance metadata"
+if [ "$index" != None ]; then
+  generation=$(tag efa-cdk:generation || echo untagged)
+else # shellcheck disable=SC2016  # backticks are JMESPath literals
+  group=$(retry 3 5 aws_ ec2 describe-instances --instance-ids "$me" \
+    --query 'Reservations[0].Instances[0].Tags[?Key==`aws:autoscaling:groupName`]|[0].Value') \
+    || die "could not read this node's Auto Scaling group from EC2"
+  generation="group:$group"
+fi
+mkdir -p "$STATE"
+printf '%s\n' "$generation" >"$STATE/generation"
 joining=0
 formed=$(retry 3 5 aws_ ssm get-parameter --name "${EFA_CDK_FORMED_PARAMETER:?}" --query Parameter.Value) \
   || die "could not read whether the cluster formed from SSM parameter $EFA_CDK_FORMED_PARAMETER"
-if [ "$formed" = yes ]; then
+if [ "$formed" = "$generation" ]; then
   joining=1
-  log "the cluster formed before this node booted (a replacement or a scale-out): joining its hostfiles"
-elif [ "$index" != None ] && [ "$index" != 0 ]; then
-  log "node $index: the leader (node 0) lists the nodes and copies the hostfile here"
-  exit 0
+  log "generation $generation formed before this node booted (a replacement or a scale-out): joining its hostfiles"
+else
+  [ "$formed" = no ] || printf '%s\n' "$formed" >"$STATE/reformed" # the generation before this one
+  if [ "$index" != None ] && [ "$index" != 0 ]; then
+    log "node $index of generation $generation: the leader (node 0) lists the nodes and copies the hostfile here"
+    exit 0
+  fi
 fi
 want=$(retry 5 5 aws_ ssm get-parameter --name "${EFA_CDK_NODE_COUNT_PARAMETER:?}" --query Parameter.Value) \
   || die "could not read the node count from SSM parameter $EFA_CDK_NODE_COUNT_PARAMETER"
-me=$(imds meta-data/instance-id) || die "could not read this instance's id from instance metadata"
 order=("-k1,1n" "-k2,2V") # node index, then address
 [ "$index" != None ] || order=("-k1,1" "-k2,2V") # a group: launch time (ISO 8601 sorts as text), then address
 deadline=$(($(date +%s) + ${EFA_CDK_WAIT_SECONDS:-1800}))
 poll=${EFA_CDK_POLL_SECONDS:-15}
 delay=$poll
 while :; do
-  # One line per instance: "<node index|None> <private ip> <launch time> <Auto Scaling group|None> <id>".
-  # The current generation only: while CloudFormation replaces nodes, the old ones still run. Explicit
-  # nodes: the newest instance of each index below the node count (higher ones are being removed).
+  # One line per instance: "<node index|None> <private ip> <launch time> <Auto Scaling group|None> <id>
+  # <generation tag|None>". The current generation only: while CloudFormation replaces nodes, the old
+  # ones still run. Explicit nodes: this node's generation, the newest instance of each index below the
+  # node count (higher ones are being removed).
   # An Auto Scaling group: this node's own group (a replacement is a new group). Output: "<index> <ip> <id>",
   # a group's nodes "<launch time> <ip> <id>" (the oldest leads).
   # shellcheck disable=SC2016  # backticks are JMESPath literals, not command substitution
   nodes=$(aws_ ec2 describe-instances \
     --filters "Name=tag:efa-cdk:cluster,Values=${EFA_CDK_CLUSTER:?}" "Name=instance-state-name,Values=pending,running" \
-    --query 'Reservations[].Instances[].[Tags[?Key==`efa-cdk:node-index`]|[0].Value, PrivateIpAddress, LaunchTime, Tags[?Key==`aws:autoscaling:groupName`]|[0].Value, InstanceId]' |
-    awk -v me="$me" -v want="$want" '
+    --query 'Reservations[].Instances[].[Tags[?Key==`efa-cdk:node-index`]|[0].Value, PrivateIpAddress, LaunchTime, Tags[?Key==`aws:autoscaling:groupName`]|[0].Value, InstanceId, Tags[?Key==`efa-cdk:generation`]|[0].Value]' |
+    awk -v me="$me" -v want="$want" -v gen="$generation" '
       $2 == "None" || $2 == "" { next }
       { row[NR] = $0; group[$5] = $4 }
       END {
@@ -57,6 +75,7 @@ while :; do
           split(row[n], f, " ")
           if (!(me in group) || f[4] != group[me]) continue
           if (f[1] == "None") { print f[3], f[2], f[5]; continue }
+          if ((f[6] == "None" ? "untagged" : f[6]) != gen) continue
           if (f[1] + 0 < want && (!(f[1] in newest) || f[3] > newest[f[1]])) { newest[f[1]] = f[3]; ip[f[1]] = f[2] " " f[5] }
         }
         for (i in ip) print i, ip[i]
@@ -98,7 +117,6 @@ install_path hostfile hostfile-sync.sh "/home/$EFA_CDK_USER/hostfile" "the root 
 
 mapfile -t hosts < <(awk '{print $2}' <<<"$nodes")
 if [ "$joining" = 1 ]; then # hand the new hostfile to every member; a member that does not answer is logged
-  mkdir -p "$STATE"
   date -u +%FT%TZ >"$STATE/joined"
   for host in "${hosts[@]}"; do
     [ "$host" != "$my_ip" ] || continue
@@ -129,6 +147,6 @@ done
 wait
 [ -s "$unreachable" ] && die "node(s) $(paste -sd, "$unreachable") never verified EFA or are unreachable over SSH"
 log "all $have nodes verified EFA and have the hostfile"
-retry 3 5 aws_ ssm put-parameter --name "$EFA_CDK_FORMED_PARAMETER" --value yes --overwrite >/dev/null \
+retry 3 5 aws_ ssm put-parameter --name "$EFA_CDK_FORMED_PARAMETER" --value "$generation" --overwrite >/dev/null \
   || die "could not mark the cluster formed in SSM parameter $EFA_CDK_FORMED_PARAMETER"
-log "cluster formed: nodes that boot from now on join the hostfiles"
+log "cluster formed (generation $generation): its nodes that boot from now on join the hostfiles"
