@@ -11,6 +11,7 @@ case where the account is wrong and the command says so, with the fix.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -110,11 +111,39 @@ def test_the_template_says_what_the_account_must_have(tmp_path: Path) -> None:
         ("hpc7g.16xlarge", "HPC"),
         ("g6e.48xlarge", "G and VT"),
         ("c5n.18xlarge", "Standard (A, C, D, H, I, M, R, T, Z)"),
+        ("u7i-12tb.224xlarge", "High Memory"),  # issue 41 item 3: L-43DA4232, not Standard
+        ("u7in-32tb.224xlarge", "High Memory"),
+        ("gr6.8xlarge", "G and VT"),  # L-DB2E81BA
+        ("im4gn.16xlarge", "Standard (A, C, D, H, I, M, R, T, Z)"),  # I, not Inf
+        ("inf1.24xlarge", "Inf"),
+        ("x2idn.32xlarge", "X"),
     ],
 )
 def test_each_family_is_held_to_its_own_vcpu_quota(itype: str, quota: str) -> None:
-    """EC2's On-Demand quotas are per instance class, in vCPUs (EC2 user guide, service quotas)."""
+    """EC2's On-Demand quotas are per instance class, in vCPUs (EC2 user guide, "On-Demand Instance
+    quotas"; the High Memory and G and VT codes as issue 41 read them)."""
     assert quota_name(itype) == f"Running On-Demand {quota} instances"
+
+
+#: Every class prefix of the catalogue's families and the quota EC2's user guide puts it under: a new
+#: family in the catalogue must be added here (and to QUOTA_CLASSES), never fall into Standard unseen.
+CLASS_OF_PREFIX = {"c": "Standard", "dl": "DL", "f": "F", "g": "G and VT", "gr": "G and VT",
+                   "hpc": "HPC", "i": "Standard", "im": "Standard", "inf": "Inf", "m": "Standard",
+                   "p": "P", "r": "Standard", "trn": "Trn", "u": "High Memory", "vt": "G and VT",
+                   "x": "X"}  # fmt: skip
+
+
+def test_every_catalogued_family_has_its_quota_class() -> None:
+    """Issue 41 item 3: over every type in the catalogue, the quota is the one its class prefix names."""
+    from efa_constructs import all_instance_types
+
+    for itype in all_instance_types():
+        letters = re.match(r"[a-z]+", itype).group(0)  # type: ignore[union-attr]
+        assert letters in CLASS_OF_PREFIX, f"{itype}: add its class ({letters}) to CLASS_OF_PREFIX"
+        want = CLASS_OF_PREFIX[letters]
+        if want == "Standard":
+            want = "Standard (A, C, D, H, I, M, R, T, Z)"
+        assert quota_name(itype) == f"Running On-Demand {want} instances", itype
 
 
 def _ami(session: Any) -> str:

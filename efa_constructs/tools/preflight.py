@@ -33,19 +33,25 @@ PERMISSIONS = {
     "ec2:DescribeRouteTables": "an existing subnet's route out",
     "ec2:DescribeCapacityReservationTopology": "where a reservation's instances go, before launch",
 }
-#: The On-Demand vCPU quota (Service Quotas, service ec2) whose name covers a family, by the family's
-#: letters (EC2 user guide, "Amazon EC2 service quotas": quotas are per instance class, in vCPUs).
+#: The On-Demand vCPU quota (Service Quotas, service ec2) of an instance class, by the family's leading
+#: letters, longest first (EC2 user guide, "On-Demand Instance quotas": one quota per class, in vCPUs;
+#: u7i/u7in count against High Memory, L-43DA4232, and gr6 against G and VT, L-DB2E81BA, as issue 41
+#: read there). A family whose letters match no class gets no quota (preflight says so), never Standard.
 QUOTA_CLASSES = (
     ("trn", "Running On-Demand Trn instances"),
     ("inf", "Running On-Demand Inf instances"),
     ("dl", "Running On-Demand DL instances"),
     ("hpc", "Running On-Demand HPC instances"),
+    ("gr", "Running On-Demand G and VT instances"),
+    ("vt", "Running On-Demand G and VT instances"),
     ("p", "Running On-Demand P instances"),
     ("g", "Running On-Demand G and VT instances"),
-    ("vt", "Running On-Demand G and VT instances"),
     ("x", "Running On-Demand X instances"),
     ("f", "Running On-Demand F instances"),
+    ("u", "Running On-Demand High Memory instances"),
 )
+#: The classes the Standard quota names: its families start with one of these letters (im4gn is I).
+STANDARD_LETTERS = "acdhimrtz"
 STANDARD_QUOTA = "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances"
 EIP_QUOTA = "EC2-VPC Elastic IPs"
 #: The SSM parameter of the CDK bootstrap's version, for the default qualifier (CDK's bootstrap template).
@@ -91,11 +97,16 @@ class NodeGroup:
     interfaces_with_ip: int = 1
 
 
-def quota_name(instance_type: str) -> str:
-    """The On-Demand vCPU quota of the type's class: the family's leading letters (trn1n -> trn, p5en ->
-    p, hpc7g -> hpc); every other class is Standard."""
-    letters = re.match(r"[a-z]+", instance_type.split(".")[0])
-    return dict(QUOTA_CLASSES).get(letters.group(0) if letters else "", STANDARD_QUOTA)
+def quota_name(instance_type: str) -> str | None:
+    """The On-Demand vCPU quota of the type's class: the longest class prefix of the family's leading
+    letters (trn1n -> trn, p5en -> p, hpc7g -> hpc, gr6 -> gr, u7in -> u), else Standard for the
+    Standard letters (im4gn -> i); None for a class this table does not know."""
+    found = re.match(r"[a-z]+", instance_type.split(".")[0])
+    letters = found.group(0) if found else ""
+    for prefix, name in QUOTA_CLASSES:
+        if letters.startswith(prefix):
+            return name
+    return STANDARD_QUOTA if letters[:1] and letters[0] in STANDARD_LETTERS else None
 
 
 # --- what the templates ask for -----------------------------------------------------------------
@@ -435,6 +446,9 @@ class Preflight:
         if g.reservation_id or g.capacity_block:
             return None  # a reservation's instances count against it, not the On-Demand quota
         name = quota_name(g.instance_type)
+        if name is None:
+            return Check("quota", "WARN", f"no On-Demand quota class known for {g.instance_type}",
+                         "check its quota in the Service Quotas console")  # fmt: skip
         found = self._quota("quota", name)
         if found is None:
             return Check(
