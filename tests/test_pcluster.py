@@ -807,3 +807,29 @@ def test_an_existing_vpc_needs_its_subnets_and_an_ssh_source(
     with pytest.raises(EfaConfigError) as err:
         synth(**context)
     assert str(err.value).startswith(f"{key}=") and why in str(err.value)
+
+
+def test_the_trn1_job_compiles_into_a_private_cache_per_user() -> None:
+    """Issue 41 item 9: the job template's cache lines, run by two users on a /shared of mode 1777 (as
+    the head node makes it): each gets its own directory, mode 700, that the other cannot enter."""
+    import pwd
+
+    job = (ROOT / "efa_constructs/node/slurm/train-trn1.sbatch").read_text()
+    lines = [line for line in job.splitlines() if line.startswith(("cache=", 'mkdir -p "$cache"'))]
+    assert len(lines) == 2, lines
+    import tempfile
+
+    shared = Path(tempfile.mkdtemp(prefix="efa-cdk-shared-", dir="/tmp"))  # pytest's tree is root's only
+    shared.chmod(0o1777)
+    script = "\n".join(lines).replace("/shared/", f"{shared}/") + '\necho "$cache"\n'
+    made = {}
+    for user in ("root", "nobody"):
+        pwd.getpwnam(user)
+        run = subprocess.run(["runuser", "-u", user, "--", "bash", "-euc", script],
+                             capture_output=True, text=True, check=True)  # fmt: skip
+        made[user] = Path(run.stdout.strip())
+    assert made == {u: shared / f"neuron-cache-{u}" for u in ("root", "nobody")}
+    assert all(p.stat().st_mode & 0o777 == 0o700 for p in made.values())
+    peek = subprocess.run(["runuser", "-u", "nobody", "--", "ls", str(made["root"])], capture_output=True)
+    assert peek.returncode != 0
+    shutil.rmtree(shared)
