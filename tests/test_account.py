@@ -11,7 +11,10 @@ case where the account is wrong and the command says so, with the fix.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -542,3 +545,143 @@ def test_a_pcs_node_group_s_image_is_the_one_preflight_checks(tmp_path: Path) ->
         "ami-0123456789abcdef0",
         "us-east-1c",
     )
+
+
+# --- issue 41 item 4: the CLI never ends in a traceback -------------------------------------------------
+
+
+class _StubbedSession:
+    """A boto3 session whose clients are botocore's Stubber-checked ones (each request and answer checked
+    against AWS's service model), one per service."""
+
+    def __init__(self) -> None:
+        real = boto3.session.Session(region_name=REGION, aws_access_key_id="k", aws_secret_access_key="k")
+        self.region_name = REGION
+        self.clients = {s: real.client(s) for s in ("cloudformation", "cloudwatch", "ec2", "ssm")}
+        self.stubs = {s: Stubber(c) for s, c in self.clients.items()}
+
+    def client(self, service: str, **_: Any) -> Any:
+        return self.clients[service]
+
+
+def test_status_shows_a_failed_node_a_gone_node_eks_nodes_and_never_prints_what_nodes_wrote_raw() -> None:
+    """A node whose create failed has no physical id (was a KeyError); a node EC2 no longer lists is
+    named, not the end of the report (an instance-id filter, not InstanceIds); an EKS node group's nodes
+    are found by the eks:nodegroup-name tag; terminal escapes in node-written results are not printed;
+    a malformed result is a note."""
+
+    when = datetime(2026, 11, 25, tzinfo=timezone.utc)
+    s = _StubbedSession()
+    cfn, cw, ec2, ssm = (s.stubs[k] for k in ("cloudformation", "cloudwatch", "ec2", "ssm"))
+    cfn.add_response("describe_stacks", {"Stacks": [{"StackName": "S", "CreationTime": when,
+                     "StackStatus": "UPDATE_COMPLETE", "Outputs": []}]}, {"StackName": "S"})  # fmt: skip
+    row = {"LastUpdatedTimestamp": when, "ResourceStatus": "CREATE_COMPLETE"}
+    cfn.add_response("list_stack_resources", {"StackResourceSummaries": [
+        {**row, "LogicalResourceId": "ClusterNode0", "ResourceType": "AWS::EC2::Instance",
+         "PhysicalResourceId": "i-0aaaaaaaaaaaaaaa0"},
+        {**row, "LogicalResourceId": "ClusterNode1", "ResourceType": "AWS::EC2::Instance",
+         "ResourceStatus": "CREATE_FAILED", "ResourceStatusReason": "insufficient capacity"},
+        {**row, "LogicalResourceId": "ClusterNode2", "ResourceType": "AWS::EC2::Instance",
+         "PhysicalResourceId": "i-0ccccccccccccccc0"},
+        {**row, "LogicalResourceId": "Nodes", "ResourceType": "AWS::EKS::Nodegroup",
+         "PhysicalResourceId": "training/efa-nodes"},
+        {**row, "LogicalResourceId": "Results", "ResourceType": "AWS::SSM::Parameter",
+         "PhysicalResourceId": "/efa-cdk/S/Cluster/benchmark-results"},
+    ]}, {"StackName": "S"})  # fmt: skip
+
+    def instance(iid: str, ip: str) -> dict[str, Any]:
+        return {"InstanceId": iid, "InstanceType": "p5.48xlarge", "State": {"Name": "running", "Code": 16},
+                "Placement": {"AvailabilityZone": "us-east-1a"}, "PrivateIpAddress": ip}  # fmt: skip
+
+    eks_node, node0 = instance("i-0eeeeeeeeeeeeeee0", "10.0.0.9"), instance("i-0aaaaaaaaaaaaaaa0", "10.0.0.5")
+    ec2.add_response("describe_instances", {"Reservations": [{"Instances": [eks_node]}]},
+                     {"Filters": [{"Name": "tag:eks:nodegroup-name", "Values": ["efa-nodes"]}]})  # fmt: skip
+    ec2.add_response("describe_instances", {"Reservations": [{"Instances": [node0]}]},
+                     {"Filters": [{"Name": "instance-id",
+                                   "Values": ["i-0aaaaaaaaaaaaaaa0", "i-0ccccccccccccccc0"]}]})  # fmt: skip
+    cw.add_response("describe_alarms", {"MetricAlarms": []}, {"AlarmNamePrefix": "S-"})
+    for _ in range(2):
+        cw.add_response("get_metric_statistics", {"Datapoints": []})
+    kept = {"generation": "g\x1b]0;owned\x07", "at": "now\x1b[2J", "status": "SUCCESS",
+            "data": ["not a row", {"benchmark": "nccl-tests", "ok": False, "reason": "bad\x1b[31m red",
+                                   "peak_gbytes_s": "fast"}]}  # fmt: skip
+    ssm.add_response("get_parameter", {"Parameter": {"Name": "/efa-cdk/S/Cluster/benchmark-results",
+                     "Value": json.dumps(kept), "Type": "String"}},
+                     {"Name": "/efa-cdk/S/Cluster/benchmark-results"})  # fmt: skip
+    for stub in s.stubs.values():
+        stub.activate()
+    found = status.cluster_status(s, "S")
+    for stub in s.stubs.values():
+        stub.assert_no_pending_responses()
+    assert [n["id"] for n in found["nodes"]] == ["i-0aaaaaaaaaaaaaaa0", "i-0eeeeeeeeeeeeeee0"]
+    assert found["missing_nodes"] == [
+        "ClusterNode1: CREATE_FAILED insufficient capacity",
+        "i-0ccccccccccccccc0: EC2 no longer lists it",
+    ]
+    assert found["benchmarks"][0] == {"benchmark": "?", "ok": False, "note": "unreadable result: not a row"}
+    assert found["benchmarks"][1]["note"] == "unreadable peak: fast"
+    text = status.render(found)
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", text), repr(text)
+    assert "not running: ClusterNode1: CREATE_FAILED insufficient capacity" in text
+    assert "FAILED (bad?[31m red)" in text
+
+
+def _cli(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """efa-cdk as a user runs it (python -m efa_constructs), in `cwd`, with `env` over a clean one."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    return subprocess.run([sys.executable, "-m", "efa_constructs", *args], cwd=cwd,
+                          env={**base, **env}, capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def _assembly(tmp_path: Path, region: str) -> Path:
+    """A cloud assembly's manifest with one stack for `region` ('unknown-region': env-agnostic)."""
+    out = tmp_path / "cdk.out"
+    out.mkdir()
+    manifest = {"artifacts": {"S": {"type": "aws:cloudformation:stack",
+                                    "environment": f"aws://unknown-account/{region}"}}}  # fmt: skip
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    (out / "S.template.json").write_text(json.dumps({"Resources": {}}))
+    return out
+
+
+def test_without_a_region_the_commands_use_the_stacks_or_name_the_flag(tmp_path: Path) -> None:
+    """No region configured: an env-agnostic assembly is one line naming --region (was a botocore
+    traceback); an assembly for one region is asked in that region (here: the endpoint refuses the
+    made-up credentials, one line)."""
+    _assembly(tmp_path, "unknown-region")
+    no_aws = {"AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"}
+    for command in (["status", "S"], ["preflight"]):
+        run = _cli(*command, cwd=tmp_path, env=no_aws)
+        assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+        assert run.stderr.strip().count("\n") == 0 and "pass --region REGION" in run.stderr, run.stderr
+    other = tmp_path / "regional"
+    other.mkdir()
+    _assembly(other, "eu-west-1")
+    with moto_server("cli") as env:
+        moto = {**no_aws, **{k: v for k, v in env.items() if k != "AWS_DEFAULT_REGION"}}
+        run = _cli("status", "S", cwd=other, env=moto)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert "cloudformation:DescribeStacks" in run.stderr and "pass --region" not in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ("{not json", "is not JSON"),
+        ("[1, 2]", "no Resources object"),
+        (json.dumps({"Resources": {"X": {"Type": "AWS::EC2::Instance", "Properties": [1]}}}),
+         "not as synthesis writes it"),
+        (None, "bytes: no synthesized template"),
+    ],
+)  # fmt: skip
+def test_a_broken_template_in_the_assembly_is_one_line(tmp_path: Path, body: str | None, says: str) -> None:
+    out = _assembly(tmp_path, "us-east-1")
+    template = out / "S.template.json"
+    if body is None:  # a huge file (sparse: no disk used)
+        with template.open("wb") as f:
+            f.truncate(17 * 1024 * 1024)
+    else:
+        template.write_text(body)
+    run = _cli("preflight", cwd=tmp_path, env={"AWS_CONFIG_FILE": "/nonexistent"})
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert run.stderr.strip().count("\n") == 0 and says in run.stderr, run.stderr

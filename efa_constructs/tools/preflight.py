@@ -709,6 +709,62 @@ class Preflight:
 # --- the command ----------------------------------------------------------------------------------
 
 
+#: The largest template preflight reads: far past CloudFormation's own 1 MB (a template in S3), so only
+#: something that is no synthesized stack is refused, before it is parsed.
+MAX_TEMPLATE_BYTES = 16 * 1024 * 1024
+
+
+def assembly_region(out: Path, stacks: Iterable[str]) -> str | None:
+    """The region the cloud assembly's stacks `stacks` (every one when none is named) were synthesized
+    for, when they name one and the same (manifest.json's ``aws://<account>/<region>``); else None."""
+    try:
+        artifacts = json.loads((out / "manifest.json").read_text())["artifacts"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    wanted = set(stacks)
+    regions = {
+        str(a.get("environment", "")).rsplit("/", 1)[-1]
+        for name, a in artifacts.items()
+        if isinstance(a, dict)
+        and a.get("type") == "aws:cloudformation:stack"
+        and (not wanted or name in wanted)
+    }
+    return (
+        regions.pop() if len(regions) == 1 and "unknown-region" not in regions and "" not in regions else None
+    )
+
+
+def session_for(region: str | None, out: Path, stacks: Iterable[str]) -> Any:
+    """A boto3 session in `region`, else the configuration's, else the stacks' own (the assembly's);
+    with none, one line naming --region (a client made without a region fails deep in botocore)."""
+    import boto3
+
+    session = boto3.session.Session(region_name=region) if region else boto3.session.Session()
+    if session.region_name:
+        return session
+    from_assembly = assembly_region(out, stacks)
+    if from_assembly:
+        return boto3.session.Session(region_name=from_assembly)
+    raise PreflightError(
+        "no AWS region: none is configured and the stacks are environment-agnostic; "
+        "pass --region REGION (or set AWS_REGION)"
+    )
+
+
+def _read_template(path: Path) -> dict[str, Any]:
+    """One synthesized template, or one line saying why it is none."""
+    size = path.stat().st_size
+    if size > MAX_TEMPLATE_BYTES:
+        raise PreflightError(f"{path} is {size:,} bytes: no synthesized template (synthesize again)")
+    try:
+        template = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as err:
+        raise PreflightError(f"{path} is not JSON ({err}): synthesize again") from None
+    if not isinstance(template, dict) or not isinstance(template.get("Resources", {}), dict):
+        raise PreflightError(f"{path} is no CloudFormation template (no Resources object): synthesize again")
+    return template
+
+
 def templates(out: Path, stacks: Iterable[str]) -> dict[str, dict[str, Any]]:
     """The synthesized templates of `stacks` (all of them when none is named) in the cloud assembly."""
     if not out.is_dir():
@@ -722,20 +778,31 @@ def templates(out: Path, stacks: Iterable[str]) -> dict[str, dict[str, Any]]:
         raise PreflightError(
             f"no template for {', '.join(missing)} in {out} (it has {', '.join(sorted(found))})"
         )
-    return {n: json.loads(found[n].read_text()) for n in names}
+    return {n: _read_template(found[n]) for n in names}
+
+
+def _node_groups_of(name: str, template: dict[str, Any]) -> list[NodeGroup]:
+    """:func:`node_groups`, or one line when the template is not shaped as synthesis writes it."""
+    try:
+        return node_groups(name, template)
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as err:
+        raise PreflightError(
+            f"the template of {name} is not as synthesis writes it ({type(err).__name__}: {err}); "
+            "synthesize again"
+        ) from None
 
 
 def main(stacks: list[str], out: Path, region: str | None, as_json: bool) -> int:
     try:
-        import boto3
+        import boto3  # noqa: F401  (installed? the account extra)
     except ModuleNotFoundError:
         print("error: preflight calls AWS with boto3: pip install 'efa-cdk[account]'", file=sys.stderr)
         return 2
     try:
         found = templates(out, stacks)
-        session = boto3.session.Session(region_name=region) if region else boto3.session.Session()
+        session = session_for(region, out, found)
         progress = (lambda _: None) if as_json else (lambda m: print(f"... {m}", file=sys.stderr))
-        groups = [g for name, t in found.items() for g in node_groups(name, t)]
+        groups = [g for name, t in found.items() for g in _node_groups_of(name, t)]
         required = max((v for v in (bootstrap_required(t) for t in found.values()) if v), default=None)
         checks = Preflight(session, progress).run(groups, required)
     except PreflightError as err:

@@ -15,9 +15,10 @@ import re
 import sys
 from datetime import datetime, timedelta, timezone
 from functools import partial
+from pathlib import Path
 from typing import Any
 
-from .preflight import PreflightError, _aws_call, _Denied
+from .preflight import PreflightError, _aws_call, _Denied, session_for
 
 #: Every call status makes and the IAM action it needs.
 PERMISSIONS = {
@@ -31,7 +32,16 @@ PERMISSIONS = {
 }
 #: The tag AWS PCS puts on the instances of a compute node group (the one docs/pcs.md finds the login node
 #: by); ParallelCluster's nodes are found by their cluster's name (``--pcluster-name``).
-SERVICE_TAGS = {"AWS::PCS::ComputeNodeGroup": "aws:pcs:compute-node-group-id"}
+SERVICE_TAGS = {
+    "AWS::PCS::ComputeNodeGroup": "aws:pcs:compute-node-group-id",
+    # EKS tags a managed node group's instances with its name (EKS user guide, "Managed node groups":
+    # eks:cluster-name and eks:nodegroup-name); the resource's physical id is <cluster>/<node group>.
+    "AWS::EKS::Nodegroup": "eks:nodegroup-name",
+}
+#: EC2 takes at most 200 values in one filter (EC2 API reference, Filter).
+FILTER_VALUES = 200
+#: Control characters (C0 but newline and tab, DEL, C1): never printed from node- or account-written text.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _pages(client: Any, op: str, key: str, **kw: Any) -> list[Any]:
@@ -47,9 +57,15 @@ def _verified(session: Any, by_type: dict[str, list[dict[str, Any]]]) -> dict[st
     group member's health."""
     verified: dict[str, str] = {}
     for r in by_type.get("AWS::EC2::Instance", []):
+        if not r.get("PhysicalResourceId"):  # never launched (a failed create): no instance to show
+            continue
         ok = r["ResourceStatus"] in ("CREATE_COMPLETE", "UPDATE_COMPLETE")
         verified[r["PhysicalResourceId"]] = "yes (signalled)" if ok else f"no ({r['ResourceStatus']})"
-    groups = [r["PhysicalResourceId"] for r in by_type.get("AWS::AutoScaling::AutoScalingGroup", [])]
+    groups = [
+        r["PhysicalResourceId"]
+        for r in by_type.get("AWS::AutoScaling::AutoScalingGroup", [])
+        if r.get("PhysicalResourceId")
+    ]
     if groups:
         asg = session.client("autoscaling")
         for g in _aws_call(
@@ -71,14 +87,18 @@ def _instances_of(
         {"Name": f"tag:{tag}", "Values": [r["PhysicalResourceId"].rsplit("/", 1)[-1]]}  # an ARN's id
         for kind, tag in SERVICE_TAGS.items()
         for r in by_type.get(kind, [])
+        if r.get("PhysicalResourceId")
     ]
     if pcluster_name:
         filters.append({"Name": "tag:parallelcluster:cluster-name", "Values": [pcluster_name]})
+    # By an instance-id filter, not InstanceIds: an id EC2 no longer knows (a node terminated long ago)
+    # is left out instead of failing the whole call (InvalidInstanceID.NotFound).
+    ids = sorted(verified)
+    filters += [
+        {"Name": "instance-id", "Values": ids[i : i + FILTER_VALUES]}
+        for i in range(0, len(ids), FILTER_VALUES)
+    ]
     found: list[dict[str, Any]] = []
-    if verified:
-        found += _aws_call(
-            "nodes", "ec2:DescribeInstances", partial(_instances, ec2, InstanceIds=sorted(verified))
-        )
     for f in filters:
         found += _aws_call("nodes", "ec2:DescribeInstances", partial(_instances, ec2, Filters=[f]))
     return found
@@ -174,6 +194,15 @@ def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -
         by_type.setdefault(r["ResourceType"], []).append(r)
     verified = _verified(session, by_type)
     found = _instances_of(session.client("ec2"), verified, by_type, pcluster_name)
+    not_launched = [
+        " ".join(
+            [f"{r['LogicalResourceId']}: {r.get('ResourceStatus', '?')}", r.get("ResourceStatusReason", "")]
+        )
+        for r in by_type.get("AWS::EC2::Instance", [])
+        if not r.get("PhysicalResourceId")
+    ]
+    seen = {i["InstanceId"] for i in found}
+    gone = [f"{iid}: EC2 no longer lists it" for iid in sorted(verified) if iid not in seen]
     found_alarms, alarm_states = _alarms(cw, by_type, stack)
     namespace = next(
         (a["Namespace"] for a in found_alarms if a.get("MetricName") in ("EfaUnhealthyNodes", "EfaHealthy")),
@@ -188,6 +217,7 @@ def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -
         "stack": stack,
         "status": info["StackStatus"],
         "nodes": nodes,
+        "missing_nodes": not_launched + gone,
         "benchmarks": _benchmarks(outputs, newest := _newest_results(session, by_type)),
         "benchmarks_of": {k: newest[k] for k in ("generation", "at")} if newest else "the stack's creation",
         "alarms": alarm_states,
@@ -251,16 +281,25 @@ def _benchmarks(outputs: dict[str, str], newest: dict[str, Any] | None = None) -
     rate = re.search(r"([\d.]+) Gbps EFA line rate", outputs.get("Layout", ""))
     line_rate = float(rate.group(1)) if rate else None
     out = []
-    for r in results:
+    for r in results if isinstance(results, list) else [results]:
+        if not isinstance(r, dict):
+            out.append({"benchmark": "?", "ok": False, "note": f"unreadable result: {str(r)[:80]}"})
+            continue
         row = dict(r)
-        if line_rate and r.get("peak_gbytes_s") is not None:
-            row["line_rate_fraction"] = round(float(r["peak_gbytes_s"]) * 8 / line_rate, 3)
+        peak = r.get("peak_gbytes_s")
+        try:
+            gbytes = None if peak is None else float(peak)
+        except (TypeError, ValueError):
+            gbytes, row["note"] = None, f"unreadable peak: {str(peak)[:40]}"
+        if line_rate and gbytes is not None:
+            row["line_rate_fraction"] = round(gbytes * 8 / line_rate, 3)
         out.append(row)
     return out
 
 
 def render(s: dict[str, Any]) -> str:
     lines = [f"{s['stack']}: {s['status']}", f"nodes ({len(s['nodes'])}):"]
+    lines += [f"  not running: {m}" for m in s.get("missing_nodes", [])]
     for n in s["nodes"]:
         lines.append(
             f"  {n['id']}  {n['type']}  {n['state']:<8} {n['zone']}  {n['ip']}  EFA verified: "
@@ -280,17 +319,18 @@ def render(s: dict[str, Any]) -> str:
     lines.append("alarms:" if s["alarms"] else "alarms: none")
     lines += [f"  {a['state']:<17} {a['name']}" for a in s["alarms"]]
     lines += ["since the deploy:", *[f"  {c}" for c in s["changes"] or ["nothing recorded"]]]
-    return "\n".join(lines)
+    # what nodes wrote (benchmark reasons, parameter values) is shown, never obeyed by the terminal
+    return _CONTROL.sub("?", "\n".join(lines))
 
 
 def main(stack: str, region: str | None, as_json: bool, pcluster_name: str | None = None) -> int:
     try:
-        import boto3
+        import boto3  # noqa: F401  (installed? the account extra)
     except ModuleNotFoundError:
         print("error: status calls AWS with boto3: pip install 'efa-cdk[account]'", file=sys.stderr)
         return 2
     try:
-        session = boto3.session.Session(region_name=region) if region else boto3.session.Session()
+        session = session_for(region, Path("cdk.out"), [stack])
         s = cluster_status(session, stack, pcluster_name)
     except PreflightError as err:
         print(f"error: status: {err}", file=sys.stderr)
