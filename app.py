@@ -8,11 +8,13 @@ A refused configuration prints one line (stack, key, value, why, fix) to stderr 
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
 
 from efa_constructs.core import EfaConfigError
+from efa_constructs.core.limits import written_violations
 from stacks.cluster_stack import READY_CLUSTERS, EfaClusterStack, stack_context
 from stacks.parallel_cluster_stack import READY_PCLUSTERS, EfaParallelClusterStack
 from stacks.params import (
@@ -81,11 +83,19 @@ def main(app: cdk.App | None = None) -> int:
     Default app: ``cdk.App()``, which reads the CLI's context and output directory.
     """
     try:
-        build(app or cdk.App()).synth()
+        assembly = build(app or cdk.App()).synth()
     except EfaConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    return 0
+    # The construct's check estimates before writing; what CloudFormation takes is what was written.
+    refused = [
+        f"error: {stack.stack_name}: {v.message} (as written). Fix: {v.fix}"
+        for stack in assembly.stacks
+        for v in written_violations(Path(stack.template_full_path))
+    ]
+    for line in refused:
+        print(line, file=sys.stderr)
+    return 1 if refused else 0
 
 
 if __name__ == "__main__":

@@ -685,3 +685,18 @@ def test_a_broken_template_in_the_assembly_is_one_line(tmp_path: Path, body: str
     run = _cli("preflight", cwd=tmp_path, env={"AWS_CONFIG_FILE": "/nonexistent"})
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
     assert run.stderr.strip().count("\n") == 0 and says in run.stderr, run.stderr
+
+
+def test_preflight_holds_each_written_template_to_cloudformations_limits(tmp_path: Path) -> None:
+    """Issue 41 item 19, through the command line against the emulator: a template of 501 resources in
+    the assembly is a FAIL naming the stack and the count (exit 1); one of 500 passes that check."""
+    out = _assembly(tmp_path, "us-east-1")
+    for count, rc in ((501, 1), (500, 0)):
+        handles = {f"H{i}": {"Type": "AWS::CloudFormation::WaitConditionHandle"} for i in range(count)}
+        (out / "S.template.json").write_text(json.dumps({"Resources": handles}))
+        with moto_server("limits") as env:
+            run = _cli("preflight", cwd=tmp_path, env=env)
+        assert run.returncode == rc, run.stdout + run.stderr
+        assert ("FAIL template: S: 501 resources; CloudFormation allows 500" in run.stdout) == (rc == 1), (
+            run.stdout
+        )

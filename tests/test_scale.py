@@ -9,6 +9,7 @@ CloudFormation's limits. What it does not: EC2 placing 1,024 nodes (no account h
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from efa_constructs.core.limits import MAX_RESOURCES, MAX_TEMPLATE_BYTES, limit_
 from efa_constructs.tools.template_diff import diff_templates
 from stacks.cluster_stack import EfaClusterStack
 from stacks.params import ClusterParams
-from tests.helpers import by_type, lint, new_app
+from tests.helpers import by_type, cdk_json_context, lint, new_app
 
 
 def synth(**context: Any) -> dict[str, Any]:
@@ -359,3 +360,64 @@ def test_the_node_group_is_aws_cdk_lib_s_auto_scaling_group_and_grants_through_i
     role = stack.resolve(stack.cluster.role.role_name)
     policies = [p["Properties"] for p in by_type(t, "AWS::IAM::Policy")]
     assert any(role in p["Roles"] and "s3:GetObject*" in json.dumps(p["PolicyDocument"]) for p in policies)
+
+
+def _cluster_with_resources(total: int) -> Any:
+    """The P4d ready stack padded with wait-condition handles to `total` resources as written, CDK's
+    CDKMetadata resource included (version reporting on, as `cdk synth` has it by default)."""
+    import aws_cdk as cdk
+    from aws_cdk import CfnWaitConditionHandle
+
+    app = cdk.App(context=cdk_json_context(), analytics_reporting=True)
+    stack = EfaClusterStack(
+        app, "Edge", params=ClusterParams.from_context({}, default_instance_type="p4d.24xlarge")
+    )
+    probe = cdk.App(context=cdk_json_context(), analytics_reporting=True)
+    base = EfaClusterStack(
+        probe, "Edge", params=ClusterParams.from_context({}, default_instance_type="p4d.24xlarge")
+    )
+    written = len(assertions.Template.from_stack(base).to_json()["Resources"])
+    for i in range(total - written):
+        CfnWaitConditionHandle(stack, f"Pad{i}")
+    return app
+
+
+def test_exactly_500_resources_pass_and_501_are_refused() -> None:
+    """Issue 41 item 19: CDKMetadata is in the tree when the validation runs (it was counted twice, so
+    500 was refused as 501). The written template is counted too (the ready app's check)."""
+    app = _cluster_with_resources(MAX_RESOURCES)
+    written = app.synth().get_stack_by_name("Edge").template
+    assert len(written["Resources"]) == MAX_RESOURCES and "CDKMetadata" in written["Resources"]
+    with pytest.raises(RuntimeError, match=r"Edge: 501 resources; CloudFormation allows 500"):
+        _cluster_with_resources(MAX_RESOURCES + 1).synth()
+
+
+@pytest.mark.parametrize("over", [0, 1])
+def test_a_written_template_is_held_to_the_byte_limit(tmp_path: Path, over: int) -> None:
+    """Issue 41 item 19: what is written, in bytes: exactly the limit passes, one byte more is refused."""
+    from efa_constructs.core.limits import written_violations
+
+    body = json.dumps({"Resources": {"R": {"Type": "AWS::SSM::Document", "Properties": {"Content": ""}}}})
+    pad = MAX_TEMPLATE_BYTES + over - len(body)
+    text = body.replace('"Content": ""', '"Content": "' + "y" * pad + '"')
+    path = tmp_path / "S.template.json"
+    path.write_text(text)
+    assert path.stat().st_size == MAX_TEMPLATE_BYTES + over
+    assert [v.rule for v in written_violations(path)] == (["template-size"] if over else [])
+
+
+def test_the_ready_app_refuses_a_written_template_its_estimate_could_not_see(tmp_path: Path) -> None:
+    """A property override (which the construct's estimate cannot read from Python) takes a stack of the
+    app over 1,000,000 bytes as written: the ready app's exit is 1 with the stack's line."""
+    import aws_cdk as cdk
+    from aws_cdk import CfnResource
+
+    import app as ready_app
+
+    app = cdk.App(outdir=str(tmp_path), context=cdk_json_context())
+    big = cdk.Stack(app, "Overridden")
+    blob = CfnResource(
+        big, "Blob", type="Custom::Blob", properties={"ServiceToken": "arn:aws:sns:us-east-1:1:t"}
+    )
+    blob.add_property_override("Blob", "y" * MAX_TEMPLATE_BYTES)
+    assert ready_app.main(app) == 1

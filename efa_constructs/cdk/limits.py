@@ -17,9 +17,21 @@ from constructs import Construct, IConstruct, IValidation
 
 from ..core.limits import limit_violations
 
-#: What CDK adds when it writes a template (the BootstrapVersion parameter, the CDKMetadata resource,
-#: the bootstrap-version rule) and the JSON around each resource: counted so the estimate errs high.
-CDK_PARAMETERS, CDK_RESOURCES, BYTES_PER_RESOURCE = 1, 1, 200
+#: What CDK adds when it writes a template and is not in the tree when validations run: the
+#: BootstrapVersion parameter (the CDKMetadata resource is already there, when it is written at all), and
+#: the JSON around each resource's properties (type, path metadata, DependsOn): counted so the estimate
+#: errs high. Property overrides cannot be read from Python, so the estimate can still fall short:
+#: ``efa-cdk preflight`` and the ready app measure the written templates themselves.
+CDK_PARAMETERS, BYTES_PER_RESOURCE = 1, 200
+#: How deep a resource's properties sit in the template (Resources > id > Properties > ...): CDK writes
+#: templates indented one space a level (JSON.stringify(template, undefined, 1)).
+PROPERTIES_DEPTH = 3
+
+
+def _written_size(properties: object) -> int:
+    """The bytes `properties` take in a template as CDK writes it (one space a level, from their depth)."""
+    text = json.dumps(properties, indent=1, default=str)
+    return len(text.encode()) + PROPERTIES_DEPTH * text.count("\n")
 
 
 def _in_stack(stack: Stack) -> list[IConstruct]:
@@ -44,7 +56,7 @@ class CloudFormationLimits:
         constructs = _in_stack(self.stack)
         resources = [c for c in constructs if isinstance(c, CfnResource)]
         template = {
-            "Resources": dict.fromkeys(range(len(resources) + CDK_RESOURCES)),
+            "Resources": dict.fromkeys(range(len(resources))),
             "Outputs": dict.fromkeys(c.node.path for c in constructs if isinstance(c, CfnOutput)),
             "Parameters": dict.fromkeys(
                 range(sum(isinstance(c, CfnParameter) for c in constructs) + CDK_PARAMETERS)
@@ -52,7 +64,7 @@ class CloudFormationLimits:
         }
         # one resolution of every resource's properties (not one per resource: each is a call into Node)
         properties = self.stack.resolve([r._cfn_properties for r in resources])
-        size = sum(len(json.dumps(p, default=str)) + BYTES_PER_RESOURCE for p in properties)
+        size = sum(_written_size(p) + BYTES_PER_RESOURCE for p in properties)
         out = []
         for v in limit_violations(template, size):
             estimate = " (an estimate)" if v.rule == "template-size" else ""

@@ -781,6 +781,17 @@ def templates(out: Path, stacks: Iterable[str]) -> dict[str, dict[str, Any]]:
     return {n: _read_template(found[n]) for n in names}
 
 
+def template_checks(out: Path, names: Iterable[str]) -> list[Check]:
+    """Each template against CloudFormation's per-template limits, as written (bytes on disk)."""
+    from ..core.limits import written_violations
+
+    checks = []
+    for name in names:
+        found = written_violations(out / f"{name}.template.json")
+        checks += [Check("template", "FAIL", f"{name}: {v.message}", v.fix) for v in found]
+    return checks
+
+
 def _node_groups_of(name: str, template: dict[str, Any]) -> list[NodeGroup]:
     """:func:`node_groups`, or one line when the template is not shaped as synthesis writes it."""
     try:
@@ -804,7 +815,7 @@ def main(stacks: list[str], out: Path, region: str | None, as_json: bool) -> int
         progress = (lambda _: None) if as_json else (lambda m: print(f"... {m}", file=sys.stderr))
         groups = [g for name, t in found.items() for g in _node_groups_of(name, t)]
         required = max((v for v in (bootstrap_required(t) for t in found.values()) if v), default=None)
-        checks = Preflight(session, progress).run(groups, required)
+        checks = template_checks(out, found) + Preflight(session, progress).run(groups, required)
     except PreflightError as err:
         print(f"error: preflight: {err}", file=sys.stderr)
         return 2
