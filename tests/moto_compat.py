@@ -15,6 +15,9 @@ Shared by the in-process moto tests (tests/test_moto.py) and the one-machine clu
 4. moto ignores LaunchTemplate on AWS::EC2::Instance and needs an ImageId on the instance.
 5. AWS::SSM::Parameter's Tags are a map in CloudFormation; moto reads a Key/Value list.
 6. AWS::KMS::Key's Tags are Key/Value in CloudFormation; moto's KMS reads TagKey/TagValue.
+7. moto's EFS file system answers no Fn::GetAtt (its FileSystem has no get_cfn_attribute): its Arn is
+   written out from the file system's Ref, as EFS forms it (arn:<partition>:elasticfilesystem:
+   <region>:<account>:file-system/<id>).
 """
 
 from __future__ import annotations
@@ -28,6 +31,17 @@ UNMODELLED = (
     "AWS::CloudFormation::WaitCondition",
     "AWS::CloudFormation::WaitConditionHandle",
 )
+
+
+def _efs_arn(node: Any, ref_id: str) -> Any:
+    if isinstance(node, dict):
+        if node.get("Fn::GetAtt") == [ref_id, "Arn"]:
+            arn = "arn:${AWS::Partition}:elasticfilesystem:${AWS::Region}:${AWS::AccountId}:file-system/"
+            return {"Fn::Sub": arn + "${" + ref_id + "}"}
+        return {k: _efs_arn(v, ref_id) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_efs_arn(v, ref_id) for v in node]
+    return node
 
 
 def _replace(node: Any, ref_id: str, value: str) -> Any:
@@ -69,6 +83,8 @@ def moto_compatible(
         value = (stand_ins or {}).get(rid, f"stand-in-{rid}")
         t = _replace(t, rid, value)
         t["Outputs"] = {k: v for k, v in t.get("Outputs", {}).items() if v["Value"] != value}
+    for rid in [r for r, v in t["Resources"].items() if v["Type"] == "AWS::EFS::FileSystem"]:  # (7)
+        t = _efs_arn(t, rid)
     for resource in t["Resources"].values():  # (4), (5)
         if resource["Type"] == "AWS::EC2::Instance":
             resource["Properties"]["ImageId"] = ami

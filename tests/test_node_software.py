@@ -266,12 +266,15 @@ def test_role_is_least_privilege(default_cluster: dict[str, Any]) -> None:
 
 
 def test_node_count_parameter_is_the_only_thing_that_knows_the_count(default_cluster: dict[str, Any]) -> None:
-    count, formed = sorted(
-        of_type(default_cluster, "AWS::SSM::Parameter").values(),
-        key=lambda p: p["Properties"]["Value"] == "no",
-    )
+    by_name = {
+        json.dumps(p["Properties"]["Name"]).split("/")[-1].strip('"]}'): p
+        for p in of_type(default_cluster, "AWS::SSM::Parameter").values()
+    }
+    assert sorted(by_name) == ["benchmark-results", "formed", "node-count"]
+    count = by_name["node-count"]
     assert count["Properties"]["Value"] == "3" and count["Properties"]["Type"] == "String"
-    assert formed["Properties"]["Value"] == "no"  # set by the leader once the cluster formed
+    assert by_name["formed"]["Properties"]["Value"] == "no"  # the leader writes its generation once formed
+    assert by_name["benchmark-results"]["Properties"]["Value"] == "none"  # the leader's, per generation
     (lt,) = of_type(default_cluster, "AWS::EC2::LaunchTemplate").values()
     assert "'3'" not in json.dumps(lt)
 
