@@ -419,7 +419,9 @@ PREP_STUBS = {
     "mount": '[ -z "${STUB_MOUNT_FAILS:-}" ] || exit 32\n'
     'echo "mount $*" >>"$STUB_DIR/calls"; touch "$STUB_DIR/mounted"',
     "mountpoint": '[ -e "$STUB_DIR/mounted" ]',
-    "iptables": 'echo "iptables $*" >>"$STUB_DIR/calls"; case "$*" in *" -C "*) exit 1 ;; esac',
+    "iptables": 'echo "iptables $*" >>"$STUB_DIR/calls"; case "$*" in *" -C "*) exit 1 ;; esac\n'
+    '[ -z "${STUB_IPTABLES_FAILS:-}" ] || exit 4',
+    "ip6tables": 'echo "ip6tables $*" >>"$STUB_DIR/calls"; case "$*" in *" -C "*) exit 1 ;; esac',
     "sleep": "exit 0",
     "dnf": 'echo "dnf $*" >>"$STUB_DIR/calls"; exit 1',  # the package manager has no such package
 }
@@ -469,6 +471,8 @@ def test_cloud_init_runs_the_pcs_cloud_config_and_the_node_mounts_efs_over_tls(
     calls = (tmp_path / "stubs/calls").read_text()
     assert f"mount {node}/shared" in calls
     assert "-m owner --uid-owner 0 -j ACCEPT" in calls and "-A efa-cdk-imds -j REJECT" in calls
+    assert "ip6tables -w -I OUTPUT 1 -d fd00:ec2::254/128 -j efa-cdk-imds" in calls  # issue 41 item 6
+    assert (node / "var/lib/efa-cdk/imds-restricted").read_text() == "root\n"
     assert "fs-0123456789abcdef0 mounted at /shared over TLS as the node role, mode 1777" in run.stderr
 
 
@@ -523,6 +527,35 @@ def test_pcs_nodes_may_mount_shared_as_the_file_system_policy_and_their_role_dec
                        identity, file_system_policy)  # fmt: skip
     anonymous = Request(ANONYMOUS, "elasticfilesystem:ClientMount", f"arn:{efs}", over_tls)
     assert not allowed(anonymous, identity, file_system_policy)
+
+
+@pytest.mark.parametrize("missing", ["iptables", "ip6tables", "a rule"])
+def test_a_node_whose_metadata_restriction_fails_runs_no_job(tmp_path: Path, missing: str) -> None:
+    """Issue 41 item 6: fail closed. iptables or ip6tables missing (and none installable) or refusing a
+    rule: prep.sh exits 1 naming it, the marker is gone (also one left from an earlier boot), and the
+    Slurm Prolog refuses every job on the node, naming why; with the rules in place it lets EFA decide."""
+    env = _prep_env(tmp_path)
+    node = tmp_path / "node"
+    (node / "var/lib/efa-cdk").mkdir(parents=True)
+    (node / "var/lib/efa-cdk/imds-restricted").write_text("root\n")  # an earlier boot's
+    (node / "var/lib/efa-cdk/verified").write_text("2026-11-25T00:00:00Z\n")
+    executable(node / "opt/efa-cdk/pcs/prep.sh", PREP.read_text())
+    if missing == "a rule":
+        env["STUB_IPTABLES_FAILS"] = "1"
+    else:  # PATH is the stand-ins, /usr/bin and /bin: the host's own are in /usr/sbin
+        (tmp_path / "stubs" / missing).unlink()
+    run = subprocess.run(["bash", str(PREP), "imds", "root"], env=env, capture_output=True, text=True)
+    assert run.returncode == 1 and "this node runs no job" in run.stderr, run.stderr
+    assert not (node / "var/lib/efa-cdk/imds-restricted").exists()
+    prolog = ROOT / "efa_constructs/node/boot/slurm-prolog.sh"
+    job = subprocess.run(["bash", str(prolog)], env={**env, "SLURMD_NODENAME": "compute-1"},
+                         capture_output=True, text=True)  # fmt: skip
+    assert job.returncode == 1 and "instance metadata is not restricted to root" in job.stderr
+    env.pop("STUB_IPTABLES_FAILS", None)
+    if missing != "a rule":
+        executable(tmp_path / "stubs" / missing, f"#!/bin/bash\n{PREP_STUBS[missing]}\n")
+    assert subprocess.run(["bash", str(PREP), "imds", "root"], env=env, capture_output=True).returncode == 0
+    assert subprocess.run(["bash", str(prolog)], env=env, capture_output=True).returncode == 0
 
 
 @pytest.mark.parametrize("change", ["instance_type", "login_instance_type"])

@@ -165,18 +165,25 @@ IMDS_PROBE = r"""
 set -e
 ip link set lo up
 ip addr add 169.254.169.254/32 dev lo
+ip -6 addr add fd00:ec2::254/128 dev lo nodad
 python3 -m http.server 80 --bind 169.254.169.254 --directory "$1" >/dev/null 2>&1 &
 server=$!
-trap 'kill $server' EXIT
-for _ in $(seq 50); do curl -s -o /dev/null http://169.254.169.254/ && break; sleep 0.1; done
+python3 -m http.server 80 --bind fd00:ec2::254 --directory "$1" >/dev/null 2>&1 &
+server6=$!
+trap 'kill $server $server6' EXIT
+up() { curl -s -o /dev/null http://169.254.169.254/ && curl -s -o /dev/null -g 'http://[fd00:ec2::254]/'; }
+for _ in $(seq 50); do up && break; sleep 0.1; done
+export EFA_CDK_ROOT=$3  # the marker the Prolog requires, in the test's tree
 bash "$2" imds root daemon
 bash "$2" imds root daemon  # every boot: the chain is rebuilt, the OUTPUT hook not doubled
 iptables -S OUTPUT | grep -c efa-cdk-imds
 for user in root daemon nobody; do
-  url=http://169.254.169.254/latest/
-  code=$(runuser -u "$user" -- curl -s -m 3 -o /dev/null -w '%{http_code}' "$url" || true)
-  echo "$user $code"
+  for url in http://169.254.169.254/latest/ 'http://[fd00:ec2::254]/latest/'; do
+    code=$(runuser -u "$user" -- curl -g -s -m 3 -o /dev/null -w '%{http_code}' "$url" || true)
+    echo "$user $code"
+  done
 done
+ip6tables -S OUTPUT | grep -c efa-cdk-imds
 """
 
 
@@ -187,15 +194,20 @@ done
 def test_instance_metadata_answers_root_and_the_named_users_only(tmp_path: Path) -> None:
     """Issue 34 item 16: any local user who reached the node role through instance metadata could fetch
     the cluster's Slurm key (PCS's RegisterComputeNodeGroupInstance returns it); the PCS nodes' rule lets
-    root and the users named through, and refuses everyone else (here `nobody`, a non-root user)."""
+    root and the users named through, and refuses everyone else (here `nobody`, a non-root user), over
+    IPv4 and IPv6 (issue 41 item 6), and leaves the marker the Prolog requires."""
     (tmp_path / "latest").mkdir()
     (tmp_path / "latest/index.html").write_text("meta-data\n")
     run = subprocess.run(
-        ["unshare", "-n", "bash", "-c", IMDS_PROBE, "probe", str(tmp_path), str(PREP)],
+        ["unshare", "-n", "bash", "-c", IMDS_PROBE, "probe", str(tmp_path), str(PREP),
+         str(tmp_path / "node")],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
-    hooks, *answers = run.stdout.split("\n")[:4]
-    assert hooks == "1"
-    assert answers == ["root 200", "daemon 200", "nobody 000"], run.stdout + run.stderr
+    hooks, *answers, hooks6 = run.stdout.split("\n")[:8]
+    assert hooks == "1" and hooks6 == "1"
+    # issue 41 item 6: the IPv6 endpoint (fd00:ec2::254) is held to the same rule
+    want = ["root 200", "root 200", "daemon 200", "daemon 200", "nobody 000", "nobody 000"]
+    assert answers == want, run.stdout + run.stderr
     assert "instance metadata: only root daemon" in run.stderr
+    assert (tmp_path / "node/var/lib/efa-cdk/imds-restricted").read_text() == "root daemon\n"

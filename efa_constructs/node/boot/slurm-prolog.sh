@@ -4,6 +4,12 @@
 # that exits non-zero drains the node and requeues the job (slurm.conf(5), Prolog). verify-efa writes
 # the marker; a failed check leaves its reason in $STATE/failure and the node log.
 R="${EFA_CDK_ROOT:-}"
+# A PCS node (prep.sh is there) also needs its instance-metadata restriction in place: without it any
+# local user reaches the node role, and with it the cluster's Slurm key (node/pcs/prep.sh imds).
+if [ -e "$R/opt/efa-cdk/pcs/prep.sh" ] && [ ! -f "$R/var/lib/efa-cdk/imds-restricted" ]; then
+  echo "efa-cdk: node ${SLURMD_NODENAME:-?} takes no job (${SLURM_JOB_ID:-?}): instance metadata is not restricted to root; see /var/log/cloud-init-output.log" >&2
+  exit 1
+fi
 [ -f "$R/var/lib/efa-cdk/verified" ] && exit 0
 reason=$(cat "$R/var/lib/efa-cdk/failure" 2>/dev/null || echo "the EFA check never completed")
 echo "efa-cdk: node ${SLURMD_NODENAME:-?} takes no job (${SLURM_JOB_ID:-?}): EFA not verified: $reason; see /var/log/efa-cdk.log" >&2

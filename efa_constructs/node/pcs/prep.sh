@@ -5,7 +5,9 @@
 #                           users exist): instance metadata answers only USER (root first). PCS hands a
 #                           node's role the cluster's Slurm key (RegisterComputeNodeGroupInstance), so any
 #                           local user who reached the role could forge Slurm credentials. The rule is
-#                           ParallelCluster's `Imds: Secured` on its head node: iptables, owner match.
+#                           ParallelCluster's `Imds: Secured` on its head node: iptables, owner match,
+#                           and ip6tables for the IPv6 endpoint. Fails closed: until both rules hold, the
+#                           Prolog's marker is absent and the node runs no job.
 #   prep.sh shared FS DIR   first boot (runcmd): mount EFS file system FS at DIR over TLS with the EFS mount
 #                           helper (amazon-efs-utils), kept in /etc/fstab, and make DIR writable by every
 #                           user with the sticky bit (mode 1777), as AWS's PCS recipes do. The mount is
@@ -34,23 +36,40 @@ install_missing() {
   return 1
 }
 
-imds() {
-  [ "$#" -gt 0 ] || die "usage: prep.sh imds USER..."
-  install_missing iptables iptables-nft iptables \
-    || die "no iptables on this image and none could be installed: instance metadata stays open to every user"
-  local chain=efa-cdk-imds user
-  iptables -w -N "$chain" 2>/dev/null || iptables -w -F "$chain"
+# restrict TOOL ADDRESS USER...: with iptables or ip6tables, traffic to ADDRESS only from USER's processes.
+restrict() {
+  local tool=$1 address=$2 chain=efa-cdk-imds user
+  shift 2
+  "$tool" -w -N "$chain" 2>/dev/null || "$tool" -w -F "$chain" || return 1
   for user in "$@"; do
     if id -u "$user" >/dev/null 2>&1; then
-      iptables -w -A "$chain" -m owner --uid-owner "$(id -u "$user")" -j ACCEPT
+      "$tool" -w -A "$chain" -m owner --uid-owner "$(id -u "$user")" -j ACCEPT || return 1
     else
       log "user $user does not exist (yet): not let through to instance metadata"
     fi
   done
-  iptables -w -A "$chain" -j REJECT
-  iptables -w -C OUTPUT -d 169.254.169.254/32 -j "$chain" 2>/dev/null \
-    || iptables -w -I OUTPUT 1 -d 169.254.169.254/32 -j "$chain"
-  log "instance metadata: only $* (iptables chain $chain)"
+  "$tool" -w -A "$chain" -j REJECT || return 1
+  "$tool" -w -C OUTPUT -d "$address" -j "$chain" 2>/dev/null \
+    || "$tool" -w -I OUTPUT 1 -d "$address" -j "$chain"
+}
+
+# Fail closed: the marker the Slurm Prolog requires (node/boot/slurm-prolog.sh) is removed first and
+# written only once both rules hold, so a node whose restriction failed runs no job.
+imds() {
+  [ "$#" -gt 0 ] || die "usage: prep.sh imds USER..."
+  local marker="$R/var/lib/efa-cdk/imds-restricted"
+  rm -f "$marker"
+  install_missing iptables iptables-nft iptables \
+    || die "no iptables on this image and none could be installed: instance metadata stays open to every user; this node runs no job"
+  command -v ip6tables >/dev/null \
+    || die "no ip6tables on this image: instance metadata over IPv6 stays open to every user; this node runs no job"
+  # Instance metadata at 169.254.169.254 and, over IPv6, fd00:ec2::254 (EC2 user guide, "Instance
+  # metadata service endpoints").
+  restrict iptables 169.254.169.254/32 "$@" || die "iptables refused the instance-metadata rule; this node runs no job"
+  restrict ip6tables fd00:ec2::254/128 "$@" || die "ip6tables refused the instance-metadata rule; this node runs no job"
+  mkdir -p "${marker%/*}"
+  printf '%s\n' "$*" >"$marker"
+  log "instance metadata: only $* (iptables and ip6tables chain efa-cdk-imds)"
 }
 
 shared() {
