@@ -708,3 +708,32 @@ def test_the_root_copy_of_the_hostfile_follows_the_one_a_joining_node_hands_out(
     assert r.returncode == 1 and "is not '<ip> slots=<ranks>'" in r.log
     assert node.read("etc/efa-cdk/hostfile") == handed
     assert node.systemd_verify("efa-cdk-hostfile.path", "efa-cdk-hostfile.service") == ""  # last: may skip
+
+
+def test_the_imds_step_restricts_metadata_to_root_and_the_login_user_at_every_boot(tmp_path: Path) -> None:
+    """Issue 41 item 7: the imds step runs prep.sh's rule for root and the login user (iptables and
+    ip6tables, stand-ins here; the real ones run on the one-machine cluster), and installs a unit that
+    systemd-analyze accepts and that reapplies the rule at every boot; without the rule the step fails
+    (the node signals FAILURE)."""
+    node = Node(tmp_path)
+    for tool in ("iptables", "ip6tables"):  # record; no rule exists yet (-C); STUB_<TOOL>_FAILS: refuse
+        executable(
+            node.stub_dir / "bin" / tool,
+            f'#!{BASH}\necho "{tool} $*" >>"$STUB_DIR/calls.log"\n'
+            f'[ -z "${{STUB_{tool.upper()}_FAILS:-}}" ] || exit 4\ncase "$*" in *" -C "*) exit 1 ;; esac\n',
+        )
+    executable(
+        node.stub_dir / "bin/id",
+        f'#!{BASH}\ncase "$*" in "-u root") echo 0 ;; "-u ubuntu") echo 1000 ;; *) exit 1 ;; esac\n',
+    )
+    r = node.run("imds")
+    assert r.returncode == 0, r.log
+    calls = node.calls("iptables") + node.calls("ip6tables")
+    assert "iptables -w -A efa-cdk-imds -m owner --uid-owner 1000 -j ACCEPT" in calls
+    assert "ip6tables -w -I OUTPUT 1 -d fd00:ec2::254/128 -j efa-cdk-imds" in calls
+    assert node.read("var/lib/efa-cdk/imds-restricted") == "root ubuntu\n"
+    unit = node.read("etc/systemd/system/efa-cdk-imds.service")
+    assert "ExecStart=/opt/efa-cdk/bin/prep.sh imds root ubuntu" in unit and "WantedBy=sysinit.target" in unit
+    assert node.systemd_verify("efa-cdk-imds.service") == ""
+    assert node.run("imds", STUB_IP6TABLES_FAILS="1").returncode == 1
+    assert not (node.root / "var/lib/efa-cdk/imds-restricted").exists()

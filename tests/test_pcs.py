@@ -637,3 +637,24 @@ def test_pcs_cluster_names_at_both_edges_of_the_rule_pass(name: str) -> None:
     t = new_template(Stack.of(_pcs(cluster_name=name)))
     (cluster,) = by_type(t, "AWS::PCS::Cluster")
     assert cluster["Properties"]["Name"] == name
+
+
+def test_a_pcs_node_may_register_with_its_own_cluster_only_and_launches_after_the_grant(
+    pcs: dict[str, Any],
+) -> None:
+    """Issue 41 item 8: the Service Authorization Reference gives RegisterComputeNodeGroupInstance one
+    resource type, the cluster (required): the node role's policies, evaluated (iam_eval), allow it on
+    this cluster's ARN and not on another's; every node group waits for the role's policy (which waits
+    for the cluster's ARN, as the group does)."""
+    (role,) = [k for k, v in pcs["Resources"].items()
+               if v["Type"] == "AWS::IAM::Role" and k.startswith("PcsNodeRole")]  # fmt: skip
+    (cluster,) = [k for k, v in pcs["Resources"].items() if v["Type"] == "AWS::PCS::Cluster"]
+    identity = role_statements(pcs, role)
+    register = "pcs:RegisterComputeNodeGroupInstance"
+    assert allowed(Request(role, register, f"arn:{cluster}"), identity, [])
+    other = "arn:aws:pcs:us-east-1:123456789012:cluster/pcs_0ther0ne"
+    assert not allowed(Request(role, register, other), identity, [])
+    policies = {k for k, v in pcs["Resources"].items() if v["Type"] == "AWS::IAM::Policy"
+                and {"Ref": role} in v["Properties"]["Roles"]}  # fmt: skip
+    for group in by_type(pcs, "AWS::PCS::ComputeNodeGroup"):
+        assert policies <= set(group["DependsOn"]), group["DependsOn"]

@@ -26,9 +26,7 @@ REASONS: dict[str, str] = {
         "no resource-level permissions either; cloudwatch:PutMetricData takes no resource and is limited "
         "to the cluster's own namespace by the cloudwatch:namespace condition. autoscaling:SetInstanceHealth "
         "names the cluster's node group by name: the group id in its ARN is not known to CloudFormation. "
-        "An AWS PCS node's pcs:RegisterComputeNodeGroupInstance is granted on '*': PCS's documentation names "
-        "no resource scope for it, and AWS's own example role grants it through the AWS managed "
-        "AWSPCSComputeNodePolicy (aws-hpc-recipes recipes/pcs/getting_started/assets/pcs-iip-minimal.yaml)."
+        "(An AWS PCS node's pcs:RegisterComputeNodeGroupInstance names its cluster's ARN.)"
     ),
     "AwsSolutions-IAM4": (
         "aws-cdk-lib's AwsCustomResource Lambda (the one-time image lookup and the Elastic IP nodes' "

