@@ -59,3 +59,10 @@ def test_auto_scaling_and_elastic_ip_variants_have_no_unacknowledged_finding() -
     types = {name: [r["Type"] for r in t["Resources"].values()] for name, t in templates.items()}
     assert types["Trn1EfaCluster"].count("AWS::AutoScaling::AutoScalingGroup") == 1
     assert types["P5EfaCluster"].count("AWS::EC2::EIPAssociation") == 2  # one per node
+
+
+def test_an_auto_scaling_stack_with_a_zone_has_no_unacknowledged_finding() -> None:
+    """Issue 41 item 10: with a zone the stack's region is concrete, and cdk-nag names the group-health
+    policy's resource with `aws` and the region written out: the acknowledgement follows (it was written
+    with `<AWS::Partition>` and `<AWS::Region>` and matched only an env-agnostic stack)."""
+    nag({"Trn1EfaCluster:node_group": "asg", "Trn1EfaCluster:availability_zone": "us-east-1a"})

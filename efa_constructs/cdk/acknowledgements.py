@@ -7,7 +7,9 @@ nothing. Everything else cdk-nag reports on our constructs is fixed, not acknowl
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, CfnResource, Validations
+from typing import Any
+
+from aws_cdk import Acknowledgment, CfnResource, Stack, Validations
 from constructs import IConstruct
 
 #: rule id -> why the finding is accepted (a security reviewer should be able to judge each).
@@ -66,6 +68,26 @@ def acknowledge(scope: IConstruct, *findings: str) -> None:
             for f in findings
         )
     )
+
+
+def nag_resource(scope: IConstruct, value: str) -> str:
+    """A policy resource as cdk-nag names it in a finding: resolved in `scope`'s stack, each Ref as
+    ``<Name>`` and each GetAtt as ``<Id.Attribute>``, literal where the stack knows the value (a stack
+    with an account and region writes ``aws`` and ``us-east-1``, not ``<AWS::Partition>``)."""
+
+    def render(v: Any) -> str:
+        if isinstance(v, str):
+            return v
+        if isinstance(v, dict) and "Fn::Join" in v:
+            separator, parts = v["Fn::Join"]
+            return str(separator).join(render(p) for p in parts)
+        if isinstance(v, dict) and "Ref" in v:
+            return f"<{v['Ref']}>"
+        if isinstance(v, dict) and "Fn::GetAtt" in v:
+            return "<" + ".".join(v["Fn::GetAtt"]) + ">"
+        raise ValueError(f"no cdk-nag rendering for {v!r}")
+
+    return render(Stack.of(scope).resolve(value))
 
 
 def explain_cdk_lambda_lint(function: IConstruct | None, what: str) -> None:

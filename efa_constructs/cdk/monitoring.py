@@ -29,7 +29,7 @@ from ..core.monitoring import (
     agent_config,
     dashboard_body,
 )
-from .acknowledgements import acknowledge
+from .acknowledgements import acknowledge, nag_resource
 from .arguments import checked
 
 #: Fingerprint of the key that signs the CloudWatch agent's packages (CloudWatch user guide,
@@ -204,12 +204,8 @@ class EfaClusterMonitoring(Construct):
                     ),
                 ],
             )
-            group_id = Stack.of(self).resolve(group.logical_id)
-            acknowledge(
-                policy,
-                "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:autoscaling:<AWS::Region>:<AWS::AccountId>:"
-                f"autoScalingGroup:*:autoScalingGroupName/<{group_id}>]",
-            )
+            # named as cdk-nag names it: with the stack's own region and partition when it has them
+            acknowledge(policy, f"AwsSolutions-IAM5[Resource::{nag_resource(self, arn)}]")
 
     def _topic(self, alarm_email: str | None) -> sns.Topic:
         key = kms.Key(self, "AlarmKey", enable_key_rotation=True, description="efa-cdk alarm topic")
