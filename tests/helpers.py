@@ -188,6 +188,9 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+if [ -n "${STUB_CURL_FAILS:-}" ]; then  # a URL beginning with this is refused (as curl -f: exit 22)
+  case "$url" in "$STUB_CURL_FAILS"*) exit 22 ;; esac
+fi
 case "$url" in
   */api/token) echo tok ;;
   */meta-data/instance-id)  # THIS_INSTANCE unless the test names another
@@ -203,14 +206,22 @@ args=" $* "
 case "$args" in
   *" signal-resource "*) [ -z "${STUB_SIGNAL_FAILS:-}" ] || exit 254; echo "$*" >>"$STUB_DIR/signals.log" ;;
   *" get-parameter "*"/ec2/keypair/"*) echo "-----BEGIN OPENSSH PRIVATE KEY-----"; echo fake ;;
+  *" get-parameter "*"last-replacement:"*)  # name:version, as SSM selects a version (else it refuses)
+    n=${args#*last-replacement:}; n=${n%% *}
+    cat "$STUB_DIR/last-replacement-v$n" 2>/dev/null \
+      || { echo "An error occurred (ParameterVersionNotFound)" >&2; exit 254; } ;;
   *" get-parameter "*"last-replacement"*)  # --query [Parameter.Version,Parameter.Value], as text
     printf '%s\t%s\n' "$(cat "$STUB_DIR/last-replacement-version" 2>/dev/null || echo 1)" \
       "$(cat "$STUB_DIR/last-replacement" 2>/dev/null || echo none)" ;;
   *" put-parameter "*"last-replacement"*)  # --value "<epoch> <id>": the new Version; STUB_RACE: another
-    v=${args#* --value }; v=${v% --overwrite *}  # node's write landed first (one more version)
-    n=$(($(cat "$STUB_DIR/last-replacement-version" 2>/dev/null || echo 1) + 1 + ${STUB_RACE:-0}))
+    v=${args#* --value }; v=${v% --overwrite *}  # node's write (STUB_RACE's value) landed first
+    n=$(($(cat "$STUB_DIR/last-replacement-version" 2>/dev/null || echo 1) + 1))
+    if [ -n "${STUB_RACE:-}" ] && [ ! -e "$STUB_DIR/raced" ]; then
+      touch "$STUB_DIR/raced"; echo "$STUB_RACE" >"$STUB_DIR/last-replacement-v$n"; n=$((n + 1))
+    fi
     echo "$n" >"$STUB_DIR/last-replacement-version"
     echo "$v" >"$STUB_DIR/last-replacement"
+    echo "$v" >"$STUB_DIR/last-replacement-v$n"
     echo "$n" ;;
   *" put-parameter "*)  # SSM refuses to overwrite without --overwrite (every parameter here exists)
     case "$args" in

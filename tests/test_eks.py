@@ -628,3 +628,27 @@ def test_every_capacity_kind_has_an_eks_capacity_type_case() -> None:
         Capacity.capacity_block("cr-0123456789abcdef0").kind,
     }
     assert covered == set(CapacityKind)
+
+
+@pytest.mark.parametrize(
+    ("region", "registry"),
+    [  # rows of the EKS user guide's "Amazon container image registries" table (issue 41 item 5)
+        ("eu-south-1", "590381155156.dkr.ecr.eu-south-1.amazonaws.com"),
+        ("me-south-1", "558608220178.dkr.ecr.me-south-1.amazonaws.com"),
+        ("me-central-1", "759879836304.dkr.ecr.me-central-1.amazonaws.com"),
+        ("il-central-1", "066635153087.dkr.ecr.il-central-1.amazonaws.com"),
+        ("eu-central-2", "900612956339.dkr.ecr.eu-central-2.amazonaws.com"),
+        ("eu-south-2", "455263428931.dkr.ecr.eu-south-2.amazonaws.com"),
+        ("ca-west-1", "761377655185.dkr.ecr.ca-west-1.amazonaws.com"),
+        ("cn-north-1", "918309763551.dkr.ecr.cn-north-1.amazonaws.com.cn"),
+        ("us-gov-west-1", "013241004608.dkr.ecr.us-gov-west-1.amazonaws.com"),
+        ("us-east-1", "602401143452.dkr.ecr.us-east-1.amazonaws.com"),
+        ("xx-nowhere-1", None),  # a region the table does not list: the chart's default image
+    ],
+)
+def test_the_efa_plugin_image_comes_from_the_registry_aws_lists_for_the_region(
+    region: str, registry: str | None
+) -> None:
+    from efa_constructs.cdk.eks import addon_registry
+
+    assert addon_registry(region) == registry

@@ -11,6 +11,7 @@ import itertools
 import json
 import re
 import shutil
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from efa_constructs.core.monitoring import (
 from efa_constructs.node.topology import order, slurm_tree
 from stacks.cluster_stack import EfaClusterStack
 from stacks.params import ClusterParams
-from tests.helpers import ROOT, THIS_INSTANCE, Node, by_type, executable, new_app
+from tests.helpers import BASH, ROOT, THIS_INSTANCE, Node, by_type, executable, new_app
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -218,6 +219,34 @@ def test_an_agent_older_than_the_first_with_efa_metrics_is_upgraded(
         assert "(1.300064.0) is older than 1.300068.0, the first with EFA metrics: upgrading" in r.log
 
 
+def test_the_agent_key_comes_from_the_global_bucket_when_the_region_has_none(tmp_path: Path) -> None:
+    """Issue 41 item 5: a region whose bucket has no assets/amazon-cloudwatch-agent.gpg: the key comes
+    from the global bucket the CloudWatch user guide names; the package still from the region's; the
+    pinned fingerprint is checked either way. Neither reachable: one line naming both."""
+    node = Node(tmp_path)
+    _monitored(node)
+    _agent_downloads(node)
+    executable(
+        node.stub_dir / "bin/dpkg",
+        f'#!/bin/bash\necho 1.300070.1 >"{node.root}/opt/aws/amazon-cloudwatch-agent/bin/CWAGENT_VERSION"\n',
+    )
+    executable(node.root / "opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl", "#!/bin/bash\n")
+    node.setting("EFA_CDK_REGION", "me-central-1")
+    regional = "https://amazoncloudwatch-agent-me-central-1.s3.me-central-1.amazonaws.com"
+    fpr = "937616F3450B7D806CBD9725D58167303B789C72"
+    r = node.run("monitoring", STUB_KEY_FPR=fpr, STUB_CURL_FAILS=f"{regional}/assets/")
+    assert r.returncode == 0, r.log
+    calls = node.calls("curl")
+    assert any(
+        "https://amazoncloudwatch-agent.s3.amazonaws.com/assets/amazon-cloudwatch-agent.gpg" in c
+        for c in calls
+    )
+    assert any(f"{regional}/ubuntu/amd64/latest/amazon-cloudwatch-agent.deb" in c for c in calls)
+    (node.root / "opt/aws/amazon-cloudwatch-agent/bin/CWAGENT_VERSION").unlink()  # no agent again
+    r = node.run("monitoring", STUB_KEY_FPR=fpr, STUB_CURL_FAILS="https://amazoncloudwatch-agent")
+    assert r.returncode == 1 and "could not download" in r.log
+
+
 def test_an_agent_still_too_old_after_the_install_stops_the_node(tmp_path: Path) -> None:
     node = Node(tmp_path)
     _monitored(node)
@@ -313,12 +342,20 @@ def test_an_asg_node_asks_for_replacement_only_after_three_failures_in_a_row(tmp
     assert instance == THIS_INSTANCE and abs(int(when) - time.time()) < 60
 
 
-def test_a_node_that_never_verified_is_not_replaced(tmp_path: Path) -> None:
+def test_a_node_still_verifying_is_not_replaced_and_one_whose_check_failed_is(tmp_path: Path) -> None:
+    """Issue 41 item 5: while its own steps run, a node is left to them; once its EFA check failed (a
+    replacement the group launched outside any CloudFormation operation, whose FAILURE signal no one
+    hears) it is replaced like a node that failed later, within the same one-per-window limit."""
     node = _failing_asg_node(tmp_path, verified=False)
     for _ in range(4):
         node.run("health-check")
     assert not (node.stub_dir / "health.log").exists()
-    assert "never verified EFA" in _health_log(node)
+    assert "has not finished verifying EFA" in _health_log(node)
+    (node.root / "var/lib/efa-cdk/failure").write_text("7 of 8 EFA devices\n")  # verify-efa's die
+    # as the timer's unit runs it (run-steps.sh, which clears the failure at each step, is not in between)
+    subprocess.run([BASH, str(node.bin / "health-check.sh")], env=node.env, check=False)
+    assert "--health-status Unhealthy" in (node.stub_dir / "health.log").read_text()
+    assert "never verified EFA (7 of 8 EFA devices): asking for a replacement" in _health_log(node)
 
 
 @pytest.mark.parametrize(("seconds_ago", "replaced"), [(600, False), (3630, True)])
@@ -347,9 +384,12 @@ def test_of_two_nodes_failing_at_once_the_one_that_lost_the_claim_waits(tmp_path
     the race for real against the emulator)."""
     node = _failing_asg_node(tmp_path)
     (node.root / "var/lib/efa-cdk/health-failures").write_text("2\n")
-    assert node.run("health-check", STUB_RACE="1").returncode == 1
+    winner = f"{int(time.time())} i-0bbbbbbbbbbbbbbbb"
+    assert node.run("health-check", STUB_RACE=winner).returncode == 1
     assert not (node.stub_dir / "health.log").exists()
     assert "another node of the group claimed the replacement first (version 2 of" in _health_log(node)
+    # issue 41 item 5: its own write (version 3) hid the winner's claim; the winner's value is on top again
+    assert (node.stub_dir / "last-replacement").read_text().strip() == winner
 
 
 def test_a_claim_whose_set_instance_health_fails_is_given_back(tmp_path: Path) -> None:

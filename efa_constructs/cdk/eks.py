@@ -98,12 +98,18 @@ ACCELERATOR_PLUGINS = {
     ),
 }  # fmt: skip
 #: The registry of EKS's add-on images per region where it is not account 602401143452 (EKS user guide,
-#: "View Amazon container image registries for Amazon EKS add-ons"); the EFA device plugin's image is
-#: pulled from the cluster's own region, so nodes reach it through the region's ECR endpoint.
+#: "View Amazon container image registries for Amazon EKS add-ons": its table, two stored copies read;
+#: ap-southeast-5/6/7 from the newer one, the European, Middle East, Canada West, China and GovCloud
+#: rows from the other, issue 41); the EFA device plugin's image is pulled from the cluster's own region,
+#: so nodes reach it through the region's ECR endpoint.
 _ADDON_REGISTRY_ACCOUNTS = {
     "af-south-1": "877085696533", "ap-east-1": "800184023465", "ap-southeast-3": "296578399912",
     "ap-south-2": "900889452093", "ap-southeast-4": "491585149902", "ap-southeast-5": "151610086707",
-    "ap-southeast-6": "333609536671", "ap-southeast-7": "121268973566",
+    "ap-southeast-6": "333609536671", "ap-southeast-7": "121268973566", "ca-west-1": "761377655185",
+    "eu-central-2": "900612956339", "eu-south-1": "590381155156", "eu-south-2": "455263428931",
+    "il-central-1": "066635153087", "me-south-1": "558608220178", "me-central-1": "759879836304",
+    "cn-north-1": "918309763551", "cn-northwest-1": "961992271922", "us-gov-east-1": "151742754352",
+    "us-gov-west-1": "013241004608",
 }  # fmt: skip
 #: Regions under 602401143452 on the same page (the Asia Pacific rows were read in its stored copy; the US,
 #: Canada, South America and first European regions are the account's long-standing home, the chart's
@@ -119,7 +125,8 @@ def addon_registry(region: str) -> str | None:
     """EKS's add-on image registry in `region`, or None where the page lists none (the chart's default,
     us-west-2's, then applies)."""
     if region in _ADDON_REGISTRY_ACCOUNTS:
-        return f"{_ADDON_REGISTRY_ACCOUNTS[region]}.dkr.ecr.{region}.amazonaws.com"
+        suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"  # China's domain
+        return f"{_ADDON_REGISTRY_ACCOUNTS[region]}.dkr.ecr.{region}.{suffix}"
     if region in _ADDON_REGISTRY_DEFAULT_REGIONS:
         return f"602401143452.dkr.ecr.{region}.amazonaws.com"
     return None

@@ -104,7 +104,9 @@ def test_two_nodes_failing_at_the_same_moment_replace_exactly_one(
     assert "marked Unhealthy" in logs[replaced]
     assert "another node of the group claimed the replacement first (version 2" in logs[held], logs[held]
     history = aws["ssm"].get_parameter_history(Name=PARAM)["Parameters"]
-    assert [h["Value"].split()[-1] for h in history] == ["none", ids[0], ids[1]]
+    # issue 41 item 5: the loser's write hid the winner's claim; it puts the winner's value back on top
+    assert [h["Value"].split()[-1] for h in history] == ["none", ids[0], ids[1], ids[0]]
+    assert aws["ssm"].get_parameter(Name=PARAM)["Parameter"]["Value"].split()[-1] == replaced
 
 
 def test_a_later_failure_in_the_window_is_held_back(tmp_path: Path, aws: dict[str, Any]) -> None:

@@ -3,7 +3,8 @@
 # provider, and the node still has every EFA device the launch template attached. The verdict goes
 # to CloudWatch (EfaHealthy per instance, EfaUnhealthyNodes for the cluster: the dashboard and the
 # alarm) and to /var/log/efa-cdk-health.log (shipped by the agent). In an Auto Scaling group a node
-# that was once verified and then fails EFA_CDK_UNHEALTHY_AFTER checks in a row marks itself Unhealthy,
+# that was once verified (or whose own EFA check failed) and then fails EFA_CDK_UNHEALTHY_AFTER checks
+# in a row marks itself Unhealthy,
 # so the group replaces it (in the same subnet, placement and reservation: the launch template's) and
 # the new node verifies itself like the others; at most one node per EFA_CDK_REPLACE_MINUTES (the group's
 # last replacement is in EFA_CDK_REPLACEMENT_PARAMETER), so a fault that follows every new node cannot
@@ -40,8 +41,14 @@ log "UNHEALTHY ($count in a row): $reason"
 
 # An Auto Scaling node: ask the group to replace it, within limits.
 if [ ! -f "$STATE/verified" ]; then
-  log "not asking for a replacement: this node never verified EFA (its creation signal reports that)"
-  exit 1
+  # Still booting (no step has failed yet): its own steps decide. Its check failed: in a CloudFormation
+  # operation the signal fails the deploy, but a node the group launched on its own (a replacement) has
+  # no one listening, so it is replaced like a node that failed later, within the same limit.
+  if [ ! -s "$STATE/failure" ]; then
+    log "not asking for a replacement: this node has not finished verifying EFA"
+    exit 1
+  fi
+  log "this node never verified EFA ($(head -c 200 "$STATE/failure")): asking for a replacement, within the limit"
 fi
 after=${EFA_CDK_UNHEALTHY_AFTER:?}
 if [ "$count" -lt "$after" ]; then
@@ -69,8 +76,15 @@ fi
 # that node goes, the others wait. (Writing then reading back is not enough: A:put A:get B:put B:get lets both go.)
 wrote=$(aws_ ssm put-parameter --name "$param" --value "$now $id" --overwrite --query Version) \
   || held_back "could not write $param"
-[ "$wrote" = $((version + 1)) ] \
-  || held_back "another node of the group claimed the replacement first (version $((version + 1)) of $param)"
+if [ "$wrote" != $((version + 1)) ]; then
+  # Lost: this node's write (a later version) now hides the winner's claim, and status would name this
+  # node. Put the winner's value (version N+1; GetParameter takes "name:version") back on top.
+  if ! winner=$(aws_ ssm get-parameter --name "$param:$((version + 1))" --query Parameter.Value) \
+    || ! aws_ ssm put-parameter --name "$param" --value "$winner" --overwrite >/dev/null; then
+    log "could not put the winning claim back on top of this node's write to $param"
+  fi
+  held_back "another node of the group claimed the replacement first (version $((version + 1)) of $param)"
+fi
 if retry 3 5 aws_ autoscaling set-instance-health --instance-id "$id" --health-status Unhealthy \
   --no-should-respect-grace-period; then
   log "marked Unhealthy: the Auto Scaling group replaces this node"

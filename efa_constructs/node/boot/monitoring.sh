@@ -34,9 +34,16 @@ if [ ! -x "$ctl" ] || ! version_at_least "$have" "$min"; then
   base=${EFA_CDK_CW_AGENT_URL:-https://amazoncloudwatch-agent-$region.s3.$region.amazonaws.com}
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
-  for f in "$pkg" "$pkg.sig" assets/amazon-cloudwatch-agent.gpg; do
+  for f in "$pkg" "$pkg.sig"; do
     retry 5 10 curl -sS -f -o "$work/$(basename "$f")" "$base/$f" || die "could not download $base/$f"
   done
+  # The signing key: the region's bucket, else where the user guide publishes it (the global bucket);
+  # either way it must carry the pinned fingerprint, so where it came from does not matter.
+  key=assets/amazon-cloudwatch-agent.gpg
+  global=${EFA_CDK_CW_AGENT_KEY_BASE:-https://amazoncloudwatch-agent.s3.amazonaws.com}
+  retry 2 5 curl -sS -f -o "$work/amazon-cloudwatch-agent.gpg" "$base/$key" \
+    || retry 5 10 curl -sS -f -o "$work/amazon-cloudwatch-agent.gpg" "$global/$key" \
+    || die "could not download the CloudWatch agent's signing key from $base/$key or $global/$key"
   file="$work/$(basename "$pkg")"
   verify_signed "$file" "$file.sig" "$work/amazon-cloudwatch-agent.gpg" "${EFA_CDK_CW_AGENT_FINGERPRINT:?}"
   "${install[@]}" "$file" >/dev/null || die "could not install the CloudWatch agent ($(basename "$pkg"))"
