@@ -13,7 +13,7 @@ from typing import Any
 
 import aws_cdk as cdk
 
-from efa_constructs.core import EfaConfigError
+from efa_constructs.core import EfaConfigError, refusals_in_one_line
 from efa_constructs.core.limits import written_violations
 from stacks.cluster_stack import READY_CLUSTERS, EfaClusterStack, stack_context
 from stacks.parallel_cluster_stack import READY_PCLUSTERS, EfaParallelClusterStack
@@ -83,10 +83,10 @@ def main(app: cdk.App | None = None) -> int:
     Default app: ``cdk.App()``, which reads the CLI's context and output directory.
     """
     try:
-        assembly = build(app or cdk.App()).synth()
-    except EfaConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        with refusals_in_one_line():  # one line, also for a refusal raised during synthesis
+            assembly = build(app or cdk.App()).synth()
+    except SystemExit as stop:
+        return int(stop.code or 0)
     # The construct's check estimates before writing; what CloudFormation takes is what was written.
     refused = [
         f"error: {stack.stack_name}: {v.message} (as written). Fix: {v.fix}"

@@ -118,3 +118,6 @@ from .core import (
 from .core import (
     plan_layout as plan_layout,
 )
+from .core import (
+    refusals_in_one_line as refusals_in_one_line,
+)

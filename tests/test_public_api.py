@@ -9,6 +9,7 @@ aws-cdk-lib, so "typed" holds on every version the package admits.
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -142,3 +143,47 @@ def test_the_user_app_type_checks_strictly(mypy_output: dict[str, list[str]]) ->
 def test_a_wrong_argument_in_the_user_app_is_caught(mypy_output: dict[str, list[str]], case: int) -> None:
     errors = [line for line in mypy_output[f"user_app_wrong{case}.py"] if ": error: " in line]
     assert len(errors) == 1 and WRONG[case][2] in errors[0], errors
+
+
+USER_REFUSED = """
+import sys
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from efa_constructs import EfaCluster, EfaNetwork, Layout, refusals_in_one_line
+
+app = cdk.App(outdir=sys.argv[1])
+with refusals_in_one_line():
+    stack = cdk.Stack(app, "Refused")
+    net = EfaNetwork(stack, "Net", availability_zone="us-east-1c")
+    if sys.argv[2] == "build":  # refused while the app is built
+        EfaCluster(stack, "C", vpc=net.vpc, instance_type=ec2.InstanceType("trn1.32xlarge"),
+                   nic_layout=Layout.recommended(efa_count=9))
+    else:  # refused while app.synth() runs (a lazy value: the refusal crosses the JavaScript side)
+        from aws_cdk import CfnOutput, IStableStringProducer, Lazy
+        import jsii
+        from efa_constructs import EfaConfigError
+
+        @jsii.implements(IStableStringProducer)
+        class Refuses:
+            def produce(self) -> str:
+                raise EfaConfigError("late", code="efa-cdk:test-late", value=1, why="made up", fix="none")
+
+        CfnOutput(stack, "Late", value=Lazy.string(Refuses()))
+    app.synth()
+"""
+
+
+@pytest.mark.parametrize("when", ["build", "synth"])
+def test_a_refusal_in_a_users_app_is_one_line(tmp_path: Path, when: str) -> None:
+    """Issue 41 item 12: a user's own program (run as `cdk synth` runs it) with refusals_in_one_line():
+    a refusal made while the app is built, and one raised during synthesis inside a CDK callback (which
+    reaches Python as jsii's RuntimeError around a JavaScript stack), each end in one line and exit 1."""
+    script = tmp_path / "app.py"
+    script.write_text(USER_REFUSED)
+    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+    run = subprocess.run([sys.executable, str(script), str(tmp_path / "out"), when],
+                         capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    (line,) = run.stderr.strip().splitlines()
+    want = "error: efa_count=9: " if when == "build" else "error: late=1: made up. Fix: none"
+    assert line.startswith(want), line

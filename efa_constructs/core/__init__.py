@@ -9,7 +9,7 @@ from __future__ import annotations
 from .capacity import Capacity, CapacityKind
 from .catalogue import InstanceType, all_instance_types, instance_type
 from .containers import ContainerRun
-from .errors import EfaConfigError
+from .errors import EfaConfigError, refusals_in_one_line
 from .layout import Layout, LayoutMode, NetworkInterfaceSpec, NicLayout, plan_layout
 from .node_plan import NodePlan
 from .options import InternetEgress, NodeGroup, PublicIp, parse_ssh_source
@@ -42,4 +42,5 @@ __all__ = [
     "instance_type",
     "parse_ssh_source",
     "plan_layout",
+    "refusals_in_one_line",
 ]

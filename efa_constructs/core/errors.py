@@ -9,8 +9,11 @@ stays.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import re
+import sys
+from collections.abc import Iterator
 from typing import TypeVar
 
 #: What an error's id looks like.
@@ -41,12 +44,40 @@ class EfaConfigError(ValueError):
         self.stack = stack
         where = f"{stack}: " if stack else ""
         super().__init__(f"{where}{what}={readable(value)}: {why}. Fix: {fix}")
+        global _last_refusal
+        _last_refusal = self
 
     def in_stack(self, stack: str, *, fix_suffix: str = "") -> EfaConfigError:
         """The same refusal, naming the stack it happened in (and more to the fix, if given)."""
         return EfaConfigError(
             self.what, code=self.code, value=self.value, why=self.why, fix=self.fix + fix_suffix, stack=stack
         )
+
+
+#: The newest refusal made: a refusal raised inside a CDK callback (a validation, a lazy value) reaches
+#: Python again as jsii's RuntimeError around the JavaScript stack, with this one's text inside it.
+_last_refusal: EfaConfigError | None = None
+
+
+@contextlib.contextmanager
+def refusals_in_one_line() -> Iterator[None]:
+    """Inside it, an efa-cdk refusal ends the program as the ready stacks end it: its one line on stderr
+    (``error: <option>=<value>: <why>. Fix: <fix>``) and exit code 1, instead of a Python traceback (or,
+    raised during synthesis, the same message inside a JavaScript stack). Anything else is raised as is.
+
+    In your app: ``with refusals_in_one_line(): MyStack(app, "Training"); app.synth()``.
+    """
+    try:
+        yield
+    except EfaConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(1) from None
+    except RuntimeError as err:
+        refused = _last_refusal
+        if refused is None or str(refused) not in str(err):
+            raise
+        print(f"error: {refused}", file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 def readable(value: object) -> str:
