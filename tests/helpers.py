@@ -160,14 +160,25 @@ def efa_launch_template(template: dict[str, Any]) -> str:
 
 def without_pcs(template: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
     """A copy of `template` without its AWS::PCS::* resources and the outputs naming them (moto models
-    no PCS), and the logical ids left out."""
+    no PCS), and the logical ids left out. What else refers to them (the node role's registration
+    statement names the cluster's ARN) gets a stand-in ARN."""
     pcs = {k for k, v in template["Resources"].items() if v["Type"].startswith("AWS::PCS::")}
     rest = {k: v for k, v in template.items() if k not in ("Resources", "Outputs")}
     rest["Resources"] = {k: v for k, v in template["Resources"].items() if k not in pcs}
     rest["Outputs"] = {
         k: v for k, v in template.get("Outputs", {}).items() if not pcs & set(json.dumps(v).split('"'))
     }
-    return json.loads(json.dumps(rest)), pcs
+
+    def stand_in(node: Any) -> Any:
+        if isinstance(node, dict):
+            if node.get("Ref") in pcs or (node.get("Fn::GetAtt") or [None])[0] in pcs:
+                return "arn:aws:pcs:us-east-1:123456789012:cluster/pcs_standin"
+            return {k: stand_in(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [stand_in(v) for v in node]
+        return node
+
+    return stand_in(json.loads(json.dumps(rest))), pcs
 
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
