@@ -131,6 +131,24 @@ def pcluster(**kwargs: Any) -> Callable[[Any], Any]:
     return build
 
 
+def pcluster_head_in(zone: str) -> Callable[[Any], Any]:
+    """An EfaParallelCluster whose head node subnet (imported, its zone known) is in `zone`; the
+    compute subnet and so the EFS mount target in us-east-1c."""
+    from efa_constructs import EfaParallelCluster
+
+    def build(make: Any) -> Any:
+        stack = make(env=Environment(region="us-east-1"))
+        net = EfaNetwork(stack, "Net", availability_zone="us-east-1c")
+        head = ec2.Subnet.from_subnet_attributes(stack, "Head", subnet_id="subnet-0123456789abcdef0",
+                                                 availability_zone=zone)  # fmt: skip
+        return EfaParallelCluster(
+            stack, "Pc", instance_type=ec2.InstanceType("trn1.32xlarge"), vpc=net.vpc,
+            head_node_subnet=head, compute_subnet=net.private_subnet,
+        )  # fmt: skip
+
+    return build
+
+
 def pcs_unknown(**kwargs: Any) -> Callable[[Any], Any]:
     from efa_constructs import EfaPcsCluster
 
@@ -504,6 +522,20 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
         "installed by the node software",
     ),
     ("alarm email that is not one", ctx(alarm_email="ops"), "alarm_email", "not an email address"),
+    # issue 41 item 13: a head node where the EFS has no mount target
+    (
+        "head node in another zone",
+        pcluster_head_in("us-east-1d"),
+        "head_node_subnet",
+        "could not mount /shared",
+    ),
+    # issue 41 item 13: the construct refuses it too (a user's own app has no context parse)
+    (
+        "alarm email to the construct",
+        cluster(alarm_email="ops@example"),
+        "alarm_email",
+        "not an email address",
+    ),
     # access
     ("unknown public IP choice", ctx(public_ip="yes"), "public_ip", "not a public IP choice"),
     (
@@ -755,6 +787,8 @@ MATRIX_CODES: dict[str, str] = {
     "container without node software": "efa-cdk:container-needs-node-software",
     "monitoring without node software": "efa-cdk:monitoring-needs-node-software",
     "alarm email that is not one": "efa-cdk:context-form",
+    "alarm email to the construct": "efa-cdk:email-form",
+    "head node in another zone": "efa-cdk:pcluster-head-node-zone",
     "unknown public IP choice": "efa-cdk:public-ip-unknown",
     "Elastic IP on an EFA primary interface": "efa-cdk:public-ip-needs-ena-primary",
     "Elastic IP without a public subnet": "efa-cdk:public-ip-without-public-subnet",
@@ -1052,3 +1086,8 @@ def test_the_edges_a_replacement_accepts_synthesize() -> None:
     )  # fmt: skip
     ids = assertions.Template.from_stack(stack).find_resources("AWS::EC2::Instance")
     assert len(ids) == 2 and sum(i.startswith("CNode1") and "R" in i[6:] for i in ids) == 1
+
+
+def test_a_head_node_in_the_compute_subnets_zone_is_accepted(make_stack: Any) -> None:
+    """The edge of issue 41 item 13's head-node rule: the same zone as the EFS mount target passes."""
+    pcluster_head_in("us-east-1c")(make_stack)

@@ -42,3 +42,19 @@ def test_a_zone_asked_for_stays_clean_under_stock_cfn_lint(make_stack: Any, zone
     for subnet in suppressed:
         del subnet["Metadata"]
     assert len(lint(template, stock=True)) == (2 if zone else 0)  # the finding it answers
+
+
+def test_a_network_without_a_zone_says_it_takes_the_regions_first(make_stack: Any) -> None:
+    """Issue 41 item 13: no availability_zone is no silent choice: the warning names what happens and
+    how to choose (the README's own program builds such a network)."""
+    from aws_cdk import assertions
+
+    from efa_constructs import EfaNetwork
+
+    stack = make_stack()
+    EfaNetwork(stack, "Net")
+    EfaNetwork(stack, "Pinned", availability_zone="us-east-1c")
+    found = assertions.Annotations.from_stack(stack).find_warning(
+        "*", assertions.Match.string_like_regexp("region's first Availability Zone")
+    )
+    assert [m.id.rsplit("/", 1)[-1] for m in found] == ["Net"], [m.id for m in found]

@@ -8,7 +8,7 @@ failed health checks to an SNS topic, and an SSM document that re-runs the bench
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Aws, CfnOutput, Duration, Fn, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Aws, CfnOutput, Duration, Fn, RemovalPolicy, Stack, Token
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
@@ -29,6 +29,7 @@ from ..core.monitoring import (
     agent_config,
     dashboard_body,
 )
+from ..core.options import check_email
 from .acknowledgements import acknowledge, nag_resource
 from .arguments import checked
 
@@ -218,6 +219,8 @@ class EfaClusterMonitoring(Construct):
             )
         )
         topic = sns.Topic(self, "Alarms", master_key=key, enforce_ssl=True)
+        if alarm_email is not None and not Token.is_unresolved(alarm_email):
+            check_email(alarm_email)
         if alarm_email:
             topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
         return topic

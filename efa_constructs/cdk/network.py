@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from aws_cdk import Stack, Token
+from aws_cdk import Annotations, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -86,6 +86,14 @@ class EfaNetwork(Construct):
         self._explain_cdk_provider_lint()
         if availability_zone and not Token.is_unresolved(availability_zone):
             self._explain_pinned_zone(availability_zone)
+        if availability_zone is None:  # said, not silent: the zone decides which types can launch
+            Annotations.of(self).add_warning_v2(
+                "efa-cdk:first-zone",
+                "No availability_zone: the network, and every node in it, goes to the region's first "
+                "Availability Zone, whichever types it offers. Pass availability_zone= a zone that offers "
+                "your instance type (aws ec2 describe-instance-type-offerings --location-type "
+                "availability-zone --filters Name=instance-type,Values=<type>).",
+            )
         log_group = logs.LogGroup(self, "FlowLogs", retention=flow_log_retention)
         self.vpc.add_flow_log("FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(log_group))
         self.public_subnet: ec2.ISubnet = self.vpc.public_subnets[0]

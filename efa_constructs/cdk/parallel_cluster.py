@@ -137,6 +137,7 @@ class EfaParallelCluster(Construct):
                 else compute_subnet.availability_zone
             )
             check_zone_of_subnet(availability_zone, zone, used_unknown=False)
+            _check_head_node_zone(head_node_subnet, zone)
         self.vpc = vpc
         # One group for head and compute: EFA needs all traffic to and from itself, and the head
         # node talks to the compute nodes (Slurm, NFS) through it as well. The placement group follows
@@ -343,6 +344,23 @@ class EfaParallelCluster(Construct):
     def head_node_ip(self) -> str | None:
         """The head node's public IP (a token) when the construct created the cluster, else None."""
         return self.cluster.get_att_string("headNode.publicIpAddress") if self.cluster else None
+
+
+def _check_head_node_zone(head_node_subnet: ec2.ISubnet, compute_zone: str | None) -> None:
+    """The shared EFS has its one mount target in the compute subnet's zone; ParallelCluster mounts an
+    existing file system on the head node through a mount target in the head node's zone, and stops the
+    cluster's creation without one. Refused when both zones are known and differ."""
+    head_zone = head_node_subnet.availability_zone
+    if compute_zone is None or Token.is_unresolved(head_zone) or head_zone == compute_zone:
+        return
+    raise EfaConfigError(
+        "head_node_subnet",
+        code="efa-cdk:pcluster-head-node-zone",
+        value=head_node_subnet,
+        why=f"it is in {head_zone}, and the shared EFS has its one mount target in {compute_zone} (the "
+        "compute subnet's zone): the head node could not mount /shared",
+        fix=f"pass a public subnet in {compute_zone}",
+    )
 
 
 def _check_inputs(

@@ -112,6 +112,22 @@ def check_zone_of_subnet(zone: str | None, subnet_zone: str | None, *, used_unkn
     )
 
 
+#: An address SNS can deliver to: one @, something before it, a dotted domain after it, no spaces.
+EMAIL_PATTERN = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
+
+
+def check_email(address: str, key: str = "alarm_email") -> None:
+    """Refuse what is not an email address: SNS would take the subscription and never deliver a mail."""
+    if not EMAIL_PATTERN.match(address):
+        raise EfaConfigError(
+            key,
+            code="efa-cdk:email-form",
+            value=address,
+            why="not an email address, so the alarms' subscription would never deliver",
+            fix="pass an address such as ops@example.com (it must confirm the subscription)",
+        )
+
+
 def parse_ssh_source(source: str) -> str:
     """An SSH source, normalized: an IPv4/IPv6 CIDR (host bits zero) or a prefix list id (``pl-...``).
 
