@@ -71,12 +71,7 @@ class EfaParallelClusterStack(Stack):
 
     def _outputs(self) -> None:
         """The configuration to deploy, the head node's address and key, the file system, as outputs."""
-        CfnOutput(
-            self,
-            "ParallelClusterConfig",
-            value=self.pcluster.config_yaml,
-            description="pcluster create-cluster --cluster-configuration <this, saved as cluster.yaml>",
-        )
+        self.pcluster.config_output(self)
         if self.pcluster.head_node_ip is not None:
             CfnOutput(
                 self, "HeadNodeIp", value=self.pcluster.head_node_ip, description="pcluster ssh, or ssh to it"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import jsii
-from aws_cdk import Aws, CfnStack, CustomResource, RemovalPolicy, Stack, Token
+from aws_cdk import Aws, CfnOutput, CfnStack, CustomResource, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
@@ -300,6 +300,16 @@ class EfaParallelCluster(Construct):
             f"EFA_CDK_REGION={Aws.REGION}",
             f"EFA_CDK_SCRIPTS_URL={self._scripts_url}",
             f"EFA_CDK_STEPS={steps}",
+        )
+
+    def config_output(self, scope: Construct, id_: str = "ParallelClusterConfig") -> CfnOutput:
+        """A stack output with the validated ParallelCluster configuration (YAML): what ``pcluster
+        create-cluster --cluster-configuration`` takes, saved as a file."""
+        return CfnOutput(
+            scope,
+            id_,
+            value=self.config_yaml,
+            description="pcluster create-cluster --cluster-configuration <this, saved as cluster.yaml>",
         )
 
     @property
