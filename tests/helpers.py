@@ -264,6 +264,12 @@ case "$args" in
   *) exit 99 ;;
 esac
 """,
+    # the instance-metadata rule (imds step): recorded; no rule exists before it is added (-C fails)
+    "iptables": 'case "$*" in *" -C "*) exit 1 ;; esac',
+    "ip6tables": 'case "$*" in *" -C "*) exit 1 ;; esac',
+    # the image's users: root and the login user exist on a node (not on this machine)
+    "id": 'case "$*" in "-u root") echo 0 ;; "-u ubuntu" | "-u ec2-user") echo 1000 ;;\n'
+    '  *) exec /usr/bin/id "$@" ;; esac',
     "gpg": r"""
 case " $* " in
   *" --import "*) exit 0 ;;

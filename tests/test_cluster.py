@@ -203,3 +203,40 @@ def test_the_nodes_generation_changes_with_what_replaces_every_node_and_only_wit
     assert _generations(make_stack, node_replacements={1: "bad-gpu"}) == {base}
     assert _generations(make_stack, instance_type=ec2.InstanceType("trn1n.32xlarge")) != {base}
     assert _generations(make_stack, node_software=NodeSoftware.efa(EfaUserData(benchmarks=[]))) != {base}
+
+
+HASH_SEED_PROBE = """
+import json
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from efa_constructs import EfaCluster, EfaNetwork, PublicIp
+
+app = cdk.App()
+stack = cdk.Stack(app, "Seeded")
+net = EfaNetwork(stack, "Net", availability_zone="us-east-1c")
+EfaCluster(stack, "C", vpc=net.vpc, instance_type=ec2.InstanceType("trn1.32xlarge"), node_count=2,
+           public_ip=PublicIp.LEADER)
+t = app.synth().get_stack_by_name("Seeded").template
+print(json.dumps(sorted(
+    [k for k, v in t["Resources"].items() if v["Type"] == "AWS::EC2::NetworkInterface"]
+    + [x["Value"] for v in t["Resources"].values() if v["Type"] == "AWS::EC2::Instance"
+       for x in v["Properties"]["Tags"] if x["Key"] == "efa-cdk:generation"]
+)))
+"""
+
+
+def test_names_made_from_the_template_are_the_same_in_every_python_process() -> None:
+    """Issue 41 item 2 (found by template-diff): the launch template's fingerprint named a frozenset in
+    its hash order, which differs between Python processes, so the generation tag and the Elastic IP
+    interfaces' logical ids changed from one `cdk synth` to the next. Two processes, two hash seeds."""
+    import os
+    import subprocess
+    import sys
+
+    seen = []
+    for seed in ("0", "3"):  # two seeds whose orders of the catalogue's interface-type sets differ
+        env = {**os.environ, "PYTHONHASHSEED": seed, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+        run = subprocess.run([sys.executable, "-c", HASH_SEED_PROBE], capture_output=True, text=True,
+                             env=env, timeout=300, check=True)  # fmt: skip
+        seen.append(json.loads(run.stdout))
+    assert seen[0] == seen[1] and len(seen[0]) == 3, seen  # one interface, two nodes' generation

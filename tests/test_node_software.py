@@ -64,6 +64,7 @@ def test_every_shipped_script_is_shellcheck_clean() -> None:
 def test_every_step_has_a_script() -> None:
     names = EfaUserData().step_names([Benchmark.FI_PINGPONG])
     assert names == [
+        "imds",  # issue 41 item 7: instance metadata for root and the login user, first
         "install-efa",
         "efa-env",
         "ssh-keys",
@@ -109,7 +110,7 @@ def test_rendered_user_data_is_clean_ordered_and_logged(tmp_path: Path, itype: s
     assert order == sorted(order) and len(order) == 3  # settings, then scripts, then steps
     bench = "nccom-test fi_pingpong" if itype.startswith("trn") else "nccl-tests fi_pingpong"
     assert f"EFA_CDK_BENCHMARKS='{bench}'" in lines
-    steps = "install-efa efa-env ssh-keys verify-efa signal hostfile benchmarks"
+    steps = "imds install-efa efa-env ssh-keys verify-efa signal hostfile benchmarks"
     assert f"EFA_CDK_STEPS='{steps}'" in lines
     assert "EFA_CDK_SCRIPTS_URL='s3://bucket/hash.zip'" in lines
     assert "# efa-cdk:settings" not in lines  # the settings line was rendered
@@ -297,7 +298,8 @@ def test_benchmarks_off(make_stack: Any) -> None:
     (lt,) = of_type(t, "AWS::EC2::LaunchTemplate").values()
     user_data = json.dumps(lt["Properties"]["LaunchTemplateData"]["UserData"])
     assert (
-        "EFA_CDK_STEPS='install-efa efa-env monitoring ssh-keys verify-efa signal hostfile'\\n" in user_data
+        "EFA_CDK_STEPS='imds install-efa efa-env monitoring ssh-keys verify-efa signal hostfile'\\n"
+        in user_data
     )
 
 

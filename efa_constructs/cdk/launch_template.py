@@ -7,6 +7,7 @@ InterfaceType, so multi-card EFA nodes must launch from a launch template.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import hashlib
 import json
 from collections.abc import Sequence
@@ -42,6 +43,20 @@ class _Generation:
 
     def produce(self) -> str:
         return self._template.synth_generation()
+
+
+def _stable(value: object) -> object:
+    """A dataclass as plain data that is the same in every process: sets sorted (a repr lists a
+    frozenset in hash order, which differs from one Python process to the next), enums by value."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _stable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (set, frozenset)):
+        return sorted(_stable(v) for v in value)  # type: ignore[type-var]
+    if isinstance(value, (list, tuple)):
+        return [_stable(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return value.value
+    return value
 
 
 def network_interfaces(
@@ -382,9 +397,9 @@ class EfaLaunchTemplate(PlannedNodes, Construct):
         assert isinstance(cfn, ec2.CfnLaunchTemplate)
         parts = [
             stack.resolve(cfn.launch_template_data),  # image, user data, role, volumes, IMDS, key, placement
-            repr(self.layout),  # the interfaces (written as an override, like the capacity)
+            _stable(self.layout),  # the interfaces (written as an override, like the capacity)
             [stack.resolve(sg.security_group_id) for sg in self.security_groups],
-            repr(self.capacity),
+            _stable(self.capacity),
         ]
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 

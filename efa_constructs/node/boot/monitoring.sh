@@ -40,7 +40,7 @@ if [ ! -x "$ctl" ] || ! version_at_least "$have" "$min"; then
   # The signing key: the region's bucket, else where the user guide publishes it (the global bucket);
   # either way it must carry the pinned fingerprint, so where it came from does not matter.
   key=assets/amazon-cloudwatch-agent.gpg
-  global=${EFA_CDK_CW_AGENT_KEY_BASE:-https://amazoncloudwatch-agent.s3.amazonaws.com}
+  global=https://amazoncloudwatch-agent.s3.amazonaws.com
   retry 2 5 curl -sS -f -o "$work/amazon-cloudwatch-agent.gpg" "$base/$key" \
     || retry 5 10 curl -sS -f -o "$work/amazon-cloudwatch-agent.gpg" "$global/$key" \
     || die "could not download the CloudWatch agent's signing key from $base/$key or $global/$key"
