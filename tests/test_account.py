@@ -76,14 +76,45 @@ def stubbed_quotas(session: Any, vcpus: float, *, calls: int = 1) -> tuple[Any, 
     return client, stub
 
 
+def answer_reservations(client: Any, reservations: list[dict[str, Any]]) -> None:
+    """moto has no Capacity Reservations: the ec2 `client` answers DescribeCapacityReservations with
+    `reservations`, the response checked against botocore's model of it (as Stubber checks), every other
+    call still going to moto."""
+    from botocore.awsrequest import AWSResponse
+    from botocore.validate import ParamValidator
+
+    operation = client.meta.service_model.operation_model("DescribeCapacityReservations")
+    answer = {"CapacityReservations": reservations}
+    report = ParamValidator().validate(answer, operation.output_shape)
+    assert not report.has_errors(), report.generate_report()
+
+    def respond(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        return AWSResponse("https://moto", 200, {}, None), answer
+
+    client.meta.events.register("before-call.ec2.DescribeCapacityReservations", respond)
+
+
 def run(
-    account: dict[str, Any], out: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, quotas: Any, *args: str
+    account: dict[str, Any],
+    out: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: Any,
+    quotas: Any,
+    *args: str,
+    reservations: list[dict[str, Any]] | None = None,
 ) -> tuple[int, str, str]:
-    """The command as a user runs it, with Service Quotas answered by the stub."""
+    """The command as a user runs it, with Service Quotas answered by the stub, and Capacity
+    Reservations by `reservations` (default: none)."""
     real = Preflight.client
 
     def client(self: Preflight, service: str) -> Any:
-        return quotas if service == "service-quotas" else real(self, service)
+        if service == "service-quotas":
+            return quotas
+        made = real(self, service)
+        if service == "ec2" and not getattr(made, "_answers_reservations", False):
+            answer_reservations(made, reservations or [])
+            made._answers_reservations = True
+        return made
 
     monkeypatch.setattr(Preflight, "client", client)
     code = preflight.main(["Trn1EfaCluster"], out, None, "--json" in args)
@@ -171,6 +202,26 @@ def test_a_ready_account_passes(
     assert any("'Running On-Demand Trn instances' 1024 vCPUs: 0 run + 256 needed" in line for line in lines)
     assert any("bootstrap version 30 (>= 6)" in line for line in lines)
     stub.assert_no_pending_responses()
+
+
+def test_unused_reservations_and_only_running_on_demand_nodes_count_against_the_quota(
+    account: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """Issue 41 item 3: an active reservation's unused instances count against the On-Demand quota (EC2
+    user guide, On-Demand Instance quotas): 2 free trn1.32xlarge hold 256 vCPUs, so a quota of 384 does
+    not fit the cluster's 256 more; the line says where the vCPUs went."""
+    session = account["session"]
+    out = synth(tmp_path, availability_zone="us-east-1a", ami_id=_ami(session), ami_os="ubuntu")
+    quotas, _ = stubbed_quotas(session, 384)
+    held = [{"CapacityReservationId": "cr-0123456789abcdef0", "InstanceType": "trn1.32xlarge",
+             "AvailabilityZone": "us-east-1b", "State": "active", "TotalInstanceCount": 2,
+             "AvailableInstanceCount": 2}]  # fmt: skip
+    _, text, err = run(account, out, monkeypatch, capsys, quotas, "--json", reservations=held)
+    assert text, err
+    checks = {c["name"].split(" [")[0]: c for c in json.loads(text)["checks"]}
+    assert checks["quota"]["status"] == "FAIL", checks["quota"]
+    assert "0 run + 256 held by unused reservations, the cluster needs 256" in checks["quota"]["found"]
+    assert "--desired-value 512" in checks["quota"]["fix"]
 
 
 def test_a_wrong_account_fails_naming_each_problem_and_its_fix(

@@ -247,7 +247,8 @@ def _failure(name: str, action: str, err: Exception) -> Exception:
     message = err.response.get("Error", {}).get("Message", "")
     if code in ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation"):
         return _Denied(Check(name, "FAIL", f"{action} was denied", f"allow {action} to these credentials"))
-    if "Throttl" in code or code == "RequestLimitExceeded":
+    # EC2 and most services say Throttling; Service Quotas says TooManyRequestsException
+    if "Throttl" in code or code in ("RequestLimitExceeded", "TooManyRequestsException"):
         return _Denied(Check(name, "FAIL", f"{action} was throttled ({code})", "run preflight again later"))
     if code in ("ExpiredToken", "ExpiredTokenException", "RequestExpired", "InvalidClientTokenId"):
         return PreflightError(f"the AWS credentials are not valid ({code}): renew them (aws sso login, ...)")
@@ -459,38 +460,73 @@ class Preflight:
             )
         vcpus = int(self._type(g.instance_type).get("VCpuInfo", {}).get("DefaultVCpus", 0))
         need = vcpus * g.count
-        running = self._running_vcpus(name)
+        running, own = self._running_vcpus(name, g.stack)
+        reserved, reserved_note = self._unused_reserved_vcpus(name)
+        used = running + reserved
         limit = int(found["Value"])
-        if running + need > limit:
+        counted = f"{running} run" + (f" ({own} of them this stack's own nodes)" if own else "")
+        counted += f" + {reserved} held by unused reservations" if reserved else reserved_note
+        if used + need > limit:
             return Check(
                 "quota",
                 "FAIL",
-                f"'{name}' is {limit} vCPUs; {running} run, the cluster needs {need}",
-                f"request {running + need} or more: aws service-quotas request-service-quota-increase "
-                f"--service-code ec2 --quota-code {found['QuotaCode']} --desired-value {running + need}",
+                f"'{name}' is {limit} vCPUs; {counted}, the cluster needs {need}",
+                f"request {used + need} or more: aws service-quotas request-service-quota-increase "
+                f"--service-code ec2 --quota-code {found['QuotaCode']} --desired-value {used + need}",
             )
-        return Check("quota", "PASS", f"'{name}' {limit} vCPUs: {running} run + {need} needed")
+        return Check("quota", "PASS", f"'{name}' {limit} vCPUs: {counted} + {need} needed")
 
-    def _running_vcpus(self, name: str) -> int:
+    def _unused_reserved_vcpus(self, name: str) -> tuple[int, str]:
+        """The vCPUs active On-Demand Capacity Reservations hold unused in quota `name` (EC2 user guide,
+        "On-Demand Instance quotas": they count against it), and a note when they could not be asked."""
+        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.parsers import ResponseParserError  # an endpoint that answers no EC2 XML
+
+        ec2 = self.client("ec2")
+        try:
+            pages = list(
+                ec2.get_paginator("describe_capacity_reservations").paginate(
+                    Filters=[{"Name": "state", "Values": ["active"]}]
+                )
+            )
+        except (ClientError, BotoCoreError, ResponseParserError) as err:
+            code = getattr(err, "response", {}).get("Error", {}).get("Code", type(err).__name__)
+            return 0, f" (unused reservations not counted: DescribeCapacityReservations said {code})"
+        total = 0
+        for page in pages:
+            for cr in page.get("CapacityReservations", []):
+                if quota_name(cr["InstanceType"]) == name:
+                    per = int(self._type(cr["InstanceType"]).get("VCpuInfo", {}).get("DefaultVCpus", 0))
+                    total += per * int(cr.get("AvailableInstanceCount", 0))
+        return total, ""
+
+    def _running_vcpus(self, name: str, stack: str) -> tuple[int, int]:
+        """The vCPUs of running On-Demand instances in quota `name` (Spot instances count against the
+        Spot quotas), and how many of them are `stack`'s own (an update replaces them)."""
         ec2 = self.client("ec2")
         pages = _aws_call(
             "quota",
             "ec2:DescribeInstances",
             lambda: list(
                 ec2.get_paginator("describe_instances").paginate(
-                    Filters=[{"Name": "instance-state-name", "Values": ["pending", "running"]}]
+                    Filters=[{"Name": "instance-state-name", "Values": ["running"]}]
                 )
             ),
         )
-        total = 0
+        total = own = 0
         for page in pages:
             for r in page["Reservations"]:
                 for i in r["Instances"]:
-                    if quota_name(i["InstanceType"]) == name:
-                        total += int(i.get("CpuOptions", {}).get("CoreCount", 0)) * int(
-                            i.get("CpuOptions", {}).get("ThreadsPerCore", 1)
-                        ) or int(self._type(i["InstanceType"]).get("VCpuInfo", {}).get("DefaultVCpus", 0))
-        return total
+                    if quota_name(i["InstanceType"]) != name or i.get("InstanceLifecycle") == "spot":
+                        continue
+                    vcpus = int(i.get("CpuOptions", {}).get("CoreCount", 0)) * int(
+                        i.get("CpuOptions", {}).get("ThreadsPerCore", 1)
+                    ) or int(self._type(i["InstanceType"]).get("VCpuInfo", {}).get("DefaultVCpus", 0))
+                    total += vcpus
+                    tags = {t["Key"]: t["Value"] for t in i.get("Tags", [])}
+                    if tags.get("aws:cloudformation:stack-name") == stack:
+                        own += vcpus
+        return total, own
 
     def capacity(self, g: NodeGroup) -> Check | None:
         if not g.reservation_id:
@@ -509,7 +545,9 @@ class Preflight:
         if g.zone and cr["AvailabilityZone"] != g.zone:
             problems.append(f"it is in {cr['AvailabilityZone']}, the nodes in {g.zone}")
         state = cr["State"]
-        if state not in ("active", "scheduled", "payment-pending"):
+        # EC2 API reference, CapacityReservation State: these still become (or are) active; the rest
+        # (expired, cancelled, failed, payment-failed, unsupported) never launch a node
+        if state not in ("active", "scheduled", "payment-pending", "pending", "assessing", "delayed"):
             problems.append(f"it is {state}")
         if int(cr.get("TotalInstanceCount", 0)) < g.count:
             problems.append(f"it holds {cr.get('TotalInstanceCount')} instances for {g.count} nodes")
