@@ -3,7 +3,7 @@
     python -m efa_constructs layout trn1.32xlarge [--mode legacy] [--efa-count 4]
     python -m efa_constructs types [--family p5]
     python -m efa_constructs catalogue refresh [--live --region us-east-1 ...] [--output FILE]
-    python -m efa_constructs template-diff [--base main] [--head REV] [-c key=value] [--strict]
+    python -m efa_constructs template-diff [--base main] [--head REV] [--app CMD] [-c key=value] [--strict]
     python -m efa_constructs preflight [STACK ...] [--out cdk.out] [--json]     (needs AWS credentials)
     python -m efa_constructs status STACK [--json]                              (needs AWS credentials)
 
@@ -97,7 +97,7 @@ def _template_diff(args: argparse.Namespace) -> int:
             fix="pass -c key=value, e.g. -c node_count=4",
         )
     context = dict(kv.split("=", 1) for kv in args.context)
-    report, stateful_loss = run(args.base, args.head, context)
+    report, stateful_loss = run(args.base, args.head, context, app=args.app)
     print(report)
     return 3 if stateful_loss and args.strict else 0
 
@@ -196,6 +196,11 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("template-diff", help="synthesize two git revisions and diff the templates per stack")
     d.add_argument("--base", default="HEAD", help="base revision (default: HEAD)")
     d.add_argument("--head", default=None, help="head revision (default: the working tree)")
+    d.add_argument(
+        "--app",
+        default=None,
+        help="the command that synthesizes the app (default: each revision's cdk.json app, else app.py)",
+    )
     d.add_argument(
         "-c",
         "--context",

@@ -226,3 +226,65 @@ def test_a_deleted_resource_of_a_stateless_type_is_not_a_loss() -> None:
     old = {"Resources": {"Sg": {"Type": "AWS::EC2::SecurityGroup", "Properties": {}}}}
     out = render("S", diff_templates(old, {"Resources": {}}))
     assert "STATEFUL" not in out and "Sg" in out
+
+
+USER_APP = """
+import aws_cdk as cdk
+from aws_cdk import aws_ssm as ssm
+
+app = cdk.App()
+stack = cdk.Stack(app, "Infra")
+flag = app.node.try_get_context("@aws-cdk/aws-efs:denyAnonymousAccess")
+ssm.StringParameter(stack, "Size", string_value=f"{app.node.try_get_context('size')} {flag}")
+nested = cdk.NestedStack(stack, "Inner")
+ssm.StringParameter(nested, "InnerParameter", string_value="x")
+app.synth()
+"""
+
+
+def _git(repo: Any, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                   check=True, capture_output=True)  # fmt: skip
+
+
+def test_a_users_app_is_synthesized_as_the_cdk_cli_does(tmp_path: Any) -> None:
+    """Issue 41 item 11: another app file (infra.py, named by cdk.json's app), cdk.json's context (the
+    feature flags, and a committed change of a value, which must show), cdk.context.json, and the old
+    aws_eks module's kind of nested stack not listed as a stack of its own."""
+    import os
+    import subprocess
+    import sys
+
+    repo = tmp_path / "user"
+    repo.mkdir()
+    (repo / "infra.py").write_text(USER_APP)
+    cdk_json = {
+        "app": "python3 infra.py",
+        "context": {"size": "1", "@aws-cdk/aws-efs:denyAnonymousAccess": True},
+    }
+    (repo / "cdk.json").write_text(json.dumps(cdk_json))
+    (repo / "cdk.context.json").write_text(json.dumps({"size": "from-cache"}))  # overridden by nothing
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "one")
+    cdk_json["context"]["size"] = "2"
+    (repo / "cdk.json").write_text(json.dumps(cdk_json))
+    (repo / "cdk.context.json").unlink()
+    _git(repo, "commit", "-qam", "two")
+    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+    command = [sys.executable, "-m", "efa_constructs", "template-diff", "--base", "HEAD~1", "--head", "HEAD"]
+    run = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "Stack Infra:" in run.stdout and "(AWS::SSM::Parameter): Value" in run.stdout, run.stdout
+    assert "Inner" not in run.stdout.replace("InnerNestedStack", "")  # the nested stack: a resource only
+    from efa_constructs.tools.template_diff import revision_context, stack_templates, synth_revision
+
+    assert revision_context(repo, {"size": "3"})["size"] == "3"  # -c wins over cdk.json
+    out = tmp_path / "out"
+    templates = synth_revision(repo, "HEAD~1", {}, out)
+    assert list(templates) == ["Infra"] and stack_templates(out).keys() == {"Infra"}
+    (value,) = [r["Properties"]["Value"] for r in templates["Infra"]["Resources"].values()
+                if r["Type"] == "AWS::SSM::Parameter"]  # fmt: skip
+    assert value == "from-cache True"  # cdk.context.json over cdk.json's value; the flag from cdk.json

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -243,14 +244,48 @@ def render(stack: str, d: StackDiff) -> str:
     return "\n".join(lines)
 
 
-def synth_revision(repo: Path, rev: str | None, context: Mapping[str, str], out: Path) -> dict[str, Any]:
-    """Synthesize `app.py` at a git revision (None: the working tree) into `out`; templates by stack."""
-    env = {
-        **os.environ,
-        "CDK_OUTDIR": str(out),
-        "CDK_CONTEXT_JSON": json.dumps(dict(context)),
-        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+def app_command(tree: Path, app: str | None) -> list[str]:
+    """The program that synthesizes the app at `tree`, as the CDK CLI finds it: `app` (``--app``), else
+    cdk.json's ``app``; its Python file is run with this Python (the one efa-cdk runs in, which has the
+    app's libraries), any other command as the shell runs it; with neither, ``app.py``."""
+    command = app
+    if command is None and (tree / "cdk.json").is_file():
+        command = json.loads((tree / "cdk.json").read_text()).get("app")
+    if not command:
+        return [sys.executable, "app.py"]
+    words = shlex.split(command)
+    script = next((w for w in words if w.endswith(".py")), None)
+    return [sys.executable, script] if script else ["/bin/sh", "-c", command]
+
+
+def revision_context(tree: Path, context: Mapping[str, str]) -> dict[str, Any]:
+    """The context the CDK CLI gives the app at `tree`: cdk.json's ``context`` (the feature flags among
+    it), then cdk.context.json (cached lookups), then what the user passed (``-c``), later winning."""
+    merged: dict[str, Any] = {}
+    for name in ("cdk.json", "cdk.context.json"):
+        path = tree / name
+        if path.is_file():
+            found = json.loads(path.read_text())
+            merged.update(found.get("context", {}) if name == "cdk.json" else found)
+    return {**merged, **context}
+
+
+def stack_templates(out: Path) -> dict[str, dict[str, Any]]:
+    """The templates of the cloud assembly's stacks (manifest.json's ``aws:cloudformation:stack``
+    artifacts): a nested stack's template is an asset of its parent, not a stack of its own."""
+    artifacts = json.loads((out / "manifest.json").read_text()).get("artifacts", {})
+    return {
+        name: json.loads((out / a["properties"]["templateFile"]).read_text())
+        for name, a in artifacts.items()
+        if a.get("type") == "aws:cloudformation:stack"
     }
+
+
+def synth_revision(
+    repo: Path, rev: str | None, context: Mapping[str, str], out: Path, app: str | None = None
+) -> dict[str, Any]:
+    """Synthesize the app at a git revision (None: the working tree) into `out` as the CDK CLI would
+    (:func:`app_command`, :func:`revision_context`); templates by stack."""
     with tempfile.TemporaryDirectory() as tmp:
         tree = repo
         if rev is not None:
@@ -258,14 +293,16 @@ def synth_revision(repo: Path, rev: str | None, context: Mapping[str, str], out:
             subprocess.run(
                 ["git", "-C", str(repo), "worktree", "add", "--detach", "--quiet", str(tree), rev], check=True
             )
+        env = {
+            **os.environ,
+            "CDK_OUTDIR": str(out),
+            "CDK_CONTEXT_JSON": json.dumps(revision_context(tree, context)),
+            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+            "PYTHONPATH": str(tree),
+        }
         try:
             subprocess.run(
-                [sys.executable, "app.py"],
-                cwd=tree,
-                env={**env, "PYTHONPATH": str(tree)},
-                check=True,
-                capture_output=True,
-                text=True,
+                app_command(tree, app), cwd=tree, env=env, check=True, capture_output=True, text=True
             )
         except subprocess.CalledProcessError as err:
             last = (err.stderr.strip().splitlines() or ["(no output)"])[-1]
@@ -273,7 +310,7 @@ def synth_revision(repo: Path, rev: str | None, context: Mapping[str, str], out:
                 "template-diff",
                 code="efa-cdk:diff-synth-failed",
                 value=rev or "the working tree",
-                why=f"app.py failed to synthesize there: {last}",
+                why=f"the app ({' '.join(app_command(tree, app))}) failed to synthesize there: {last}",
                 fix="fix that revision's configuration, or diff other revisions",
             ) from None
         finally:
@@ -281,13 +318,15 @@ def synth_revision(repo: Path, rev: str | None, context: Mapping[str, str], out:
                 subprocess.run(
                     ["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], check=False
                 )
-    return {
-        p.name.removesuffix(".template.json"): json.loads(p.read_text()) for p in out.glob("*.template.json")
-    }
+    return stack_templates(out)
 
 
 def run(
-    base: str, head: str | None, context: Mapping[str, str], repo: Path | None = None
+    base: str,
+    head: str | None,
+    context: Mapping[str, str],
+    repo: Path | None = None,
+    app: str | None = None,
 ) -> tuple[str, bool]:
     """The whole report, and whether any stateful resource is deleted or replaced."""
     repo = repo or Path.cwd()
@@ -311,9 +350,9 @@ def run(
     base_commit = commit(base)
     head_commit = None if head is None else commit(head)
     with tempfile.TemporaryDirectory() as tmp:
-        old = synth_revision(repo, base, context, Path(tmp) / "base")
+        old = synth_revision(repo, base, context, Path(tmp) / "base", app)
         same = head_commit == base_commit  # same commit: same templates
-        new = old if same else synth_revision(repo, head, context, Path(tmp) / "head")
+        new = old if same else synth_revision(repo, head, context, Path(tmp) / "head", app)
     reports, loss = [f"Template diff {base} -> {head or 'working tree'}"], False
     for stack in sorted(set(old) | set(new)):
         d = diff_templates(old.get(stack, {}), new.get(stack, {}))
