@@ -122,6 +122,14 @@ def run(
     return code, captured.out, captured.err
 
 
+def test_an_auto_scaling_groups_zone_comes_from_the_group(tmp_path: Path) -> None:
+    """Issue 41 item 3: an Auto Scaling group's launch template has no subnet (the group's
+    VPCZoneIdentifier has it), so the zone was lost and a reservation in another zone passed."""
+    out = synth(tmp_path, availability_zone="us-east-1a", node_group="asg")
+    (group,) = node_groups("Trn1EfaCluster", json.loads((out / "Trn1EfaCluster.template.json").read_text()))
+    assert (group.zone, group.count) == ("us-east-1a", 2)
+
+
 def test_the_template_says_what_the_account_must_have(tmp_path: Path) -> None:
     out = synth(tmp_path, availability_zone="us-east-1a", key_pair="mine")
     (group,) = node_groups("Trn1EfaCluster", json.loads((out / "Trn1EfaCluster.template.json").read_text()))

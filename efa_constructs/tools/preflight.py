@@ -157,13 +157,15 @@ def node_groups(stack: str, template: Mapping[str, Any]) -> list[NodeGroup]:
     resources: Mapping[str, Any] = template.get("Resources", {})
     params: Mapping[str, Any] = template.get("Parameters", {})
     eips = sum(1 for r in resources.values() if r.get("Type") == "AWS::EC2::EIP")
-    # launch template logical id -> (nodes, the launcher's type and image where it sets them: PCS's)
-    launched: dict[str, tuple[int, str | None, Any]] = {}
+    # launch template logical id -> (nodes, the launcher's type and image where it sets them: PCS's,
+    # and the launcher's subnets where the template has none: an Auto Scaling group's, an EKS group's)
+    launched: dict[str, tuple[int, str | None, Any, list[Any]]] = {}
 
-    def add(lt_ref: Any, count: int, itype: str | None, image: Any = None) -> None:
+    def add(lt_ref: Any, count: int, itype: str | None, image: Any = None, subnets: Any = None) -> None:
         lt_id = lt_ref.get("Ref") if isinstance(lt_ref, dict) else None
         if isinstance(lt_id, str) and lt_id in resources:
-            launched[lt_id] = (launched.get(lt_id, (0, None, None))[0] + count, itype, image)
+            nodes = launched.get(lt_id, (0, None, None, []))[0] + count
+            launched[lt_id] = (nodes, itype, image, subnets if isinstance(subnets, list) else [])
 
     for r in resources.values():
         props = r.get("Properties", {})
@@ -172,17 +174,18 @@ def node_groups(stack: str, template: Mapping[str, Any]) -> list[NodeGroup]:
             add(props.get("LaunchTemplate", {}).get("LaunchTemplateId"), 1, None)
         elif kind == "AWS::AutoScaling::AutoScalingGroup":
             size = props.get("DesiredCapacity") or props.get("MaxSize")
-            add(props.get("LaunchTemplate", {}).get("LaunchTemplateId"), int(size or 0), None)
+            lt = props.get("LaunchTemplate", {}).get("LaunchTemplateId")
+            add(lt, int(size or 0), None, subnets=props.get("VPCZoneIdentifier"))
         elif kind == "AWS::PCS::ComputeNodeGroup":
             configs = props.get("InstanceConfigs") or [{}]
             count = int(props.get("ScalingConfiguration", {}).get("MaxInstanceCount", 0))
             template = props.get("CustomLaunchTemplate", {}).get("TemplateId")
-            add(template, count, configs[0].get("InstanceType"), props.get("AmiId"))
+            add(template, count, configs[0].get("InstanceType"), props.get("AmiId"), props.get("SubnetIds"))
         elif kind == "AWS::EKS::Nodegroup":
             count = int(props.get("ScalingConfig", {}).get("MaxSize", 0))
-            add(props.get("LaunchTemplate", {}).get("Id"), count, None)
+            add(props.get("LaunchTemplate", {}).get("Id"), count, None, subnets=props.get("Subnets"))
     groups: dict[tuple[str, str | None], NodeGroup] = {}  # (every EIP of the stack on its first group)
-    for lt_id, (count, given_type, given_image) in launched.items():
+    for lt_id, (count, given_type, given_image, launcher_subnets) in launched.items():
         data = resources[lt_id].get("Properties", {}).get("LaunchTemplateData", {})
         itype = given_type or _literal(data.get("InstanceType"))
         nics = data.get("NetworkInterfaces") or []
@@ -190,6 +193,8 @@ def node_groups(stack: str, template: Mapping[str, Any]) -> list[NodeGroup]:
         if not itype or not efa:
             continue  # not an EFA group (a login node, a head node)
         subnet = next((n.get("SubnetId") for n in nics if n.get("SubnetId")), None)
+        if subnet is None and launcher_subnets:  # the group sets the subnet (the template cannot)
+            subnet = launcher_subnets[0]
         zone, subnet_id = _zone(resources, subnet, params)
         target = data.get("CapacityReservationSpecification", {}).get("CapacityReservationTarget", {})
         market = data.get("InstanceMarketOptions", {}).get("MarketType")
