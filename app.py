@@ -19,6 +19,7 @@ from stacks.cluster_stack import READY_CLUSTERS, EfaClusterStack, stack_context
 from stacks.parallel_cluster_stack import READY_PCLUSTERS, EfaParallelClusterStack
 from stacks.params import (
     CLUSTER,
+    CONTEXT_KEY_OF_OPTION,
     PCLUSTER,
     PCS,
     ClusterParams,
@@ -48,7 +49,8 @@ def build(app: cdk.App) -> cdk.App:
             make(ctx)
         except EfaConfigError as err:
             plain = {k: v for k, v in context.items() if ":" not in k}
-            raise err.in_stack(name, fix_suffix=plain_key_hint(plain, err)) from None
+            key = CONTEXT_KEY_OF_OPTION.get(err.what)  # the key the user typed, not the construct's option
+            raise err.in_stack(name, fix_suffix=plain_key_hint(plain, err), what=key) from None
 
     for name, default_type in READY_CLUSTERS.items():
 

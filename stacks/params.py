@@ -336,14 +336,24 @@ def check_context_keys(ctx: Mapping[str, Any], stacks: Mapping[str, str]) -> Non
             )
 
 
+#: A construct option the ready stacks fill from a context key of another name: a refusal names the key
+#: the user typed (-c ssh_cidr=...), never the construct's argument.
+CONTEXT_KEY_OF_OPTION = {
+    "ssh_peers": "ssh_cidr",
+    "fsx_lustre_capacity_gib": "fsx_lustre_gib",
+    "node_replacements": "replace_nodes",
+}
+
+
 def plain_key_hint(ctx: Mapping[str, Any], err: EfaConfigError) -> str:
     """When a refused value came from a plain ``-c key=value`` (which every ready stack reads), how to
     give it to one stack only."""
-    if err.what not in ctx:
+    key = CONTEXT_KEY_OF_OPTION.get(err.what, err.what)
+    if key not in ctx:
         return ""
     return (
-        f" (a plain -c {err.what}=... applies to every ready stack; to set it for one stack only, "
-        f"write -c <StackName>:{err.what}=...)"
+        f" (a plain -c {key}=... applies to every ready stack; to set it for one stack only, "
+        f"write -c <StackName>:{key}=...)"
     )
 
 

@@ -109,3 +109,14 @@ def test_the_keys_cdk_writes_itself_pass() -> None:
         },
         {"P5EfaCluster": "cluster"},
     )
+
+
+def test_a_refusal_names_the_context_key_the_user_typed(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41 item 14: the ready ParallelCluster stack reads -c fsx_lustre_gib into the construct's
+    fsx_lustre_capacity_gib; the refusal says fsx_lustre_gib, and so does the per-stack hint."""
+    code, err = run_app(capsys, **{"Trn1ParallelCluster:fsx_lustre_gib": "1000"})
+    assert code == 1 and err.count("\n") == 1, err
+    assert err.startswith("error: Trn1ParallelCluster: fsx_lustre_gib=1000: "), err
+    assert "fsx_lustre_capacity_gib" not in err
+    code, err = run_app(capsys, fsx_lustre_gib="1000")
+    assert "write -c <StackName>:fsx_lustre_gib=..." in err, err

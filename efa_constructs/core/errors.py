@@ -47,11 +47,13 @@ class EfaConfigError(ValueError):
         global _last_refusal
         _last_refusal = self
 
-    def in_stack(self, stack: str, *, fix_suffix: str = "") -> EfaConfigError:
-        """The same refusal, naming the stack it happened in (and more to the fix, if given)."""
+    def in_stack(self, stack: str, *, fix_suffix: str = "", what: str | None = None) -> EfaConfigError:
+        """The same refusal, naming the stack it happened in (and more to the fix, if given; `what`: the
+        option under the name the user gave it, e.g. the context key the ready stacks read it from)."""
         return EfaConfigError(
-            self.what, code=self.code, value=self.value, why=self.why, fix=self.fix + fix_suffix, stack=stack
-        )
+            what or self.what, code=self.code, value=self.value, why=self.why, fix=self.fix + fix_suffix,
+            stack=stack,
+        )  # fmt: skip
 
 
 #: The newest refusal made: a refusal raised inside a CDK callback (a validation, a lazy value) reaches
