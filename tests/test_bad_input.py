@@ -850,6 +850,8 @@ def test_bad_input_fails_at_synth_with_value_reason_and_fix(
     assert why in message, message
     assert "Fix: " in message and len(err.value.fix) > 10
     assert err.value.code == code, message
+    if not build.__qualname__.startswith("ctx."):  # issue 41 item 14: -c fixes only for a ready stack
+        assert " -c " not in message and "(-c " not in message, message
 
 
 def test_every_refusal_has_a_stable_id_of_its_own() -> None:
@@ -1091,3 +1093,16 @@ def test_the_edges_a_replacement_accepts_synthesize() -> None:
 def test_a_head_node_in_the_compute_subnets_zone_is_accepted(make_stack: Any) -> None:
     """The edge of issue 41 item 13's head-node rule: the same zone as the EFS mount target passes."""
     pcluster_head_in("us-east-1c")(make_stack)
+
+
+def test_a_construct_refusal_gains_its_context_fix_only_in_a_ready_stack(make_stack: Any) -> None:
+    """Issue 41 item 14: in a user's app the fix names the construct's option; through the ready app
+    (in_stack) the same refusal also names the -c key."""
+    from aws_cdk import CfnParameter
+
+    stack = make_stack()
+    with pytest.raises(EfaConfigError) as err:
+        EfaCluster(stack, "C", vpc=isolated_vpc(stack), instance_type=ec2.InstanceType("trn1.32xlarge"),
+                   node_count=CfnParameter(stack, "Count", type="Number").value_as_number)  # fmt: skip
+    assert "-c " not in str(err.value) and "node_group=NodeGroup.ASG" in str(err.value)
+    assert "(-c node_group=asg)" in str(err.value.in_stack("Trn1EfaCluster"))

@@ -225,7 +225,8 @@ class EfaCluster(PlannedNodes, Construct):
                 code="efa-cdk:node-count-token-explicit",
                 value="a token (e.g. a CloudFormation parameter)",
                 why="explicit nodes are one resource each, so their number must be known at synth",
-                fix="pass a number, or node_group=NodeGroup.ASG (-c node_group=asg), whose size may be one",
+                fix="pass a number, or node_group=NodeGroup.ASG, whose size may be one",
+                context_fix="-c node_group=asg",
             )
         request = ClusterRequest(
             instance_type=self.instance_type,

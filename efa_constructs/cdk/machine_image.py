@@ -313,8 +313,8 @@ class EfaMachineImage:
                 "GPU DLAMIs' open NVIDIA driver does not run them, and the last DLAMI listing them "
                 "(Base Proprietary Nvidia Driver, Amazon Linux 2) runs an OS past end of support",
                 fix="launch an image you maintain with NVIDIA's proprietary driver: "
-                "machine_image=EfaMachineImage.from_ami_id('ami-...', os_family=...) in code, "
-                "-c <Stack>:ami_id=ami-... (and ami_os=ubuntu|al2023) for a ready stack",
+                "machine_image=EfaMachineImage.from_ami_id('ami-...', os_family=...)",
+                context_fix="-c <Stack>:ami_id=ami-... and -c <Stack>:ami_os=ubuntu|al2023",
             )
         if it.accelerator.kind is AcceleratorKind.NEURON:
             return EfaMachineImage.neuron_dlami(refresh)

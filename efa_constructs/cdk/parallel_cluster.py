@@ -273,7 +273,8 @@ class EfaParallelCluster(Construct):
                 value=[],
                 why="the existing VPC's CIDR is not known at synth, and ParallelCluster opens SSH to "
                 "0.0.0.0/0 when AllowedIps is missing",
-                fix="pass one SSH source (-c ssh_cidr=<the VPC's CIDR, or your address>/32)",
+                fix="pass one SSH source (ssh_peers: the VPC's CIDR, or your address/32)",
+                context_fix="-c ssh_cidr=<the VPC's CIDR, or your address>/32",
             )
         return cidr
 

@@ -191,7 +191,8 @@ def check_egress_for_software(r: ClusterRequest) -> None:
             why="the node software calls AWS APIs over HTTPS (S3, SSM, EC2, CloudFormation) and the "
             "nodes could reach none of them",
             fix="use internet_egress=web (the default), or turn the node software off "
-            "(node_software=NodeSoftware.none(), -c node_software=false)",
+            "(node_software=NodeSoftware.none())",
+            context_fix="-c internet_egress=web, or -c node_software=false",
         )
 
 

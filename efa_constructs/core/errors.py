@@ -31,7 +31,15 @@ class EfaConfigError(ValueError):
     """
 
     def __init__(
-        self, what: str, *, code: str, value: object, why: str, fix: str, stack: str | None = None
+        self,
+        what: str,
+        *,
+        code: str,
+        value: object,
+        why: str,
+        fix: str,
+        stack: str | None = None,
+        context_fix: str = "",
     ) -> None:
         if not re.match(CODE_PATTERN, code):
             raise ValueError(f"an EfaConfigError's code is efa-cdk:<lowercase-words>, not {code!r}")
@@ -42,6 +50,9 @@ class EfaConfigError(ValueError):
         self.fix = fix
         #: The stack whose configuration was refused (set by the app; None inside a construct).
         self.stack = stack
+        #: The fix as a ready stack's context key (``-c node_group=asg``): shown only where the user runs a
+        #: ready stack (:meth:`in_stack`), never in their own app.
+        self.context_fix = context_fix
         where = f"{stack}: " if stack else ""
         super().__init__(f"{where}{what}={readable(value)}: {why}. Fix: {fix}")
         global _last_refusal
@@ -50,10 +61,10 @@ class EfaConfigError(ValueError):
     def in_stack(self, stack: str, *, fix_suffix: str = "", what: str | None = None) -> EfaConfigError:
         """The same refusal, naming the stack it happened in (and more to the fix, if given; `what`: the
         option under the name the user gave it, e.g. the context key the ready stacks read it from)."""
+        fix = self.fix + (f" ({self.context_fix})" if self.context_fix else "") + fix_suffix
         return EfaConfigError(
-            what or self.what, code=self.code, value=self.value, why=self.why, fix=self.fix + fix_suffix,
-            stack=stack,
-        )  # fmt: skip
+            what or self.what, code=self.code, value=self.value, why=self.why, fix=fix, stack=stack
+        )
 
 
 #: The newest refusal made: a refusal raised inside a CDK callback (a validation, a lazy value) reaches

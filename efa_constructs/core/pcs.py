@@ -132,7 +132,8 @@ def check_node_counts(
             code="efa-cdk:pcs-ultraserver-capacity-block",
             value=capacity.kind.value,
             why=f"{instance_type} (an UltraServer) launches on PCS from a Capacity Block only",
-            fix="pass a Capacity Block (-c capacity_block=cr-...)",
+            fix="pass a Capacity Block (capacity=Capacity.capacity_block(...))",
+            context_fix="-c capacity_block=cr-...",
         )
 
 
