@@ -155,35 +155,30 @@ class NodeSoftwareInstallation(Construct):
         super().__init__(scope, id_)
         stack = Stack.of(self)
         self.ssh_key = ec2.KeyPair(self, "SshKey", type=ec2.KeyPairType.ED25519)
-        self.node_count_parameter = ssm.StringParameter(
-            self,
-            "NodeCount",
-            parameter_name=f"{parameter_path}/node-count",
-            simple_name=False,
-            string_value=str(node_count),
-            description=f"Number of nodes in EFA cluster {scope.node.path} (read by the nodes at boot)",
-        )
+        cluster = scope.node.path
+
+        def parameter(id_: str, name: str, value: str, description: str) -> ssm.StringParameter:
+            return ssm.StringParameter(
+                self, id_, parameter_name=f"{parameter_path}/{name}", simple_name=False,
+                string_value=value, description=description,
+            )  # fmt: skip
+
+        self.node_count_parameter = parameter(
+            "NodeCount", "node-count", str(node_count),
+            f"Number of nodes in EFA cluster {cluster} (read by the nodes at boot)",
+        )  # fmt: skip
         # The generation of nodes that formed (node/boot/hostfile.sh), once its leader has given every
         # node its hostfile: a node of that generation that boots later (a replacement, a scale-out)
         # joins; a new generation (a new launch template, a new Auto Scaling group) forms anew.
-        self.formed_parameter = ssm.StringParameter(
-            self,
-            "Formed",
-            parameter_name=f"{parameter_path}/formed",
-            simple_name=False,
-            string_value="no",
-            description=f"The generation of EFA cluster {scope.node.path}'s nodes that formed",
+        self.formed_parameter = parameter(
+            "Formed", "formed", "no", f"The generation of EFA cluster {cluster}'s nodes that formed"
         )
         # The leader's benchmark results of the newest generation (the BenchmarkResults output is the
         # creation's): written by the node, read by `efa-cdk status`.
-        self.results_parameter = ssm.StringParameter(
-            self,
-            "Results",
-            parameter_name=f"{parameter_path}/benchmark-results",
-            simple_name=False,
-            string_value="none",
-            description=f"Benchmark results of EFA cluster {scope.node.path}'s newest generation (JSON)",
-        )
+        self.results_parameter = parameter(
+            "Results", "benchmark-results", "none",
+            f"Benchmark results of EFA cluster {cluster}'s newest generation (JSON)",
+        )  # fmt: skip
         scripts = s3_assets.Asset(self, "Scripts", path=str(software.stage()))
         role.add_to_principal_policy(
             iam.PolicyStatement(
