@@ -25,7 +25,7 @@ PERMISSIONS = {
     "ec2:DescribeInstanceTypes": "EFA support, interfaces and network cards of a type; vCPUs",
     "ec2:DescribeInstances": "the vCPUs already running in a quota's family",
     "servicequotas:ListServiceQuotas": "the On-Demand vCPU quota of a family, the Elastic IP quota",
-    "ec2:DescribeCapacityReservations": "a reservation's or Capacity Block's state, zone, type, free count",
+    "ec2:DescribeCapacityReservations": "a reservation's state, zone, type, free count; unused ones (quota)",
     "ec2:DescribeKeyPairs": "a named key pair",
     "ec2:DescribeImages": "an image: exists, architecture, root snapshot size",
     "ec2:DescribeAddresses": "the Elastic IPs already allocated",

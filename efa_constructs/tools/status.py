@@ -28,7 +28,7 @@ PERMISSIONS = {
     "autoscaling:DescribeAutoScalingGroups": "an Auto Scaling group's nodes and their health",
     "cloudwatch:DescribeAlarms": "the alarms' states",
     "cloudwatch:GetMetricStatistics": "each node's last health check (EfaHealthy)",
-    "ssm:GetParameter": "the group's last replacement",
+    "ssm:GetParameter": "the group's last replacement, the newest generation's benchmark results",
 }
 #: The tag AWS PCS puts on the instances of a compute node group (the one docs/pcs.md finds the login node
 #: by); ParallelCluster's nodes are found by their cluster's name (``--pcluster-name``).
