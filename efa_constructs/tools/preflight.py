@@ -487,22 +487,27 @@ class Preflight:
         from botocore.exceptions import BotoCoreError, ClientError
         from botocore.parsers import ResponseParserError  # an endpoint that answers no EC2 XML
 
-        ec2 = self.client("ec2")
-        try:
-            pages = list(
-                ec2.get_paginator("describe_capacity_reservations").paginate(
+        if not hasattr(self, "_active_reservations"):  # asked once, for every group's quota
+            ec2 = self.client("ec2")
+            try:
+                pages = ec2.get_paginator("describe_capacity_reservations").paginate(
                     Filters=[{"Name": "state", "Values": ["active"]}]
                 )
-            )
-        except (ClientError, BotoCoreError, ResponseParserError) as err:
-            code = getattr(err, "response", {}).get("Error", {}).get("Code", type(err).__name__)
-            return 0, f" (unused reservations not counted: DescribeCapacityReservations said {code})"
+                self._active_reservations: list[dict[str, Any]] | str = [
+                    cr for page in pages for cr in page.get("CapacityReservations", [])
+                ]
+            except (ClientError, BotoCoreError, ResponseParserError) as err:
+                self._active_reservations = (
+                    getattr(err, "response", {}).get("Error", {}).get("Code", type(err).__name__)
+                )
+        if isinstance(self._active_reservations, str):
+            said = self._active_reservations
+            return 0, f" (unused reservations not counted: DescribeCapacityReservations said {said})"
         total = 0
-        for page in pages:
-            for cr in page.get("CapacityReservations", []):
-                if quota_name(cr["InstanceType"]) == name:
-                    per = int(self._type(cr["InstanceType"]).get("VCpuInfo", {}).get("DefaultVCpus", 0))
-                    total += per * int(cr.get("AvailableInstanceCount", 0))
+        for cr in self._active_reservations:
+            if quota_name(cr["InstanceType"]) == name:
+                per = int(self._type(cr["InstanceType"]).get("VCpuInfo", {}).get("DefaultVCpus", 0))
+                total += per * int(cr.get("AvailableInstanceCount", 0))
         return total, ""
 
     def _running_vcpus(self, name: str, stack: str) -> tuple[int, int]:
@@ -824,14 +829,17 @@ def templates(out: Path, stacks: Iterable[str]) -> dict[str, dict[str, Any]]:
     return {n: _read_template(found[n]) for n in names}
 
 
-def template_checks(out: Path, names: Iterable[str]) -> list[Check]:
-    """Each template against CloudFormation's per-template limits, as written (bytes on disk)."""
-    from ..core.limits import written_violations
+def template_checks(out: Path, found: Mapping[str, Mapping[str, Any]]) -> list[Check]:
+    """Each template (as :func:`templates` read it) against CloudFormation's per-template limits, its
+    size the bytes written on disk."""
+    from ..core.limits import limit_violations
 
     checks = []
-    for name in names:
-        found = written_violations(out / f"{name}.template.json")
-        checks += [Check("template", "FAIL", f"{name}: {v.message}", v.fix) for v in found]
+    for name, template in found.items():
+        size = (out / f"{name}.template.json").stat().st_size
+        checks += [
+            Check("template", "FAIL", f"{name}: {v.message}", v.fix) for v in limit_violations(template, size)
+        ]
     return checks
 
 
