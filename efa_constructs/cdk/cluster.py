@@ -347,10 +347,8 @@ class EfaCluster(PlannedNodes, Construct):
         )
 
     def _explicit_nodes(self, id_: str, node_count: int, eip_subnet: ec2.ISubnet | None) -> list[EfaNode]:
-        """Explicit nodes Node0..NodeN-1, the first ``public_ip.count(N)`` with an Elastic IP, each tagged
-        with the generation of the cluster's template (``efa-cdk:generation``: the node software forms
-        a new cluster when it changes, and a node of the same generation joins)."""
-        nodes = [
+        """Explicit nodes Node0..NodeN-1, the first ``public_ip.count(N)`` with an Elastic IP."""
+        return [
             EfaNode(
                 self,
                 f"Node{i}",
@@ -363,9 +361,6 @@ class EfaCluster(PlannedNodes, Construct):
             )
             for i in range(node_count)
         ]
-        for node in nodes:
-            Tags.of(node.instance).add("efa-cdk:generation", self.launch_template.generation)
-        return nodes
 
     @property
     def connections(self) -> ec2.Connections:

@@ -123,7 +123,8 @@ class EfaNode(Construct):
 
     Args:
         index: the node's index in its cluster (node 0 is the leader).
-        launch_template: the template to launch from.
+        launch_template: the template to launch from; the instance carries its generation
+            (``efa-cdk:generation``, :attr:`EfaLaunchTemplate.generation`), which the node software reads.
         name: the instance's Name tag.
         public_subnet: give the node an Elastic IP (a :class:`NodePublicAddress`, ``PublicAddress``)
             with its card-0 interface in this subnet. Default: no public address.
@@ -149,6 +150,7 @@ class EfaNode(Construct):
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
         self.index = index
+        generation = launch_template.generation  # the cluster template's, also under an Elastic IP copy
         self.public_address: NodePublicAddress | None = None
         if public_subnet is not None:
             assert security_group is not None, "a public interface needs the EFA security group"
@@ -183,6 +185,8 @@ class EfaNode(Construct):
             self.instance.add_resource_dependency(self.public_address.network_interface)
         Tags.of(self.instance).add("Name", name)
         Tags.of(self.instance).add("efa-cdk:node-index", str(index))
+        # the node software forms a new cluster when it changes, and a node of the same one joins
+        Tags.of(self.instance).add("efa-cdk:generation", generation)
         Tags.of(self.instance).add("efa-cdk:logical-id", Stack.of(self).resolve(self.instance.logical_id))
 
     @property
