@@ -445,6 +445,39 @@ def test_auto_scaling_nodes_are_ordered_by_address_and_the_lowest_leads(tmp_path
     assert json.loads((node.stub_dir / "posted.json").read_text())["Status"] == "SUCCESS"
 
 
+def test_fi_pingpong_tries_again_while_its_server_is_still_starting(tmp_path: Path) -> None:
+    """fabtests' client connects once: refused while the server starts over SSH, it is run again; a
+    client that fails another way is not (its failure is the benchmark's reason)."""
+    node = Node(tmp_path, EFA_CDK_BENCHMARKS="fi_pingpong")
+    node.cluster(["10.0.1.9", "10.0.1.10"], count=2)
+    (node.stub_dir / "local-ipv4").write_text("10.0.1.9\n")
+    shutil.copy(FIXTURES / "fi_pingpong-efa.txt", node.stub_dir / "pingpong-output")
+    refusing = (  # refused twice (fabtests' own message), then the table
+        'n=$(cat "$STUB_DIR/pingpong-tries" 2>/dev/null || echo 0)\n'
+        'echo $((n + 1)) >"$STUB_DIR/pingpong-tries"\n'
+        '[ "$n" -ge 2 ] || { echo "failed to connect: Connection refused"; exit 1; }\n'
+        'cat "$STUB_DIR/pingpong-output"\n'
+    )
+    executable(node.stub_dir / "bin/fi_pingpong", refusing)
+    r = node.run("hostfile", "benchmarks")
+    assert r.returncode == 0, r.log
+    assert (node.stub_dir / "pingpong-tries").read_text().strip() == "3"
+    (result,) = json.loads(json.loads((node.stub_dir / "posted.json").read_text())["Data"])
+    assert result["ok"] is True and result["peak_gbytes_s"] == 2.36
+    # another failure: one try, and its last line is the reason
+    node = Node(tmp_path / "other", EFA_CDK_BENCHMARKS="fi_pingpong")
+    node.cluster(["10.0.1.9", "10.0.1.10"], count=2)
+    (node.stub_dir / "local-ipv4").write_text("10.0.1.9\n")
+    executable(
+        node.stub_dir / "bin/fi_pingpong",
+        'echo x >>"$STUB_DIR/pingpong-tries"; echo "fi_getinfo: -61"; exit 1\n',
+    )
+    r = node.run("hostfile", "benchmarks")
+    assert (node.stub_dir / "pingpong-tries").read_text() == "x\n"
+    (result,) = json.loads(json.loads((node.stub_dir / "posted.json").read_text())["Data"])
+    assert result["ok"] is False and "fi_getinfo: -61" in result["reason"], r.log
+
+
 def test_a_success_nobody_waits_for_is_not_an_error(tmp_path: Path) -> None:
     """A node an Auto Scaling group adds on a resize: its signal has no CloudFormation operation."""
     node = Node(tmp_path)
