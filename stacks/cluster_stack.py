@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import CfnOutput, Environment, Fn, Stack
+from aws_cdk import Annotations, CfnOutput, Environment, Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
@@ -89,6 +89,16 @@ class EfaClusterStack(Stack):
             else None,
             node_replacements=dict(params.replace_nodes),
         )
+        if params.ssh_cidr and not params.key_pair:  # the same warning, in the context keys the user typed
+            Annotations.of(self.cluster).acknowledge_warning(
+                "efa-cdk:ssh-without-key-pair", "the ready stack says it in its context keys"
+            )
+            Annotations.of(self).add_warning_v2(
+                "efa-cdk:ssh-without-key-pair",
+                f"-c ssh_cidr={','.join(params.ssh_cidr)} opens TCP 22 but no -c key_pair=<name> is given: "
+                "your own SSH login needs one; without it only the cluster's own key, kept in SSM, logs in. "
+                "Leave ssh_cidr out to keep port 22 closed and use Session Manager.",
+            )
         self._outputs(params)
 
     def _network(self, params: ClusterParams) -> tuple[ec2.IVpc, ec2.ISubnet, ec2.ISubnet | None]:

@@ -143,7 +143,31 @@ def test_ssh_without_a_key_pair_is_warned(make_stack: Any, with_key: bool) -> No
     )
     assert bool(found) is not with_key
     if found:
-        assert "203.0.113.0/24" in str(found[0].entry.data) and "-c key_pair=" in str(found[0].entry.data)
+        # in the construct's own words (its arguments), never a ready stack's -c keys (issue 41 item 14)
+        said = str(found[0].entry.data)
+        assert "203.0.113.0/24" in said and "key_pair=ec2.KeyPair" in said and "-c " not in said
+
+
+@pytest.mark.parametrize("with_key", [False, True])
+def test_a_ready_stack_warns_of_ssh_without_a_key_pair_in_its_context_keys(with_key: bool) -> None:
+    """The same warning once, in the keys the user typed (-c ssh_cidr, -c key_pair), not the construct's."""
+    from stacks.cluster_stack import EfaClusterStack
+    from stacks.params import ClusterParams
+    from tests.helpers import new_app
+
+    context = {"ssh_cidr": "203.0.113.0/24", "node_software": "false"} | (
+        {"key_pair": "mine"} if with_key else {}
+    )
+    params = ClusterParams.from_context(context, default_instance_type="trn1.32xlarge")
+    stack = EfaClusterStack(new_app(), "Ready", params=params)
+    found = assertions.Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("TCP 22"))
+    assert len(found) == (0 if with_key else 1)
+    if found:
+        said = str(found[0].entry.data)
+        assert (
+            found[0].id == "/Ready" and "-c ssh_cidr=203.0.113.0/24" in said and "-c key_pair=<name>" in said
+        )
+        assert "ssh_peers" not in said
 
 
 def test_help_shows_our_docstrings_not_constructs_own() -> None:

@@ -268,9 +268,10 @@ class EfaCluster(PlannedNodes, Construct):
     def _warn_ssh_without_key_pair(self, ssh_peers: Sequence[ec2.IPeer]) -> None:
         Annotations.of(self).add_warning_v2(
             "efa-cdk:ssh-without-key-pair",
-            f"TCP 22 is open to {', '.join(p.unique_id for p in ssh_peers)} but no key_pair is named: "
-            "your own SSH login needs one (-c key_pair=<name>); without it only the cluster's own key, "
-            "kept in SSM, logs in. Leave ssh_cidr out to keep port 22 closed and use Session Manager.",
+            f"TCP 22 is open to {', '.join(p.unique_id for p in ssh_peers)} but no key_pair is given: "
+            "your own SSH login needs one (key_pair=ec2.KeyPair.from_key_pair_name(...)); without it only "
+            "the cluster's own key, kept in SSM, logs in. Pass no ssh_peers to keep port 22 closed and use "
+            "Session Manager.",
         )
 
     def _monitoring(self, alarm_email: str | None) -> EfaClusterMonitoring:
