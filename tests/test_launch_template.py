@@ -201,6 +201,83 @@ def test_an_aws_cdk_lib_auto_scaling_group_launches_from_the_efa_launch_template
     assert lt.stack is stack and lt.env.region == stack.region
 
 
+def _group_warnings(stack: Any) -> dict[str, list[str]]:
+    """The efa-cdk warnings on Auto Scaling groups, by code: the construct path each is on."""
+    out: dict[str, list[str]] = {}
+    for m in assertions.Annotations.from_stack(stack).find_warning("*", Match.any_value()):
+        text = str(m.entry.data)
+        for code in ("auto-scaling-group-spans-zones", "auto-scaling-group-without-placement-group"):
+            if f"efa-cdk:{code}" in text:
+                out.setdefault(code, []).append(m.id)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("subnets", "placement", "expected"),
+    [
+        # two zones of a VPC this stack makes: EFA does not cross zones (EC2 user guide, EFA limitations)
+        ("two zones", True, {"auto-scaling-group-spans-zones"}),
+        ("one subnet", True, set()),
+        # no placement group in the template or the group (EC2 user guide, EFA: a cluster placement group)
+        ("one subnet", False, {"auto-scaling-group-without-placement-group"}),
+        # imported subnets: their zones are not in the template; two of them are warned of
+        ("two imported", True, {"auto-scaling-group-spans-zones"}),
+        ("one imported", True, set()),
+    ],
+)
+def test_an_aws_cdk_lib_auto_scaling_group_across_zones_or_without_placement_is_warned_of(
+    make_stack: Any, subnets: str, placement: bool, expected: set[str]
+) -> None:
+    from aws_cdk import aws_autoscaling as autoscaling
+
+    stack = make_stack()
+    vpc = ec2.Vpc(
+        stack, "Vpc", max_azs=2, nat_gateways=0,
+        subnet_configuration=[ec2.SubnetConfiguration(name="i", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
+    )  # fmt: skip
+    pg = ec2.PlacementGroup(stack, "Pg", strategy=ec2.PlacementGroupStrategy.CLUSTER) if placement else None
+    lt = EfaLaunchTemplate(
+        stack, "Lt", instance_type=ec2.InstanceType("c5n.18xlarge"),
+        security_groups=[EfaSecurityGroup(stack, "Sg", vpc=vpc)], placement_group=pg,
+    )  # fmt: skip
+    imported = [
+        ec2.Subnet.from_subnet_attributes(
+            stack, f"S{i}", subnet_id=f"subnet-0{i}", availability_zone=f"us-east-1{z}"
+        )
+        for i, z in enumerate("ab")
+    ]
+    chosen = {
+        "two zones": vpc.isolated_subnets,
+        "one subnet": vpc.isolated_subnets[:1],
+        "two imported": imported,
+        "one imported": imported[:1],
+    }[subnets]
+    autoscaling.AutoScalingGroup(
+        stack, "Group", vpc=vpc, launch_template=lt, min_capacity=2, max_capacity=2,
+        vpc_subnets=ec2.SubnetSelection(subnets=chosen),
+    )  # fmt: skip
+    warned = _group_warnings(stack)
+    assert set(warned) == expected
+    assert all(path == [f"/{stack.stack_name}/Group/ASG"] for path in warned.values())
+    if subnets == "two zones":
+        text = str(
+            assertions.Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("zones"))[0]
+        )
+        assert "(zones the region's zone 1, the region's zone 2)" in text and "/Lt" in text
+
+
+def test_efa_clusters_own_auto_scaling_group_is_not_warned_of(make_stack: Any) -> None:
+    """EfaCluster places its group itself (one subnet; placement as the user chose)."""
+    from efa_constructs import EfaCluster, NodeGroup, NodeSoftware
+
+    stack = make_stack()
+    EfaCluster(
+        stack, "C", vpc=isolated_vpc(stack), instance_type=ec2.InstanceType("c5n.18xlarge"), node_count=2,
+        node_group=NodeGroup.ASG, node_software=NodeSoftware.none(), use_placement_group=False,
+    )  # fmt: skip
+    assert _group_warnings(stack) == {}
+
+
 def test_constructs_take_cdks_own_instance_type(make_stack: Any) -> None:
     lt, t = _lt(make_stack, instance_type=ec2.InstanceType("p4d.24xlarge"))
     assert lt.instance_type.name == "p4d.24xlarge"

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsii
-from aws_cdk import Annotations, IStableStringProducer, Lazy, RemovalPolicy, Stack, Token
+from aws_cdk import Annotations, Aspects, IAspect, IStableStringProducer, Lazy, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk.aws_autoscaling import CfnAutoScalingGroup
 from aws_cdk.interfaces import ResourceEnvironment
 from aws_cdk.interfaces import aws_ec2 as ec2_refs
-from constructs import Construct, IValidation
+from constructs import Construct, IConstruct, IValidation
 
 from ..core.capacity import Capacity
 from ..core.checks import check_root_volume_gib
@@ -132,6 +133,68 @@ def _warn_unless_cluster_strategy(scope: Construct, group: ec2.IPlacementGroup |
             "placement_group unset (a cluster group is created) or make it with "
             "strategy=PlacementGroupStrategy.CLUSTER.",
         )
+
+
+@jsii.implements(IAspect)
+class _AutoScalingLaunches:
+    """An aws-cdk-lib Auto Scaling group of the template's stack that launches this template is warned
+    of when it spans several Availability Zones (EFA traffic does not cross zones: EC2 user guide, EFA
+    limitations) or puts its nodes in no placement group (EC2 user guide, EFA: "launch the instances
+    into a cluster placement group"). A group in another stack is not seen."""
+
+    def __init__(self, template: EfaLaunchTemplate, has_placement_group: bool) -> None:
+        self.template, self.has_placement_group = template, has_placement_group
+
+    def visit(self, node: IConstruct) -> None:
+        if not isinstance(node, CfnAutoScalingGroup) or any(
+            type(scope).__module__.startswith("efa_constructs.") for scope in node.node.scopes
+        ):
+            return  # not a group, or one of efa-cdk's own (EfaCluster places its group itself)
+        stack = Stack.of(node)
+        ref = json.dumps(stack.resolve(self.template.launch_template.launch_template_id))
+        launches = [stack.resolve(node.launch_template), stack.resolve(node.mixed_instances_policy)]
+        if ref not in json.dumps(launches):
+            return
+        subnets = stack.resolve(node.vpc_zone_identifier) or []
+        zones = _zones_of(stack, subnets) if len(subnets) > 1 else set()
+        if len(subnets) > 1 and (len(zones) > 1 or None in zones):
+            where = (
+                f"zones {', '.join(sorted(str(z) for z in zones))}"
+                if None not in zones
+                else "zones not known here"
+            )
+            Annotations.of(node).add_warning_v2(
+                "efa-cdk:auto-scaling-group-spans-zones",
+                f"This Auto Scaling group launches the EFA template {self.template.node.path} into "
+                f"{len(subnets)} subnets ({where}): EFA traffic does not cross Availability Zones (EC2 user "
+                "guide, EFA limitations), so nodes in different zones cannot reach each other over EFA. Give "
+                "the group subnets of one zone (vpc_subnets=ec2.SubnetSelection(subnets=[subnet])).",
+            )
+        if not self.has_placement_group and not node.placement_group:
+            Annotations.of(node).add_warning_v2(
+                "efa-cdk:auto-scaling-group-without-placement-group",
+                f"This Auto Scaling group launches the EFA template {self.template.node.path} in no "
+                "placement group: EFA nodes get the latency they are for in a cluster placement group "
+                "(EC2 user guide, EFA). Pass EfaLaunchTemplate a placement_group=ec2.PlacementGroup(..., "
+                "strategy=PlacementGroupStrategy.CLUSTER).",
+            )
+
+
+def _zones_of(stack: Stack, subnets: list[Any]) -> set[str | None]:
+    """The zones of resolved subnet ids: a subnet this stack makes by its AvailabilityZone (a name, or
+    the region's n-th zone in an environment-agnostic stack), an imported one as None (not known here)."""
+    made = {
+        stack.resolve(c.logical_id): stack.resolve(c.availability_zone)
+        for c in stack.node.find_all()
+        if isinstance(c, ec2.CfnSubnet)
+    }
+    zones: set[str | None] = set()
+    for s in subnets:
+        zone = made.get(s.get("Ref")) if isinstance(s, dict) else None
+        if isinstance(zone, dict) and "Fn::Select" in zone:  # {"Fn::Select": [i, {"Fn::GetAZs": ""}]}
+            zone = f"the region's zone {zone['Fn::Select'][0] + 1}"
+        zones.add(zone if isinstance(zone, str) else None)
+    return zones
 
 
 def _rule_ids(stack: Stack, group: ec2.SecurityGroup) -> tuple[set[str], set[str]]:
@@ -333,6 +396,7 @@ class EfaLaunchTemplate(PlannedNodes, Construct):
         if wiring.checks:
             self.node.add_validation(_SelfRules(self, self.security_groups))
             _warn_unless_cluster_strategy(self, wiring.placement_group)
+            Aspects.of(Stack.of(self)).add(_AutoScalingLaunches(self, wiring.placement_group is not None))
 
     def _create(self, plan: NodePlan, wiring: TemplateWiring) -> ec2.LaunchTemplate:
         """The template (``Resource``): IMDSv2 required, encrypted gp3 root volume, instance tags in IMDS."""
