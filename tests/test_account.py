@@ -353,9 +353,27 @@ def test_no_credentials_is_one_line_not_a_traceback(tmp_path: Path, monkeypatch:
     out = tmp_path / "cdk.out"
     out.mkdir()
     (out / "Trn1EfaCluster.template.json").write_text("{}")
+    manifest = {"artifacts": {"Trn1EfaCluster": {"type": "aws:cloudformation:stack",
+                              "properties": {"templateFile": "Trn1EfaCluster.template.json"}}}}  # fmt: skip
+    (out / "manifest.json").write_text(json.dumps(manifest))
     assert preflight.main(["Trn1EfaCluster"], out, REGION, False) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and err.startswith("error: preflight: ") and "credentials" in err
+
+
+def test_the_stacks_are_the_manifests_not_every_template_file(tmp_path: Path) -> None:
+    """A nested stack's template (CDK writes <Parent><Nested><hash>.nested.template.json beside its
+    parent's) is its parent's asset: preflight checks the manifest's stacks only."""
+    out = _assembly(tmp_path, REGION)
+    (out / "SNestedA1B2C3D4.nested.template.json").write_text(json.dumps({"Resources": {}}))
+    assert list(preflight.templates(out, [])) == ["S"]
+    with pytest.raises(
+        preflight.PreflightError, match=r"no template for SNestedA1B2C3D4\.nested in .* \(it has S\)"
+    ):
+        preflight.templates(out, ["SNestedA1B2C3D4.nested"])
+    (out / "manifest.json").write_text("[]")
+    with pytest.raises(preflight.PreflightError, match="is not a cloud assembly manifest"):
+        preflight.templates(out, [])
 
 
 def test_without_a_cloud_assembly_it_says_how_to_make_one(tmp_path: Path, capsys: Any) -> None:
@@ -697,6 +715,7 @@ def _assembly(tmp_path: Path, region: str) -> Path:
     out = tmp_path / "cdk.out"
     out.mkdir()
     manifest = {"artifacts": {"S": {"type": "aws:cloudformation:stack",
+                                    "properties": {"templateFile": "S.template.json"},
                                     "environment": f"aws://unknown-account/{region}"}}}  # fmt: skip
     (out / "manifest.json").write_text(json.dumps(manifest))
     (out / "S.template.json").write_text(json.dumps({"Resources": {}}))

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .assembly import AssemblyError, assembly_stacks
+
 #: Every call preflight makes and the IAM action it needs (an AccessDenied names it).
 PERMISSIONS = {
     "sts:GetCallerIdentity": "credentials and account",
@@ -766,17 +768,11 @@ def assembly_region(out: Path, stacks: Iterable[str]) -> str | None:
     """The region the cloud assembly's stacks `stacks` (every one when none is named) were synthesized
     for, when they name one and the same (manifest.json's ``aws://<account>/<region>``); else None."""
     try:
-        artifacts = json.loads((out / "manifest.json").read_text())["artifacts"]
-    except (OSError, ValueError, KeyError, TypeError):
+        found = assembly_stacks(out)
+    except AssemblyError:
         return None
     wanted = set(stacks)
-    regions = {
-        str(a.get("environment", "")).rsplit("/", 1)[-1]
-        for name, a in artifacts.items()
-        if isinstance(a, dict)
-        and a.get("type") == "aws:cloudformation:stack"
-        and (not wanted or name in wanted)
-    }
+    regions = {s.environment.rsplit("/", 1)[-1] for name, s in found.items() if not wanted or name in wanted}
     return (
         regions.pop() if len(regions) == 1 and "unknown-region" not in regions and "" not in regions else None
     )
@@ -814,19 +810,23 @@ def _read_template(path: Path) -> dict[str, Any]:
 
 
 def templates(out: Path, stacks: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """The synthesized templates of `stacks` (all of them when none is named) in the cloud assembly."""
+    """The synthesized templates of `stacks` (all of them when none is named) in the cloud assembly, as
+    its manifest lists them (a nested stack's template is its parent's asset, no stack to check)."""
     if not out.is_dir():
         raise PreflightError(
             f"no cloud assembly at {out}: synthesize first (npx cdk synth, or scripts/synth)"
         )
-    found = {p.name.removesuffix(".template.json"): p for p in out.glob("*.template.json")}
+    try:
+        found = assembly_stacks(out)
+    except AssemblyError as err:
+        raise PreflightError(str(err)) from None
     names = list(stacks) or sorted(found)
     missing = [n for n in names if n not in found]
     if missing:
         raise PreflightError(
-            f"no template for {', '.join(missing)} in {out} (it has {', '.join(sorted(found))})"
+            f"no template for {', '.join(missing)} in {out} (it has {', '.join(sorted(found)) or 'no stack'})"
         )
-    return {n: _read_template(found[n]) for n in names}
+    return {n: _read_template(found[n].template) for n in names}
 
 
 def template_checks(out: Path, found: Mapping[str, Mapping[str, Any]]) -> list[Check]:
@@ -835,8 +835,9 @@ def template_checks(out: Path, found: Mapping[str, Mapping[str, Any]]) -> list[C
     from ..core.limits import limit_violations
 
     checks = []
+    files = assembly_stacks(out)
     for name, template in found.items():
-        size = (out / f"{name}.template.json").stat().st_size
+        size = files[name].template.stat().st_size
         checks += [
             Check("template", "FAIL", f"{name}: {v.message}", v.fix) for v in limit_violations(template, size)
         ]

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import EfaConfigError
+from .assembly import assembly_stacks
 
 #: Resource types whose deletion or replacement loses data or an address someone relies on. Instances
 #: count: their root volumes (and instance stores) go with them, and so does the group's nodes'.
@@ -271,14 +272,9 @@ def revision_context(tree: Path, context: Mapping[str, str]) -> dict[str, Any]:
 
 
 def stack_templates(out: Path) -> dict[str, dict[str, Any]]:
-    """The templates of the cloud assembly's stacks (manifest.json's ``aws:cloudformation:stack``
-    artifacts): a nested stack's template is an asset of its parent, not a stack of its own."""
-    artifacts = json.loads((out / "manifest.json").read_text()).get("artifacts", {})
-    return {
-        name: json.loads((out / a["properties"]["templateFile"]).read_text())
-        for name, a in artifacts.items()
-        if a.get("type") == "aws:cloudformation:stack"
-    }
+    """The templates of the cloud assembly's stacks, as its manifest lists them (a nested stack's
+    template is an asset of its parent, not a stack of its own)."""
+    return {name: json.loads(s.template.read_text()) for name, s in assembly_stacks(out).items()}
 
 
 def synth_revision(
