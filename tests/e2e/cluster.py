@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.e2e import progress
 from tests.helpers import cdk_json_context, executable
 from tests.moto_compat import moto_compatible
 
@@ -383,20 +384,28 @@ class Cluster:
             )  # fmt: skip
         return booted
 
-    def wait(self, nodes: list[Node], timeout: float) -> None:
-        """Until every booted node's user data has finished; past `timeout`, fail naming the node
-        and the step its log was in (a loaded machine is slow; the failure says where)."""
-        deadline = time.time() + timeout
-        for node in nodes:
-            if node.process is None:
-                continue
-            try:
-                node.process.wait(timeout=max(1, deadline - time.time()))
-            except subprocess.TimeoutExpired:
-                raise AssertionError(
-                    f"{node.name} ({node.ip}) did not finish booting in {timeout:.0f}s; "
-                    + last_step(node.log())
-                ) from None
+    def wait(
+        self, nodes: list[Node], *, stall: float = progress.STALL, ceiling: float = progress.CEILING
+    ) -> None:
+        """Until every booted node's user data has finished, for as long as the nodes make progress
+        (tests/e2e/progress.py): a stuck node fails naming its step, a slow machine says so."""
+        booted = [n for n in nodes if n.process is not None]
+
+        def where() -> str:
+            running = [n for n in booted if n.process is not None and n.process.poll() is None]
+            return "; ".join(f"{n.name} ({n.ip}) {last_step(n.log())}" for n in running)
+
+        progress.until(
+            lambda: all(n.process is not None and n.process.poll() is not None for n in booted),
+            lambda: progress.activity(
+                [n.ns for n in booted],
+                [f for n in booted for f in (n.root / "var/log/efa-cdk.log", n.root / "console.log")],
+            ),
+            where,
+            what=f"booting {', '.join(n.name for n in booted)}",
+            stall=stall,
+            ceiling=ceiling,
+        )
 
     def signals(self) -> list[dict[str, str]]:
         path = self.state / "signals.jsonl"

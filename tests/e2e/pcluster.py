@@ -50,6 +50,7 @@ from typing import Any
 import yaml
 
 from efa_constructs.core import instance_type
+from tests.e2e import progress
 from tests.e2e.cluster import AWS_IP, ENDPOINT, REGION, ROOT, Cluster, inside, kill_namespace, sh
 from tests.helpers import executable
 
@@ -310,7 +311,7 @@ class ParallelClusterHarness:
         return found["InstanceId"], found["PrivateIpAddress"]
 
     # -- boot --------------------------------------------------------------------------------------------
-    def start(self, head_boot_timeout: float = 180) -> PcNode:
+    def start(self) -> PcNode:
         """Lay out Slurm, boot the head node (OnNodeStart, slurmctld, OnNodeConfigured), start the fleet."""
         head_cfg = self.config["HeadNode"]
         iid, ip = self._run_instance(head_cfg["Networking"]["SubnetId"], head_cfg["InstanceType"], "HeadNode")
@@ -326,7 +327,7 @@ class ParallelClusterHarness:
         head = self._node(hostname, "HeadNode", ip, iid)
         self._resume_programs(head)
         self._boot(head)
-        self._wait_ready(head, head_boot_timeout)
+        self._wait_ready(head)
         self._fleet.start()
         return head
 
@@ -493,16 +494,28 @@ done
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
 
-    def _wait_ready(self, node: PcNode, timeout: float) -> None:
-        deadline = time.time() + timeout
-        while not node.ready():
+    def _wait_ready(self, node: PcNode) -> None:
+        """Until the node's boot is done, for as long as it makes progress (tests/e2e/progress.py)."""
+
+        def done() -> bool:
             failed = node.failed()
             assert failed is None, f"{node.name} failed in {failed}\n{node.log()}"
-            assert time.time() < deadline, f"{node.name} not ready after {timeout:.0f}s\n{node.log()}"
+            if node.ready():
+                return True
             assert node.process is not None and node.process.poll() is None, (
                 f"{node.name} exited\n{node.log()}"
             )
-            time.sleep(0.3)
+            return False
+
+        progress.until(
+            done,
+            lambda: progress.activity(
+                [node.ns], [node.file("var/log/efa-cdk.log"), node.root / ".harness/console.log"]
+            ),
+            lambda: node.log()[-3000:],
+            what=f"{node.name} booting",
+            poll=0.3,
+        )
 
     # -- the fleet: EC2 for slurm_resume / slurm_suspend ---------------------------------------------------
     def _fleet_loop(self) -> None:

@@ -41,7 +41,7 @@ def healthy(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> dict[
     synthesize_cluster(out, "Trn1EfaCluster")
     stack = cluster.create_stack("Trn1EfaCluster", out, KEY_PAIR_ID)
     nodes = cluster.boot("n", stack, "ubuntu", [8, 8, 8], {"EFA_CDK_POLL_SECONDS": "2"})
-    cluster.wait(nodes, timeout=180)
+    cluster.wait(nodes)
     return {"stack": stack, "nodes": nodes}
 
 
@@ -127,7 +127,7 @@ def faulty(second_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) ->
     nodes = second_cluster.boot(
         "f", stack, "ubuntu", [8, 7, None], {"EFA_CDK_WAIT_SECONDS": "20", "EFA_CDK_POLL_SECONDS": "2"}
     )
-    second_cluster.wait(nodes, timeout=180)
+    second_cluster.wait(nodes)
     return {"stack": stack, "nodes": nodes}
 
 
@@ -206,7 +206,7 @@ def test_a_replaced_node_joins_and_every_hostfile_follows_the_cluster(
         "instances": {old.logical_id: (made["InstanceId"], made["PrivateIpAddress"], tags)},
     }
     (new,) = cluster.boot("r", replacement, "ubuntu", [8], {"EFA_CDK_POLL_SECONDS": "2"})
-    cluster.wait([new], timeout=180)
+    cluster.wait([new])
     assert new.process is not None and new.process.returncode == 0, explain([new])
     assert "joined: every member has the hostfile of the 3 nodes" in new.log(), new.log()[-3000:]
     files = {n.name: (n.root / "home/ubuntu/hostfile").read_text() for n in (nodes[0], new, nodes[2])}
@@ -259,7 +259,7 @@ def test_a_new_generation_of_every_node_forms_again_and_benchmarks_the_new_fabri
             instances[logical] = (made["InstanceId"], made["PrivateIpAddress"], new_tags)
     generation = {"user_data": healthy["stack"]["user_data"], "instances": instances}
     booted = cluster.boot("g", generation, "ubuntu", [8, 8, 8], {"EFA_CDK_POLL_SECONDS": "2"})
-    cluster.wait(booted, timeout=240)
+    cluster.wait(booted)
     assert all(n.process is not None and n.process.returncode == 0 for n in booted), explain(booted)
     leader = booted[0]
     assert "joined" not in leader.log(), leader.log()[-3000:]

@@ -64,7 +64,7 @@ def healthy(
     synthesize_cluster(out, "Trn1EfaContainers", container_image=built[1])
     stack = cluster.create_stack("Trn1EfaContainers", out, "key-0e2e0000000000c01")
     nodes = cluster.boot("c", stack, "ubuntu", [8, 8, 8], settings(stack), other_rdma=2, docker_image=built)
-    cluster.wait(nodes, timeout=300)
+    cluster.wait(nodes)
     return {"stack": stack, "nodes": nodes, "image": built[1]}
 
 
@@ -206,7 +206,7 @@ def unpullable(
     nodes = second_cluster.boot(
         "u", stack, "ubuntu", [8, 8], settings(stack, EFA_CDK_PULL_PAUSE="1"), docker_image=built
     )
-    second_cluster.wait(nodes, timeout=300)
+    second_cluster.wait(nodes)
     return {"stack": stack, "nodes": nodes}
 
 

@@ -22,6 +22,7 @@ import pytest
 from efa_constructs.node.bench_parse import parse_nccl_tests, parse_nccom_test
 from stacks.parallel_cluster_stack import EfaParallelClusterStack
 from stacks.params import PclusterParams
+from tests.e2e import progress
 from tests.e2e.cluster import Cluster, missing_capabilities
 from tests.e2e.pcluster import ParallelClusterHarness, PcNode, config_from_output, missing_programs, run_timer
 from tests.helpers import cdk_json_context, executable
@@ -92,18 +93,27 @@ def submit(head: PcNode, command: str) -> str:
     return re.search(r"Submitted batch job (\d+)", r.stdout).group(1)  # type: ignore[union-attr]
 
 
-def finish(harness: ParallelClusterHarness, head: PcNode, job: str, timeout: float = 240) -> str:
-    deadline = time.time() + timeout
-    while True:
+def finish(harness: ParallelClusterHarness, head: PcNode, job: str) -> str:
+    """The job's final state, waiting for as long as the cluster makes progress (tests/e2e/progress.py)."""
+    state = ""
+
+    def done() -> bool:
+        nonlocal state
         harness.check_fleet()
-        out = slurm(head, "scontrol", "show", "job", job)
-        state = re.search(r"JobState=(\S+)", out).group(1)  # type: ignore[union-attr]
-        if state in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"):
-            return state
-        if time.time() > deadline:
-            logs = "\n".join(n.log() for n in harness.compute())
-            raise AssertionError(f"job {job} still {state} after {timeout:.0f}s\n{out}\n{logs}\n{head.log()}")
-        time.sleep(1)
+        state = re.search(r"JobState=(\S+)", slurm(head, "scontrol", "show", "job", job)).group(1)  # type: ignore[union-attr]
+        return state in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY")
+
+    def moved() -> object:  # the compute nodes' processes (slurmctld on the head ticks even when stuck)
+        nodes = harness.compute()
+        logs = ("var/log/efa-cdk.log", "var/log/slurmctld.log", "var/log/slurmd.log")
+        return progress.activity([n.ns for n in nodes], [n.file(f) for n in [head, *nodes] for f in logs])
+
+    def where() -> str:
+        logs = "\n".join(n.log() for n in harness.compute())
+        return f"job {job} still {state}\n{slurm(head, 'scontrol', 'show', 'job', job)}\n{logs}\n{head.log()}"
+
+    progress.until(done, moved, where, what=f"job {job}")
+    return state
 
 
 def test_slurmctld_runs_after_start_and_after_the_head_nodes_custom_actions(pc: dict[str, Any]) -> None:

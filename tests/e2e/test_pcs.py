@@ -68,7 +68,7 @@ def booted(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> dict[s
         },
     }
     nodes = cluster.boot("pcs", stack, "ec2-user", [8, 7], {})
-    cluster.wait(nodes, timeout=120)
+    cluster.wait(nodes)
     return {"nodes": nodes, "parts": parts}
 
 
