@@ -212,6 +212,40 @@ def test_a_ready_account_passes(
     stub.assert_no_pending_responses()
 
 
+def test_the_bootstrap_check_reads_the_qualifier_the_stacks_were_synthesized_with(
+    account: dict[str, Any], tmp_path: Path
+) -> None:
+    """A team's own qualifier (cdk.json's @aws-cdk/core:bootstrapQualifier, CDK's bootstrapping guide):
+    the stacks read /cdk-bootstrap/<qualifier>/version, so that parameter is the one checked."""
+    import aws_cdk as cdk
+
+    from stacks.cluster_stack import EfaClusterStack
+    from stacks.params import ClusterParams
+
+    out = tmp_path / "cdk.out"
+    app = cdk.App(
+        outdir=str(out), context={**cdk_json_context(), "@aws-cdk/core:bootstrapQualifier": "team1"}
+    )
+    EfaClusterStack(
+        app, "Trn1EfaCluster", params=ClusterParams.from_context({}, default_instance_type="trn1.32xlarge")
+    )
+    app.synth()
+    need = preflight.bootstrap_required(preflight.templates(out, [])["Trn1EfaCluster"])
+    assert need == ("/cdk-bootstrap/team1/version", 6)
+    ssm = account["session"].client("ssm", region_name=REGION)
+    ssm.put_parameter(Name=preflight.BOOTSTRAP_VERSION_PARAMETER, Value="30", Type="String", Overwrite=True)
+    pf = Preflight(account["session"])
+    (_, missing) = pf.run([], dict([need]))
+    assert missing.status == "FAIL" and "no /cdk-bootstrap/team1/version" in missing.found, missing
+    assert "npx cdk bootstrap --qualifier team1 aws://" in missing.fix
+    ssm.put_parameter(Name="/cdk-bootstrap/team1/version", Value="5", Type="String")
+    (_, old) = pf.run([], dict([need]))
+    assert old.status == "FAIL" and "bootstrap version 5 (/cdk-bootstrap/team1/version)" in old.found
+    ssm.put_parameter(Name="/cdk-bootstrap/team1/version", Value="30", Type="String", Overwrite=True)
+    (_, ok) = pf.run([], dict([need]))
+    assert ok.status == "PASS", ok
+
+
 def test_unused_reservations_and_only_running_on_demand_nodes_count_against_the_quota(
     account: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
@@ -495,6 +529,11 @@ def test_benchmarks_are_read_against_the_line_rate() -> None:
                                     "NetworkNodes": ["nn-spine", "nn-block", "nn-leaf"]}]},
          "PASS", "places its instances under nn-spine > nn-block > nn-leaf"),
         ("UnsupportedOperation", "WARN", "no topology for cr-0123456789abcdef0 (UnsupportedOperation)"),
+        # a region without the API, or any other answer: information missing, a WARN (issue 41 item 3)
+        ("InvalidAction", "WARN", "no topology for cr-0123456789abcdef0 (InvalidAction)"),
+        ("RequestLimitExceeded", "WARN", "(RequestLimitExceeded)"),
+        # a refusal of the call is the permission to add
+        ("UnauthorizedOperation", "FAIL", "ec2:DescribeCapacityReservationTopology was denied"),
     ],
 )  # fmt: skip
 def test_a_reservation_s_placement_is_shown_before_launch(
@@ -512,7 +551,7 @@ def test_a_reservation_s_placement_is_shown_before_launch(
     pf = Preflight(account["session"])
     pf._clients["ec2"] = ec2
     group = NodeGroup("S", "Cluster", "p5.48xlarge", 2, reservation_id="cr-0123456789abcdef0")
-    check = pf.placement(group)
+    check = pf._guard("placement", lambda: pf.placement(group))  # as run() calls each check
     assert check is not None and check.status == status and says in check.line(), check
 
 
@@ -535,6 +574,76 @@ def test_an_existing_subnet_without_a_route_out_is_warned_of(account: dict[str, 
     assert (
         free is not None and free.status == "FAIL" and "the nodes take 300" in free.found
     )  # a /24: 251 free
+
+
+SUBNET = "subnet-0123456789abcdef0"
+
+
+@pytest.mark.parametrize(
+    ("route", "status", "says"),
+    [
+        # EC2 API reference, Route: State "blackhole" when the target is gone (a deleted NAT gateway)
+        ({"NatGatewayId": "nat-0a", "State": "blackhole"}, "WARN", "is a blackhole"),
+        ({"NatGatewayId": "nat-0a", "State": "active"}, "PASS", "through nat-0a"),
+        # a NAT instance: the route names the instance (and its interface)
+        ({"InstanceId": "i-0a", "NetworkInterfaceId": "eni-0a", "State": "active"}, "PASS", "i-0a, an"),
+        # VPC peering guide: no edge-to-edge routing, so the internet is not reached through a peer
+        ({"VpcPeeringConnectionId": "pcx-0a", "State": "active"}, "WARN", "peering connection"),
+        ({"TransitGatewayId": "tgw-0a", "State": "active"}, "PASS", "through tgw-0a"),
+    ],
+)  # fmt: skip
+def test_the_route_out_is_judged_by_its_target_and_state(
+    account: dict[str, Any], route: dict[str, str], status: str, says: str
+) -> None:
+    """Answers checked against botocore's model of DescribeRouteTables (Stubber)."""
+    ec2 = account["session"].client("ec2", region_name=REGION)
+    stub = Stubber(ec2)
+    table = {"RouteTableId": "rtb-0123456789abcdef0", "Routes": [
+        {"DestinationCidrBlock": "10.0.0.0/16", "GatewayId": "local", "State": "active"},
+        {"DestinationCidrBlock": "0.0.0.0/0", **route},
+    ]}  # fmt: skip
+    stub.add_response("describe_route_tables", {"RouteTables": [table]},
+                      {"Filters": [{"Name": "association.subnet-id", "Values": [SUBNET]}]})  # fmt: skip
+    stub.activate()
+    pf = Preflight(account["session"])
+    pf._clients["ec2"] = ec2
+    check = pf.route_out(NodeGroup("S", "Cluster", "trn1.32xlarge", 2, subnet_id=SUBNET))
+    assert check is not None and check.status == status and says in check.found, check
+    stub.assert_no_pending_responses()
+
+
+@pytest.mark.parametrize(
+    ("image", "error", "status", "says"),
+    [
+        ({"State": "deregistered"}, None, "FAIL", "is deregistered, not available"),
+        ({"State": "failed"}, None, "FAIL", "is failed, not available"),
+        ({"State": "available", "DeprecationTime": "2025-01-01T00:00:00.000Z"}, None, "WARN",
+         "deprecated since 2025-01-01"),
+        ({"State": "available", "DeprecationTime": "2099-01-01T00:00:00.000Z"}, None, "PASS", "x86_64"),
+        (None, "InvalidAMIID.NotFound", "FAIL", "does not exist in us-east-1"),
+    ],
+)  # fmt: skip
+def test_an_image_that_is_not_available_or_is_deprecated_is_said(
+    account: dict[str, Any], image: dict[str, str] | None, error: str | None, status: str, says: str
+) -> None:
+    """EC2 API reference, Image (State, DeprecationTime); DescribeImages of an unknown id is an error."""
+    ec2 = account["session"].client("ec2", region_name=REGION)
+    stub = Stubber(ec2)
+    ami = "ami-0123456789abcdef0"
+    if error:
+        stub.add_client_error(
+            "describe_images", service_error_code=error, expected_params={"ImageIds": [ami]}
+        )
+    else:
+        found = {"ImageId": ami, "Architecture": "x86_64", **(image or {})}
+        stub.add_response("describe_images", {"Images": [found]},
+                          {"ImageIds": [ami]})  # fmt: skip
+    stub.activate()
+    pf = Preflight(account["session"])
+    pf._clients["ec2"] = ec2
+    pf._types["c5n.18xlarge"] = {"ProcessorInfo": {"SupportedArchitectures": ["x86_64"]}}
+    check = pf.image(NodeGroup("S", "Cluster", "c5n.18xlarge", 2, image_id=ami))
+    assert check is not None and check.status == status and says in check.line(), check
 
 
 def test_status_shows_the_nodes_parallelcluster_launched(account: dict[str, Any], capsys: Any) -> None:

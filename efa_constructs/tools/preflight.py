@@ -226,11 +226,16 @@ def node_groups(stack: str, template: Mapping[str, Any]) -> list[NodeGroup]:
     return list(groups.values())
 
 
-def bootstrap_required(template: Mapping[str, Any]) -> int | None:
-    """The lowest bootstrap version the template's CheckBootstrapVersion rule accepts."""
+def bootstrap_required(template: Mapping[str, Any]) -> tuple[str, int] | None:
+    """The bootstrap version parameter the template reads (Parameters.BootstrapVersion's default names
+    the qualifier: ``/cdk-bootstrap/<qualifier>/version``, as the synthesizer wrote it) and the lowest
+    version its CheckBootstrapVersion rule accepts."""
     rule = json.dumps(template.get("Rules", {}).get("CheckBootstrapVersion", {}))
     refused = [int(v) for v in re.findall(r'"(\d+)"', rule)]
-    return max(refused) + 1 if refused else None
+    if not refused:
+        return None
+    default = (template.get("Parameters", {}).get("BootstrapVersion") or {}).get("Default")
+    return (default if isinstance(default, str) else BOOTSTRAP_VERSION_PARAMETER), max(refused) + 1
 
 
 # --- the checks -----------------------------------------------------------------------------------
@@ -315,11 +320,12 @@ class Preflight:
             self._clients[service] = self.session.client(service, region_name=self.region)
         return self._clients[service]
 
-    def run(self, groups: list[NodeGroup], bootstrap: int | None) -> list[Check]:
+    def run(self, groups: list[NodeGroup], bootstrap: Mapping[str, int]) -> list[Check]:
+        """Every check: `bootstrap` is the version each bootstrap parameter must hold (one per qualifier)."""
         checks: list[Check] = []
         for first in (
             self._guard("credentials", self.identity),
-            None if bootstrap is None else self._guard("bootstrap", lambda: self.bootstrap(bootstrap)),
+            *(self._guard("bootstrap", lambda p=p, v=v: self.bootstrap(v, p)) for p, v in bootstrap.items()),  # type: ignore[misc]
         ):
             if first is not None:
                 checks.append(first)
@@ -359,26 +365,29 @@ class Preflight:
             raise PreflightError("no AWS region: set AWS_REGION (or --region)")
         return Check("credentials", "PASS", f"account {who['Account']} in {self.region} as {who['Arn']}")
 
-    def bootstrap(self, required: int) -> Check:
+    def bootstrap(self, required: int, parameter: str = BOOTSTRAP_VERSION_PARAMETER) -> Check:
+        """The bootstrap stack's version parameter (of the stacks' qualifier) against the templates' rule."""
         ssm = self.client("ssm")
         answer, missing = _unless(
             "bootstrap", "ssm:GetParameter",
-            lambda: ssm.get_parameter(Name=BOOTSTRAP_VERSION_PARAMETER), "ParameterNotFound",
+            lambda: ssm.get_parameter(Name=parameter), "ParameterNotFound",
         )  # fmt: skip
+        qualifier = parameter.split("/")[2] if parameter.count("/") == 3 else None
+        flag = f" --qualifier {qualifier}" if qualifier and parameter != BOOTSTRAP_VERSION_PARAMETER else ""
         if missing:
             return Check(
                 "bootstrap",
                 "FAIL",
-                f"the CDK is not bootstrapped in {self.region}",
-                f"npx cdk bootstrap aws://<account>/{self.region}",
+                f"the CDK is not bootstrapped in {self.region} (no {parameter})",
+                f"npx cdk bootstrap{flag} aws://<account>/{self.region}",
             )
         value = answer["Parameter"]["Value"]
         if int(value) < required:
             return Check(
                 "bootstrap",
                 "FAIL",
-                f"bootstrap version {value}, the stacks need {required} or newer",
-                f"npx cdk bootstrap aws://<account>/{self.region} (upgrades it)",
+                f"bootstrap version {value} ({parameter}), the stacks need {required} or newer",
+                f"npx cdk bootstrap{flag} aws://<account>/{self.region} (upgrades it)",
             )
         return Check("bootstrap", "PASS", f"bootstrap version {value} (>= {required})")
 
@@ -624,14 +633,30 @@ class Preflight:
         if image_id is None:
             return None
         ec2 = self.client("ec2")
-        images = _aws_call("image", "ec2:DescribeImages", lambda: ec2.describe_images(ImageIds=[image_id]))[
-            "Images"
-        ]
+        answer, gone = _unless(
+            "image", "ec2:DescribeImages", lambda: ec2.describe_images(ImageIds=[image_id]),
+            "InvalidAMIID.NotFound", "InvalidAMIID.Unavailable", "InvalidAMIID.Malformed",
+        )  # fmt: skip
+        images = [] if gone else answer["Images"]
         if not images:
             return Check(
                 "image", "FAIL", f"{image_id} does not exist in {self.region}", "pass an image of this region"
             )
         image = images[0]
+        # EC2 API reference, Image: State is available, pending, failed, deregistered, ...; a launch needs
+        # available. DeprecationTime: past it the image still launches but is no longer listed (EC2
+        # user guide, "Deprecate an AMI"): a newer one exists.
+        if image.get("State", "available") != "available":
+            return Check(
+                "image", "FAIL", f"{image_id} is {image['State']}, not available: nothing launches from it",
+                "pass an available image (or leave ami_id out for the default image)",
+            )  # fmt: skip
+        deprecated = image.get("DeprecationTime")
+        if deprecated and _past(deprecated):
+            return Check(
+                "image", "WARN", f"{image_id} is deprecated since {deprecated} (it launches, but it is old)",
+                "pass a current image (or leave ami_id out for the default image)",
+            )  # fmt: skip
         arch = self._type(g.instance_type).get("ProcessorInfo", {}).get("SupportedArchitectures", [])
         if arch and image.get("Architecture") not in arch:
             return Check(
@@ -700,13 +725,20 @@ class Preflight:
         (DescribeCapacityReservationTopology, for the types that support it): information, or a WARN."""
         if not g.reservation_id:
             return None
+        from botocore.exceptions import ClientError
+
         ec2 = self.client("ec2")
-        answer, code = _unless(
-            "placement", "ec2:DescribeCapacityReservationTopology",
-            lambda: ec2.describe_capacity_reservation_topology(CapacityReservationIds=[g.reservation_id]),
-            "UnsupportedOperation", "InvalidParameterValue", "InvalidCapacityReservationId.NotFound",
-        )  # fmt: skip
-        if code:
+        call = getattr(ec2, "describe_capacity_reservation_topology", None)
+        if call is None:  # a boto3 older than the API (2025)
+            return Check("placement", "WARN", "this boto3 cannot ask DescribeCapacityReservationTopology",
+                         "pip install -U boto3")  # fmt: skip
+        try:
+            answer = call(CapacityReservationIds=[g.reservation_id])
+        except ClientError as err:  # information only: any answer but a refusal of the call is a WARN
+            code = err.response.get("Error", {}).get("Code", "")
+            line = _failure("placement", "ec2:DescribeCapacityReservationTopology", err)
+            if isinstance(line, _Denied) and "denied" in line.check.found:
+                raise line from None
             return Check("placement", "WARN", f"EC2 reports no topology for {g.reservation_id} ({code})")
         nodes = {tuple(t.get("NetworkNodes", [])) for t in answer.get("CapacityReservations", [])}
         if not nodes or nodes == {()}:
@@ -744,8 +776,7 @@ class Preflight:
         default = [
             r for t in own for r in t.get("Routes", []) if r.get("DestinationCidrBlock") == "0.0.0.0/0"
         ]
-        out = [r.get("NatGatewayId") or r.get("GatewayId") or r.get("TransitGatewayId") for r in default]
-        if not any(out):
+        if not default:
             return Check(
                 "route out",
                 "WARN",
@@ -753,7 +784,45 @@ class Preflight:
                 "the nodes then need VPC endpoints for S3, SSM, EC2 and CloudFormation, and an image with "
                 "EFA",
             )
-        return Check("route out", "PASS", f"{g.subnet_id} routes out through {out[0]}")
+        route = default[0]  # a route table holds one route per destination
+        target = next((str(route[k]) for k in ROUTE_TARGETS if route.get(k)), "(no target)")
+        if route.get("State") == "blackhole":
+            return Check(
+                "route out", "WARN",
+                f"{g.subnet_id}'s default route to {target} is a blackhole (its target is gone)",
+                "point 0.0.0.0/0 at a NAT gateway (or add the VPC endpoints the nodes need)",
+            )  # fmt: skip
+        if route.get("VpcPeeringConnectionId"):
+            return Check(
+                "route out", "WARN",
+                f"{g.subnet_id}'s default route goes to the peering connection {target}, which carries no "
+                "traffic on to the internet (VPC peering guide: no edge-to-edge routing)",
+                "route 0.0.0.0/0 to a NAT gateway",
+            )  # fmt: skip
+        if route.get("InstanceId") or route.get("NetworkInterfaceId"):
+            return Check(
+                "route out", "PASS",
+                f"{g.subnet_id} routes out through {target}, an instance or appliance: it must forward "
+                "(a NAT instance with its source/destination check off)",
+            )  # fmt: skip
+        return Check("route out", "PASS", f"{g.subnet_id} routes out through {target}")
+
+
+#: A route's target fields (EC2 API reference, Route), in the order one is named.
+ROUTE_TARGETS = (
+    "NatGatewayId", "GatewayId", "TransitGatewayId", "InstanceId", "NetworkInterfaceId",
+    "VpcPeeringConnectionId", "CarrierGatewayId", "LocalGatewayId", "CoreNetworkArn",
+)  # fmt: skip
+
+
+def _past(when: str) -> bool:
+    """An EC2 timestamp (ISO 8601, e.g. 2025-07-01T00:00:00.000Z) is before now."""
+    from datetime import datetime, timezone
+
+    try:
+        return datetime.fromisoformat(when.replace("Z", "+00:00")) < datetime.now(timezone.utc)
+    except ValueError:
+        return False
 
 
 # --- the command ----------------------------------------------------------------------------------
@@ -866,7 +935,9 @@ def main(stacks: list[str], out: Path, region: str | None, as_json: bool) -> int
         session = session_for(region, out, found)
         progress = (lambda _: None) if as_json else (lambda m: print(f"... {m}", file=sys.stderr))
         groups = [g for name, t in found.items() for g in _node_groups_of(name, t)]
-        required = max((v for v in (bootstrap_required(t) for t in found.values()) if v), default=None)
+        required: dict[str, int] = {}
+        for need in filter(None, (bootstrap_required(t) for t in found.values())):
+            required[need[0]] = max(required.get(need[0], 0), need[1])
         checks = template_checks(out, found) + Preflight(session, progress).run(groups, required)
     except PreflightError as err:
         print(f"error: preflight: {err}", file=sys.stderr)
