@@ -22,6 +22,7 @@ from typing import Any
 
 import boto3
 import pytest
+from aws_cdk import aws_ec2 as ec2
 from botocore.stub import Stubber
 
 from efa_constructs.tools import preflight, status
@@ -102,6 +103,7 @@ def run(
     quotas: Any,
     *args: str,
     reservations: list[dict[str, Any]] | None = None,
+    stacks: tuple[str, ...] = ("Trn1EfaCluster",),
 ) -> tuple[int, str, str]:
     """The command as a user runs it, with Service Quotas answered by the stub, and Capacity
     Reservations by `reservations` (default: none)."""
@@ -117,7 +119,7 @@ def run(
         return made
 
     monkeypatch.setattr(Preflight, "client", client)
-    code = preflight.main(["Trn1EfaCluster"], out, None, "--json" in args)
+    code = preflight.main(list(stacks), out, None, "--json" in args)
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -244,6 +246,101 @@ def test_the_bootstrap_check_reads_the_qualifier_the_stacks_were_synthesized_wit
     ssm.put_parameter(Name="/cdk-bootstrap/team1/version", Value="30", Type="String", Overwrite=True)
     (_, ok) = pf.run([], dict([need]))
     assert ok.status == "PASS", ok
+
+
+def test_parallelcluster_queues_are_checked_from_the_clusters_configuration(
+    account: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """Issue 41 item 3: the queues of the configuration the stack writes (its output) are node groups:
+    the queue's type in the queue's zone (moto offers trn1 in b, c and f only), its MaxCount against the
+    quota; a configuration that cannot be read is a WARN saying the queues were not checked."""
+    import aws_cdk as cdk
+
+    from stacks.parallel_cluster_stack import EfaParallelClusterStack
+    from stacks.params import PclusterParams
+
+    out = tmp_path / "cdk.out"
+    app = cdk.App(outdir=str(out), context=cdk_json_context())
+    params = PclusterParams.from_context(
+        {"availability_zone": "us-east-1a"}, default_instance_type="trn1.32xlarge"
+    )
+    EfaParallelClusterStack(app, "Trn1ParallelCluster", params=params)
+    app.synth()
+    quotas, _ = stubbed_quotas(account["session"], 0)
+    code, text, err = run(
+        account, out, monkeypatch, capsys, quotas, "--json", stacks=("Trn1ParallelCluster",)
+    )
+    assert code == 1, text + err
+    checks = {c["name"]: c for c in json.loads(text)["checks"]}
+    where = "[Trn1ParallelCluster/queue compute/trn1-32xlarge (2 x trn1.32xlarge)]"
+    assert checks[f"offered {where}"]["found"] == "trn1.32xlarge is not offered in us-east-1a"
+    assert "the cluster needs 256" in checks[f"quota {where}"]["found"]
+    assert checks[f"efa {where}"]["status"] == "PASS"
+    # the configuration's output cut short: said, not silently skipped
+    path = out / "Trn1ParallelCluster.template.json"
+    template = json.loads(path.read_text())
+    template["Outputs"]["ParallelClusterConfig"]["Value"] = "# ParallelCluster 3.16.3\nScheduling: [unclosed"
+    path.write_text(json.dumps(template))
+    quotas, _ = stubbed_quotas(account["session"], 0, calls=0)
+    code, text, err = run(
+        account, out, monkeypatch, capsys, quotas, "--json", stacks=("Trn1ParallelCluster",)
+    )
+    (note,) = [c for c in json.loads(text)["checks"] if c["name"].startswith("parallelcluster")]
+    assert note["status"] == "WARN" and "its queues were not checked" in note["found"], note
+    assert not [c for c in json.loads(text)["checks"] if "queue compute" in c["name"]]
+
+
+@pytest.mark.parametrize("references", ["weak", "strong"])
+def test_a_subnet_imported_from_another_stack_of_the_assembly_is_followed_or_said(
+    tmp_path: Path, references: str
+) -> None:
+    """Issue 41 item 3: a VPC made in one stack and used by another (CDK writes Fn::ImportValue of the
+    network stack's export): the node group's zone is read in the exporting stack; an export the
+    assembly does not hold is named, and the zone and subnet checks say they could not look."""
+    import aws_cdk as cdk
+
+    from efa_constructs import EfaCluster, NodeSoftware
+
+    out = tmp_path / "cdk.out"
+    context = {**cdk_json_context(), "@aws-cdk/core:defaultCrossStackReferences": references}
+    app = cdk.App(outdir=str(out), context=context)
+    network = cdk.Stack(app, "Network")
+    vpc = ec2.Vpc(network, "Vpc", availability_zones=["us-east-1c"], nat_gateways=0, subnet_configuration=[
+        ec2.SubnetConfiguration(name="nodes", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)])  # fmt: skip
+    cluster = cdk.Stack(app, "Cluster")
+    EfaCluster(cluster, "C", vpc=vpc, instance_type=ec2.InstanceType("trn1.32xlarge"), node_count=2,
+               node_software=NodeSoftware.none())  # fmt: skip
+    app.synth()
+    found = preflight.templates(out, ["Cluster"])
+    # the cross-stack reference CDK writes: Fn::ImportValue (its default), Fn::GetStackOutput ("weak")
+    wrote = "Fn::GetStackOutput" if references == "weak" else "Fn::ImportValue"
+    assert wrote in json.dumps(found["Cluster"])
+    exports = preflight.assembly_exports(preflight._every_template(out, found))
+    (group,) = node_groups("Cluster", found["Cluster"], exports)
+    assert group.zone == "us-east-1c" and group.subnet_from is None
+    (alone,) = node_groups("Cluster", found["Cluster"], {})  # the exporting stack not in the assembly
+    said = "output Network/Publish" if references == "weak" else "export Network:ExportsOutput"
+    assert alone.zone is None and alone.subnet_from is not None and said in alone.subnet_from, alone
+    pf = Preflight(boto3.session.Session(region_name=REGION))
+    ec2_client = pf.session.client("ec2", region_name=REGION)
+    stub = Stubber(ec2_client)
+    stub.add_response(
+        "describe_instance_type_offerings",
+        {
+            "InstanceTypeOfferings": [
+                {
+                    "InstanceType": "trn1.32xlarge",
+                    "LocationType": "availability-zone",
+                    "Location": "us-east-1c",
+                }
+            ]
+        },
+    )
+    stub.activate()
+    pf._clients["ec2"] = ec2_client
+    offered, subnet = pf.offered(alone), pf.subnet(alone)
+    assert offered.status == "WARN" and "its zone is not known here" in offered.found, offered
+    assert subnet is not None and subnet.status == "WARN" and "not checked" in subnet.found
 
 
 def test_unused_reservations_and_only_running_on_demand_nodes_count_against_the_quota(

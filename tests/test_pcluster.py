@@ -833,3 +833,21 @@ def test_the_trn1_job_compiles_into_a_private_cache_per_user() -> None:
     peek = subprocess.run(["runuser", "-u", "nobody", "--", "ls", str(made["root"])], capture_output=True)
     assert peek.returncode != 0
     shutil.rmtree(shared)
+
+
+@pytest.mark.parametrize("create_cluster", ["false", "true"])
+def test_preflight_reads_the_queues_from_the_output_or_the_cluster_resource(create_cluster: str) -> None:
+    """The output's YAML (references written back as Refs) or Custom::PclusterCluster's configuration:
+    one node group per EFA compute resource, counted once when the stack has both."""
+    from efa_constructs.tools.preflight import parallelcluster_configs, parallelcluster_groups
+
+    template = synth(availability_zone="us-east-1c", create_cluster=create_cluster, max_count="4")
+    configs, notes = parallelcluster_configs("P", template)
+    assert len(configs) == 1 and notes == []
+    (group,) = parallelcluster_groups("P", template, configs)
+    assert (group.name, group.instance_type, group.count, group.zone) == (
+        "queue compute/trn1-32xlarge",
+        "trn1.32xlarge",
+        4,
+        "us-east-1c",
+    )

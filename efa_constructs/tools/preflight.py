@@ -97,6 +97,7 @@ class NodeGroup:
     root_gib: int | None = None
     elastic_ips: int = 0
     interfaces_with_ip: int = 1
+    subnet_from: str | None = None  # where the subnet comes from when the template cannot say (an import)
 
 
 def quota_name(instance_type: str) -> str | None:
@@ -137,10 +138,48 @@ def _ssm_name(value: Any, params: Mapping[str, Any], resources: Mapping[str, Any
     return None
 
 
+#: What the assembly's stacks give others: ``export:<Export.Name>`` (read with Fn::ImportValue, CDK's
+#: default cross-stack reference) and ``output:<stack>/<output>`` (read with Fn::GetStackOutput, CDK's
+#: "weak" references, ``@aws-cdk/core:defaultCrossStackReferences``) -> (that template, the value).
+Exports = Mapping[str, tuple[Mapping[str, Any], Any]]
+
+
+def assembly_exports(templates: Mapping[str, Mapping[str, Any]]) -> dict[str, tuple[Mapping[str, Any], Any]]:
+    """The outputs and exports of templates, by stack name: what another stack of the same assembly
+    reads with Fn::ImportValue or Fn::GetStackOutput (a cross-stack reference)."""
+    found = {}
+    for stack, t in templates.items():
+        for key, output in (t.get("Outputs") or {}).items():
+            if not isinstance(output, dict):
+                continue
+            found[f"output:{stack}/{key}"] = (t, output.get("Value"))
+            name = (output.get("Export") or {}).get("Name")
+            if isinstance(name, str):
+                found[f"export:{name}"] = (t, output.get("Value"))
+    return found
+
+
+def _reference(value: Any) -> str | None:
+    """The :data:`Exports` key a cross-stack reference reads, or None for anything else."""
+    if not isinstance(value, dict):
+        return None
+    if "Fn::ImportValue" in value:
+        return f"export:{json.dumps(value['Fn::ImportValue']).strip(chr(34))}"
+    read = value.get("Fn::GetStackOutput")
+    if isinstance(read, dict):
+        return f"output:{read.get('StackName')}/{read.get('OutputName')}"
+    return None
+
+
 def _zone(
-    resources: Mapping[str, Any], subnet: Any, params: Mapping[str, Any]
+    resources: Mapping[str, Any], subnet: Any, params: Mapping[str, Any], exports: Exports | None = None
 ) -> tuple[str | None, str | None]:
-    """(zone, existing subnet id) of a subnet reference in a template."""
+    """(zone, existing subnet id) of a subnet reference in a template; an import of another stack of
+    the assembly is followed to that stack's subnet."""
+    exported = (exports or {}).get(_reference(subnet) or "")
+    if exported:
+        other, value = exported
+        return _zone(other.get("Resources", {}), value, other.get("Parameters", {}))
     if isinstance(subnet, str):
         return None, subnet
     if isinstance(subnet, dict) and "Ref" in subnet and subnet["Ref"] in resources:
@@ -153,9 +192,19 @@ def _zone(
     return None, None
 
 
-def node_groups(stack: str, template: Mapping[str, Any]) -> list[NodeGroup]:
+def _import_note(subnet: Any, exports: Exports | None) -> str | None:
+    """For a subnet read from another stack the assembly does not hold: which stack and output."""
+    key = _reference(subnet)
+    if key is None or key in (exports or {}):
+        return None
+    kind, _, name = key.partition(":")
+    return f"the {'export' if kind == 'export' else 'output'} {name} of a stack outside this assembly"
+
+
+def node_groups(stack: str, template: Mapping[str, Any], exports: Exports | None = None) -> list[NodeGroup]:
     """The EFA node groups of a synthesized template: explicit instances (by launch template), Auto
-    Scaling groups, AWS PCS compute node groups and EKS managed node groups."""
+    Scaling groups, AWS PCS compute node groups and EKS managed node groups. A subnet imported from
+    another stack (`exports`: :func:`assembly_exports`) is followed there."""
     resources: Mapping[str, Any] = template.get("Resources", {})
     params: Mapping[str, Any] = template.get("Parameters", {})
     eips = sum(1 for r in resources.values() if r.get("Type") == "AWS::EC2::EIP")
@@ -197,7 +246,7 @@ def node_groups(stack: str, template: Mapping[str, Any]) -> list[NodeGroup]:
         subnet = next((n.get("SubnetId") for n in nics if n.get("SubnetId")), None)
         if subnet is None and launcher_subnets:  # the group sets the subnet (the template cannot)
             subnet = launcher_subnets[0]
-        zone, subnet_id = _zone(resources, subnet, params)
+        zone, subnet_id = _zone(resources, subnet, params, exports)
         target = data.get("CapacityReservationSpecification", {}).get("CapacityReservationTarget", {})
         market = data.get("InstanceMarketOptions", {}).get("MarketType")
         root = next((m.get("Ebs", {}).get("VolumeSize") for m in data.get("BlockDeviceMappings", [])), None)
@@ -220,10 +269,118 @@ def node_groups(stack: str, template: Mapping[str, Any]) -> list[NodeGroup]:
                 root_gib=int(root) if isinstance(root, int) else None,
                 elastic_ips=0 if groups else eips,
                 interfaces_with_ip=sum(1 for n in nics if n.get("InterfaceType") != "efa-only"),
+                subnet_from=_import_note(subnet, exports),
             ),
         )
         group.count += count
     return list(groups.values())
+
+
+#: The first line of the ParallelCluster configuration efa-cdk writes (core/pcluster.py's to_yaml).
+PCLUSTER_CONFIG_MARK = "# ParallelCluster "
+
+
+def _flatten(value: Any) -> str | None:
+    """A template string with its references written ``efa-cdk-ref:<LogicalId>`` (any other token
+    ``efa-cdk-token``): a literal, or an Fn::Join of literals and tokens; None for anything else."""
+    if isinstance(value, str):
+        return value
+    parts = value.get("Fn::Join") if isinstance(value, dict) else None
+    if not (isinstance(parts, list) and len(parts) == 2 and parts[0] == "" and isinstance(parts[1], list)):
+        return None
+    return "".join(
+        p if isinstance(p, str)
+        else f"efa-cdk-ref:{p['Ref']}" if isinstance(p, dict) and isinstance(p.get("Ref"), str)
+        else "efa-cdk-token"
+        for p in parts[1]
+    )  # fmt: skip
+
+
+def _refs(config: Any) -> Any:
+    """The configuration with each ``efa-cdk-ref:<id>`` string back as ``{"Ref": id}``."""
+    if isinstance(config, dict):
+        return {k: _refs(v) for k, v in config.items()}
+    if isinstance(config, list):
+        return [_refs(v) for v in config]
+    if isinstance(config, str) and config.startswith("efa-cdk-ref:"):
+        return {"Ref": config.removeprefix("efa-cdk-ref:")}
+    return config
+
+
+def parallelcluster_configs(
+    stack: str, template: Mapping[str, Any]
+) -> tuple[list[dict[str, Any]], list[Check]]:
+    """The ParallelCluster configurations a template holds (the cluster resource's, else the outputs
+    efa-cdk writes with ``config_output``), and a WARN for one that could not be read."""
+    import yaml
+
+    resources: Mapping[str, Any] = template.get("Resources", {})
+    found = [
+        r.get("Properties", {}).get("ClusterConfiguration")
+        for r in resources.values()
+        if r.get("Type") == "Custom::PclusterCluster"
+    ]
+    configs = [c for c in found if isinstance(c, dict)]
+    notes = []
+    for name, output in template.get("Outputs", {}).items() if not configs else ():
+        text = _flatten(output.get("Value"))
+        if text is None or not text.startswith(PCLUSTER_CONFIG_MARK):
+            continue
+        try:
+            config = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            config, why = None, f"not YAML ({str(err).splitlines()[0]})"
+        else:
+            why = "no SlurmQueues"
+        if isinstance(config, dict) and isinstance(config.get("Scheduling", {}).get("SlurmQueues"), list):
+            configs.append(_refs(config))
+        else:
+            notes.append(Check(
+                f"parallelcluster [{stack}/{name}]", "WARN",
+                f"its ParallelCluster configuration could not be read ({why}): its queues were not checked",
+                "pcluster create-cluster --dryrun true --cluster-configuration <it> validates it",
+            ))  # fmt: skip
+    return configs, notes
+
+
+def parallelcluster_groups(
+    stack: str, template: Mapping[str, Any], configs: list[dict[str, Any]], exports: Exports | None = None
+) -> list[NodeGroup]:
+    """The EFA compute resources of ParallelCluster configurations as node groups: each queue's type,
+    MaxCount, subnet, Capacity Reservation or Block, image and root volume (ParallelCluster lays out
+    the interfaces itself: ``efa_interfaces`` 0)."""
+    resources: Mapping[str, Any] = template.get("Resources", {})
+    params: Mapping[str, Any] = template.get("Parameters", {})
+    groups = []
+    for config in configs:
+        image = (config.get("Image") or {}).get("CustomAmi")
+        key = ((config.get("HeadNode") or {}).get("Ssh") or {}).get("KeyName")
+        for queue in config.get("Scheduling", {}).get("SlurmQueues", []):
+            subnets = (queue.get("Networking") or {}).get("SubnetIds") or [None]
+            zone, subnet_id = _zone(resources, subnets[0], params, exports)
+            root = (
+                ((queue.get("ComputeSettings") or {}).get("LocalStorage") or {}).get("RootVolume") or {}
+            ).get("Size")
+            for resource in queue.get("ComputeResources", []):
+                if not (resource.get("Efa") or {}).get("Enabled"):
+                    continue
+                itype = resource.get("InstanceType") or next(
+                    (i.get("InstanceType") for i in resource.get("Instances", [])), None
+                )
+                if not isinstance(itype, str):
+                    continue
+                target = resource.get("CapacityReservationTarget") or {}
+                groups.append(NodeGroup(
+                    stack=stack, name=f"queue {queue.get('Name')}/{resource.get('Name')}",
+                    instance_type=itype, count=int(resource.get("MaxCount", 0)), zone=zone,
+                    subnet_id=subnet_id, reservation_id=_literal(target.get("CapacityReservationId")),
+                    capacity_block=queue.get("CapacityType") == "CAPACITY_BLOCK",
+                    key_name=_literal(key),
+                    image_id=_literal((queue.get("Image") or {}).get("CustomAmi") or image),
+                    root_gib=int(root) if isinstance(root, int) else None,
+                    subnet_from=_import_note(subnets[0], exports),
+                ))  # fmt: skip
+    return groups
 
 
 def bootstrap_required(template: Mapping[str, Any]) -> tuple[str, int] | None:
@@ -418,6 +575,12 @@ class Preflight:
                 f"{g.instance_type} is offered in no zone of {self.region}",
                 "choose a region that offers it (aws ec2 describe-instance-type-offerings --region ...)",
             )
+        if g.zone is None and g.subnet_from:
+            return Check(
+                "offered", "WARN",
+                f"the subnet comes from {g.subnet_from}: its zone is not known here; {g.instance_type} is "
+                f"offered in {', '.join(zones)}", "make sure that subnet is in one of those zones",
+            )  # fmt: skip
         if g.zone is None:
             return Check(
                 "offered",
@@ -453,6 +616,8 @@ class Preflight:
                 f"{g.network_cards} cards; EC2 says {g.instance_type} takes {most} on {cards}",
                 "refresh the catalogue (efa-cdk catalogue refresh --live) and synthesize again",
             )
+        if not g.efa_interfaces:  # ParallelCluster lays out the interfaces itself
+            return Check("efa", "PASS", f"EC2: {g.instance_type} takes EFA, at most {most} on {cards} cards")
         return Check(
             "efa",
             "PASS",
@@ -699,6 +864,11 @@ class Preflight:
         return Check("elastic ips", "PASS", f"{used} of {limit} in use + {g.elastic_ips}")
 
     def subnet(self, g: NodeGroup) -> Check | None:
+        if not g.subnet_id and g.subnet_from:
+            return Check(
+                "subnet", "WARN", f"the subnet comes from {g.subnet_from}: not checked (free addresses)",
+                "run preflight on the assembly that exports it too",
+            )  # fmt: skip
         if not g.subnet_id:
             return None
         ec2 = self.client("ec2")
@@ -913,10 +1083,23 @@ def template_checks(out: Path, found: Mapping[str, Mapping[str, Any]]) -> list[C
     return checks
 
 
-def _node_groups_of(name: str, template: dict[str, Any]) -> list[NodeGroup]:
+def _every_template(out: Path, found: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """The templates of every stack of the assembly by name (those not asked for too: their outputs),
+    each read once; one that cannot be read gives nothing."""
+    every: dict[str, Mapping[str, Any]] = dict(found)
+    for name, s in assembly_stacks(out).items():
+        if name not in found:
+            try:
+                every[name] = _read_template(s.template)
+            except (PreflightError, OSError):
+                continue
+    return every
+
+
+def _node_groups_of(name: str, template: dict[str, Any], exports: Exports | None = None) -> list[NodeGroup]:
     """:func:`node_groups`, or one line when the template is not shaped as synthesis writes it."""
     try:
-        return node_groups(name, template)
+        return node_groups(name, template, exports)
     except (KeyError, TypeError, AttributeError, ValueError, IndexError) as err:
         raise PreflightError(
             f"the template of {name} is not as synthesis writes it ({type(err).__name__}: {err}); "
@@ -934,11 +1117,17 @@ def main(stacks: list[str], out: Path, region: str | None, as_json: bool) -> int
         found = templates(out, stacks)
         session = session_for(region, out, found)
         progress = (lambda _: None) if as_json else (lambda m: print(f"... {m}", file=sys.stderr))
-        groups = [g for name, t in found.items() for g in _node_groups_of(name, t)]
+        exports = assembly_exports(_every_template(out, found))
+        groups = [g for name, t in found.items() for g in _node_groups_of(name, t, exports)]
+        notes: list[Check] = []
+        for name, t in found.items():
+            configs, unread = parallelcluster_configs(name, t)
+            groups += parallelcluster_groups(name, t, configs, exports)
+            notes += unread
         required: dict[str, int] = {}
         for need in filter(None, (bootstrap_required(t) for t in found.values())):
             required[need[0]] = max(required.get(need[0], 0), need[1])
-        checks = template_checks(out, found) + Preflight(session, progress).run(groups, required)
+        checks = template_checks(out, found) + notes + Preflight(session, progress).run(groups, required)
     except PreflightError as err:
         print(f"error: preflight: {err}", file=sys.stderr)
         return 2
