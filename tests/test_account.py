@@ -343,6 +343,71 @@ def test_a_subnet_imported_from_another_stack_of_the_assembly_is_followed_or_sai
     assert subnet is not None and subnet.status == "WARN" and "not checked" in subnet.found
 
 
+def test_the_quota_check_reads_every_page_of_each_answer(account: dict[str, Any]) -> None:
+    """Issue 41 item 18: each list the quota check reads is paginated (NextToken); a stand-in of one page
+    hid a check that read only the first. Two pages of quotas (Trn's on the second), of running
+    instances and of active reservations, each answer checked against botocore's model (Stubber)."""
+    session = account["session"]
+    quotas = session.client("service-quotas", region_name=REGION)
+    ec2 = session.client("ec2", region_name=REGION)
+    q_stub, e_stub = Stubber(quotas), Stubber(ec2)
+
+    def quota(code: str, name: str, value: float) -> dict[str, Any]:
+        return {"ServiceCode": "ec2", "QuotaCode": code, "QuotaName": name, "Value": value}
+
+    q_stub.add_response(
+        "list_service_quotas",
+        {
+            "Quotas": [
+                quota("L-1216C47A", "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances", 1152)
+            ],
+            "NextToken": "q2",
+        },
+        {"ServiceCode": "ec2"},
+    )
+    trn_quota = quota("L-2C3B7624", "Running On-Demand Trn instances", 640)
+    q_stub.add_response(
+        "list_service_quotas", {"Quotas": [trn_quota]}, {"ServiceCode": "ec2", "NextToken": "q2"}
+    )
+    running = {"Code": 16, "Name": "running"}
+    trn = {
+        "InstanceType": "trn1.32xlarge",
+        "CpuOptions": {"CoreCount": 64, "ThreadsPerCore": 2},
+        "State": running,
+    }
+    filters = [{"Name": "instance-state-name", "Values": ["running"]}]
+    e_stub.add_response(
+        "describe_instances",
+        {"Reservations": [{"Instances": [{**trn, "InstanceId": "i-01"}]}], "NextToken": "i2"},
+        {"Filters": filters},
+    )
+    second = {"Reservations": [{"Instances": [{**trn, "InstanceId": "i-02"}]}]}
+    e_stub.add_response("describe_instances", second, {"Filters": filters, "NextToken": "i2"})
+    active = [{"Name": "state", "Values": ["active"]}]
+    held = {"InstanceType": "trn1.32xlarge", "State": "active", "AvailableInstanceCount": 1}
+    e_stub.add_response(
+        "describe_capacity_reservations",
+        {"CapacityReservations": [{**held, "CapacityReservationId": "cr-01"}], "NextToken": "r2"},
+        {"Filters": active},
+    )
+    second = {"CapacityReservations": [{**held, "CapacityReservationId": "cr-02"}]}
+    e_stub.add_response("describe_capacity_reservations", second, {"Filters": active, "NextToken": "r2"})
+    q_stub.activate()
+    e_stub.activate()
+    pf = Preflight(session)
+    pf._clients |= {"service-quotas": quotas, "ec2": ec2}
+    pf._types["trn1.32xlarge"] = {"VCpuInfo": {"DefaultVCpus": 128}}
+    check = pf.quota(NodeGroup("S", "Cluster", "trn1.32xlarge", 2))
+    # 2 running (256) + 2 held unused (256) + 2 more (256) = 768 > 640
+    assert check is not None and check.status == "FAIL", check
+    assert (
+        "'Running On-Demand Trn instances' is 640 vCPUs; 256 run + 256 held by unused reservations"
+        in check.found
+    )
+    q_stub.assert_no_pending_responses()
+    e_stub.assert_no_pending_responses()
+
+
 def test_unused_reservations_and_only_running_on_demand_nodes_count_against_the_quota(
     account: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
@@ -709,6 +774,12 @@ def test_the_route_out_is_judged_by_its_target_and_state(
     stub.assert_no_pending_responses()
 
 
+def _root(gib: int) -> dict[str, Any]:
+    """An image's root device and its snapshot's size (EC2 API reference, Image.BlockDeviceMappings)."""
+    return {"RootDeviceName": "/dev/sda1", "BlockDeviceMappings": [{"DeviceName": "/dev/sda1",
+            "Ebs": {"VolumeSize": gib, "SnapshotId": "snap-0123456789abcdef0"}}]}  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("image", "error", "status", "says"),
     [
@@ -717,6 +788,9 @@ def test_the_route_out_is_judged_by_its_target_and_state(
         ({"State": "available", "DeprecationTime": "2025-01-01T00:00:00.000Z"}, None, "WARN",
          "deprecated since 2025-01-01"),
         ({"State": "available", "DeprecationTime": "2099-01-01T00:00:00.000Z"}, None, "PASS", "x86_64"),
+        # boundaries: a root snapshot as large as the root volume (200 GiB) launches, one GiB more does not
+        ({"State": "available", **_root(200)}, None, "PASS", "root 200 GiB"),
+        ({"State": "available", **_root(201)}, None, "FAIL", "snapshot is 201 GiB, the root volume 200 GiB"),
         (None, "InvalidAMIID.NotFound", "FAIL", "does not exist in us-east-1"),
     ],
 )  # fmt: skip
@@ -739,7 +813,7 @@ def test_an_image_that_is_not_available_or_is_deprecated_is_said(
     pf = Preflight(account["session"])
     pf._clients["ec2"] = ec2
     pf._types["c5n.18xlarge"] = {"ProcessorInfo": {"SupportedArchitectures": ["x86_64"]}}
-    check = pf.image(NodeGroup("S", "Cluster", "c5n.18xlarge", 2, image_id=ami))
+    check = pf.image(NodeGroup("S", "Cluster", "c5n.18xlarge", 2, image_id=ami, root_gib=200))
     assert check is not None and check.status == status and says in check.line(), check
 
 
@@ -907,6 +981,24 @@ def test_status_shows_a_failed_node_a_gone_node_eks_nodes_and_never_prints_what_
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", text), repr(text)
     assert "not running: ClusterNode1: CREATE_FAILED insufficient capacity" in text
     assert "FAILED (bad?[31m red)" in text
+
+
+@pytest.mark.parametrize("order", ["newest first", "newest last", "newest between"])
+def test_a_nodes_health_is_its_newest_datapoint_whatever_order_cloudwatch_answers(order: str) -> None:
+    """Issue 41 item 18 (the latest of several): GetMetricStatistics' datapoints come in no set order
+    (CloudWatch API reference); a node healthy at 10:00 and 10:05 but failing at 10:10 is UNHEALTHY."""
+    points = [
+        (datetime(2026, 11, 25, 10, m, tzinfo=timezone.utc), v) for m, v in ((0, 1.0), (5, 1.0), (10, 0.0))
+    ]
+    newest = points.pop()
+    points.insert({"newest first": 0, "newest last": 2, "newest between": 1}[order], newest)
+    s = _StubbedSession()
+    s.stubs["cloudwatch"].add_response("get_metric_statistics", {"Datapoints": [
+        {"Timestamp": t, "Minimum": v, "Unit": "Count"} for t, v in points]})  # fmt: skip
+    s.stubs["cloudwatch"].activate()
+    node = {"InstanceId": "i-0aaaaaaaaaaaaaaa0", "State": {"Name": "running", "Code": 16}}
+    row = status._node_row(s.clients["cloudwatch"], node, "EfaCdk/S/Cluster", {})
+    assert row["last_health_check"] == "UNHEALTHY at 10:10 UTC"
 
 
 def _cli(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -285,3 +285,86 @@ def test_constructs_take_cdks_own_instance_type(make_stack: Any) -> None:
         "AWS::EC2::LaunchTemplate",
         {"LaunchTemplateData": Match.object_like({"InstanceType": "p4d.24xlarge"})},
     )
+
+
+@pytest.mark.parametrize(("gib", "refused"), [(100, False), (99, True)])
+def test_the_root_volume_may_equal_the_images_own_size_but_not_go_below(
+    make_stack: Any, gib: int, refused: bool
+) -> None:
+    """Issue 41 item 18 (boundaries): the trn1 default image (the Neuron DLAMI) needs 100 GiB; EC2
+    refuses only a volume smaller than the snapshot, so 100 passes and 99 is refused."""
+    stack = make_stack()
+    build = lambda: EfaLaunchTemplate(  # noqa: E731
+        stack, "Lt", instance_type=ec2.InstanceType("trn1.32xlarge"), root_volume_gib=gib,
+        security_groups=[EfaSecurityGroup(stack, "Sg", vpc=isolated_vpc(stack))],
+    )  # fmt: skip
+    if refused:
+        with pytest.raises(EfaConfigError, match=r"root_volume_gib=99: .* at least 100 GiB"):
+            build()
+    else:
+        assert build().plan.root_volume_gib == 100
+
+
+def _fingerprint(make_stack: Any, change: str) -> str:
+    """The fingerprint of a c5n template with one input changed (`change`), in a stack of its own."""
+    from aws_cdk import aws_iam as iam
+
+    from efa_constructs import Capacity, EfaMachineImage
+
+    stack = make_stack()
+    vpc = isolated_vpc(stack)
+    groups = [EfaSecurityGroup(stack, "Sg", vpc=vpc)]
+    kwargs: dict[str, Any] = {"instance_type": ec2.InstanceType("c5n.18xlarge"), "security_groups": groups}
+    user_data = ec2.UserData.for_linux()
+    user_data.add_commands("echo one")
+    kwargs["user_data"] = user_data
+    kwargs["machine_image"] = EfaMachineImage.from_ami_id("ami-0123456789abcdef0")
+    if change == "image":
+        kwargs["machine_image"] = EfaMachineImage.from_ami_id("ami-0fedcba9876543210")
+    elif change == "user data":
+        user_data.add_commands("echo two")
+    elif change == "role":
+        kwargs["role"] = iam.Role(stack, "Other", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"))
+    elif change == "root volume":
+        kwargs["root_volume_gib"] = 300
+    elif change == "hop limit":
+        kwargs["bridged_containers"] = True
+    elif change == "key pair":
+        kwargs["key_pair"] = ec2.KeyPair.from_key_pair_name(stack, "Key", "mine")
+    elif change == "placement":
+        kwargs["placement_group"] = ec2.PlacementGroup(
+            stack, "Pg", strategy=ec2.PlacementGroupStrategy.CLUSTER
+        )
+    elif change == "metadata tags":
+        kwargs["instance_metadata_tags"] = False
+    elif change == "layout":
+        kwargs["nic_layout"] = Layout.legacy(efa_count=1)
+    elif change == "security groups":
+        kwargs["security_groups"] = [*groups, ec2.SecurityGroup(stack, "Extra", vpc=vpc)]
+    elif change == "capacity":
+        kwargs["capacity"] = Capacity.reservation("cr-0123456789abcdef0")
+    elif change == "subnet":
+        kwargs["subnet"] = vpc.isolated_subnets[0]
+    elif change == "primary interface":
+        kwargs["primary_network_interface_id"] = "eni-0123456789abcdef0"
+    else:
+        assert change == "nothing"
+    return EfaLaunchTemplate(stack, "Lt", **kwargs).fingerprint()
+
+
+FINGERPRINT_INPUTS = ["image", "user data", "root volume", "hop limit", "key pair", "placement",
+                      "metadata tags", "layout", "security groups", "capacity"]  # fmt: skip
+
+
+@pytest.mark.parametrize("change", FINGERPRINT_INPUTS)
+def test_each_input_of_the_fingerprint_changed_alone_changes_it(make_stack: Any, change: str) -> None:
+    """Issue 41 item 18: the fingerprint (the nodes' generation, the Elastic IP interfaces' names) moves
+    with every input the docstring lists, each changed alone, and only with them."""
+    assert _fingerprint(make_stack, change) != _fingerprint(make_stack, "nothing")
+
+
+@pytest.mark.parametrize("change", ["nothing", "subnet", "primary interface"])
+def test_the_fingerprint_leaves_out_the_subnet_and_the_pre_created_interface(
+    make_stack: Any, change: str
+) -> None:
+    assert _fingerprint(make_stack, change) == _fingerprint(make_stack, "nothing")

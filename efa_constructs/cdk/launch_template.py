@@ -453,14 +453,19 @@ class EfaLaunchTemplate(PlannedNodes, Construct):
         return self.role
 
     def fingerprint(self) -> str:
-        """SHA-256 of this template's content, resolved (image, user data, role, volumes, metadata
-        options, key, placement; the interfaces' layout and groups; the capacity): it changes when
-        the template does, except for the pre-created primary interface and the subnet."""
+        """SHA-256 of this template's content, resolved (image, user data, instance profile, volumes,
+        metadata options, key, placement; the interfaces' layout and groups; the capacity): it changes
+        when the template does, except for the pre-created primary interface and the subnet. Another
+        role does not change it: the template names the instance profile, whose Roles CloudFormation
+        updates in place (resource specification: Mutable), and running instances take the new role
+        once IAM's change propagates (IAM API reference, AddRoleToInstanceProfile)."""
         stack = Stack.of(self)
         cfn = self.launch_template.node.default_child
         assert isinstance(cfn, ec2.CfnLaunchTemplate)
         parts = [
-            stack.resolve(cfn.launch_template_data),  # image, user data, role, volumes, IMDS, key, placement
+            stack.resolve(
+                cfn.launch_template_data
+            ),  # image, user data, profile, volumes, IMDS, key, placement
             _stable(self.layout),  # the interfaces (written as an override, like the capacity)
             [stack.resolve(sg.security_group_id) for sg in self.security_groups],
             _stable(self.capacity),
