@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -160,6 +161,31 @@ def test_command_line_as_the_node_runs_it(tmp_path: Path) -> None:
         text=True,
     )
     assert failed.returncode == 1 and json.loads(failed.stdout)["ok"] is False
+
+
+@pytest.mark.parametrize("content", ["", "{not json", '["a list"]'])
+def test_an_empty_or_unreadable_result_file_is_a_failed_benchmark_not_a_traceback(
+    tmp_path: Path, content: str
+) -> None:
+    """Issue 41 item 18 (an empty file): a parser that crashed leaves its result file empty; the signal
+    body still answers (the stack's wait condition waits otherwise), naming that benchmark, and the
+    metric data skips it. Run as the node runs it, through the command line."""
+    good = tmp_path / "fi_pingpong.json"
+    good.write_text(json.dumps(bench_parse.parse_fi_pingpong(fixture("fi_pingpong-efa.txt"))))
+    (tmp_path / "nccl-tests.json").write_text(content)
+    files = [str(good), str(tmp_path / "nccl-tests.json")]
+
+    def run(*args: str) -> Any:
+        done = subprocess.run([sys.executable, str(SCRIPT), *args, *files], capture_output=True, text=True)
+        assert done.returncode == 0 and not done.stderr, done.stderr
+        return json.loads(done.stdout)
+
+    strict = run("signal-body")
+    assert strict["Status"] == "FAILURE" and strict["Reason"].startswith("nccl-tests: no readable result")
+    relaxed = run("signal-body", "--not-strict")
+    assert relaxed["Status"] == "SUCCESS" and [r["ok"] for r in json.loads(relaxed["Data"])] == [True, False]
+    metrics = run("metric-data")  # the good result's figures only
+    assert {m["Dimensions"][0]["Value"] for m in metrics} == {"fi_pingpong"}
 
 
 def test_hccl_demo_reads_the_nw_bandwidth_line() -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from typing import Any
@@ -211,6 +212,20 @@ def metric_data(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _result_file(path: str) -> dict[str, Any]:
+    """One benchmark's result file, or a failed result naming it when the parser left it empty or
+    unreadable (a parser that crashed): the wait condition still gets an answer, never a traceback."""
+    name = os.path.basename(path).removesuffix(".json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            result = json.load(fh)
+    except (OSError, ValueError) as err:
+        return failed(name, f"no readable result ({type(err).__name__}: the parser wrote nothing usable)")
+    if not isinstance(result, dict) or "benchmark" not in result or "ok" not in result:
+        return failed(name, "no readable result (not a benchmark result object)")
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line: parse one log, or build the signal body from result files."""
     parser = argparse.ArgumentParser(
@@ -226,10 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.kind in ("signal-body", "metric-data"):
-        results = []
-        for path in args.files:
-            with open(path, encoding="utf-8") as fh:
-                results.append(json.load(fh))
+        results = [_result_file(path) for path in args.files]
         body = (
             signal_body(results, strict=not args.not_strict)
             if args.kind == "signal-body"
