@@ -6,6 +6,10 @@ moto 5.2.5 does not do, each recorded for the harness to check instead of acted 
   appended to ``signals.jsonl``.
 * A wait-condition handle (moto models no wait conditions): ``PUT /wait-condition/<id>`` stores the
   body in ``handles/<id>.json``, as CloudFormation keeps a handle's signal data.
+* Every call a node signs (with :data:`NODE_KEY`) is appended to ``node-requests.jsonl`` as IAM sees it
+  (service, operation, parameters): the harness authorizes each against the node role's policies
+  (moto's own authorization checks actions only, against resource ``*``, so it refuses every
+  statement scoped to an ARN).
 * EC2 ``DescribeInstanceTopology`` (moto has no such action): an answer in the API's shape for the
   instances moto runs, with made-up network nodes (three layers, as on most EFA types: one spine,
   then a block and a leaf by launch order, two instances per leaf). It stands in for EC2's answer;
@@ -57,6 +61,11 @@ class Endpoint:
             start("200 OK", [("Content-Length", "0")])
             return [b""]
         auth = environ.get("HTTP_AUTHORIZATION", "")
+        if f"Credential={NODE_KEY}/" in auth:  # a node's call: kept for the harness to authorize
+            raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            environ["wsgi.input"] = _Replay(raw)
+            with (self.state / "node-requests.jsonl").open("a") as fh:
+                fh.write(json.dumps(node_request(environ, auth, raw), sort_keys=True, default=str) + "\n")
         if environ["REQUEST_METHOD"] == "POST" and ("cloudformation" in auth or "/ec2/" in auth):
             raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
             form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
@@ -112,6 +121,38 @@ class Endpoint:
         )
         start("200 OK", [("Content-Type", "text/xml")])
         return [body.encode()]
+
+
+#: The access key the one-machine cluster's nodes sign with (the harness's own calls use another).
+NODE_KEY = "e2e-node"
+
+
+def node_request(environ: dict[str, Any], auth: str, raw: bytes) -> dict[str, Any]:
+    """One node call as IAM sees it: the service (the signature's scope), the operation and its
+    parameters, from whichever protocol the AWS CLI spoke (query, JSON, CBOR, S3's REST)."""
+    import io
+
+    from botocore.parsers import BaseCBORParser
+
+    service = auth.split("Credential=", 1)[1].split(",", 1)[0].split("/")[3]
+    method, path = environ["REQUEST_METHOD"], environ.get("PATH_INFO", "")
+    target = environ.get("HTTP_X_AMZ_TARGET", "")
+    source = environ.get("REMOTE_ADDR", "")
+    if service == "s3":
+        bucket, _, key = path.lstrip("/").partition("/")
+        action = {"GET": "GetObject", "HEAD": "GetObject", "PUT": "PutObject"}.get(method, method)
+        return {"service": "s3", "action": action, "params": {"Bucket": bucket, "Key": key}, "source": source}
+    if target:  # JSON 1.1 (SSM): X-Amz-Target: AmazonSSM.GetParameter
+        action, params = target.rsplit(".", 1)[1], json.loads(raw or b"{}")
+    elif "/operation/" in path:  # Smithy RPC v2 CBOR (CloudWatch): /service/<name>/operation/<op>
+        action, params = (
+            path.rsplit("/", 1)[1],
+            BaseCBORParser().parse_data_item(io.BytesIO(raw)) if raw else {},
+        )
+    else:  # query (EC2, CloudFormation, Auto Scaling)
+        form = {k: v[0] for k, v in parse_qs(raw.decode() or environ.get("QUERY_STRING", "")).items()}
+        action, params = form.pop("Action", ""), form
+    return {"service": service, "action": action, "params": params, "source": source}
 
 
 class _Replay:

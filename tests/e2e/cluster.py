@@ -44,7 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.e2e import progress
+from tests.e2e import node_iam, progress
+from tests.e2e.aws_endpoint import NODE_KEY
 from tests.helpers import cdk_json_context, executable
 from tests.moto_compat import moto_compatible
 
@@ -246,7 +247,7 @@ class Cluster:
         keys = {"aws_access_key_id": "e2e", "aws_secret_access_key": "e2e", "region_name": REGION}
         return {
             s: boto3.client(s, endpoint_url=ENDPOINT, config=cfg, **keys)  # type: ignore[call-overload]
-            for s in ("ec2", "ssm", "s3", "cloudformation", "cloudwatch")
+            for s in ("ec2", "ssm", "s3", "cloudformation", "cloudwatch", "iam", "autoscaling")
         }
 
     # -- a stack and its nodes -------------------------------------------------------------------
@@ -325,7 +326,11 @@ class Cluster:
             user_data = base64.b64decode(
                 version["LaunchTemplateVersions"][0]["LaunchTemplateData"]["UserData"]
             )
+        profile = res[lt_id]["Properties"]["LaunchTemplateData"]["IamInstanceProfile"]["Arn"]["Fn::GetAtt"][0]
+        (role,) = res[profile]["Properties"]["Roles"]
         return {
+            "name": name,
+            "role": physical[role["Ref"]],
             "user_data": user_data.decode(),
             "instances": {
                 n: (physical[n], by_id[physical[n]]["PrivateIpAddress"],
@@ -407,6 +412,31 @@ class Cluster:
             ceiling=ceiling,
         )
 
+    def unauthorized(self, role: str, nodes: list[Node], without: str = "") -> tuple[list[str], set[str]]:
+        """The calls `nodes` made that role `role` (its name in moto's IAM) does not allow, as IAM
+        decides (tests/e2e/node_iam.py), and the services and operations examined. `without`: the
+        role as if its statements naming that action were gone (to see the check refuse)."""
+        made = node_iam.calls(self.state, {n.ip for n in nodes})
+        with inside(self.aws_ns):
+            aws = self.clients()
+            statements = [
+                st for st in node_iam.role_statements(aws["iam"], role)
+                if not without or without not in json.dumps(st.get("Action", ""))
+            ]  # fmt: skip
+
+            def lookup(kind: str, name: str) -> str:
+                if kind == "stack":
+                    return str(aws["cloudformation"].describe_stacks(StackName=name)["Stacks"][0]["StackId"])
+                (found,) = aws["autoscaling"].describe_auto_scaling_instances(InstanceIds=[name])[
+                    "AutoScalingInstances"
+                ]
+                (group,) = aws["autoscaling"].describe_auto_scaling_groups(
+                    AutoScalingGroupNames=[found["AutoScalingGroupName"]]
+                )["AutoScalingGroups"]
+                return str(group["AutoScalingGroupARN"])
+
+            return node_iam.denied(made, statements, lookup), {f"{c['service']}:{c['action']}" for c in made}
+
     def signals(self) -> list[dict[str, str]]:
         path = self.state / "signals.jsonl"
         return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
@@ -487,7 +517,7 @@ def _node_files(
         "s3 =\n    addressing_style = path\n"
     )
     (r / "aws.env").write_text(
-        f"AWS_ENDPOINT_URL={ENDPOINT}\nAWS_ACCESS_KEY_ID=e2e\nAWS_SECRET_ACCESS_KEY=e2e\n"
+        f"AWS_ENDPOINT_URL={ENDPOINT}\nAWS_ACCESS_KEY_ID={NODE_KEY}\nAWS_SECRET_ACCESS_KEY=e2e\n"
         f"AWS_DEFAULT_REGION={REGION}\nAWS_CONFIG_FILE={r}/aws-config\nEFA_CDK_TEST_ONLY_PROVIDER=tcp\n"
     )
     users = {"passwd": f"{user}:x:{LOGIN_UID}:{LOGIN_UID}::/home/{user}:/bin/bash",

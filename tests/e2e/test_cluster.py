@@ -54,6 +54,22 @@ def test_every_node_signals_success_to_its_creation_policy(cluster: Cluster, hea
     assert {s["UniqueId"] for s in signals} == {n.instance_id for n in nodes}
 
 
+def test_every_aws_call_the_nodes_made_is_one_their_role_allows(
+    cluster: Cluster, healthy: dict[str, Any]
+) -> None:
+    """Issue 41 item 16: each call the booted nodes signed (kept by the endpoint) is authorized against
+    the node role moto's CloudFormation created, with AWS's evaluation logic (tests/e2e/node_iam.py): a
+    permission the template forgot fails here. Without the role's ssm:PutParameter statements, the
+    same calls are refused (the check can fail)."""
+    role, nodes = healthy["stack"]["role"], healthy["nodes"]
+    refused, examined = cluster.unauthorized(role, nodes)
+    assert refused == [], "\n".join(refused)
+    assert {"ssm:GetParameter", "ssm:PutParameter", "ec2:DescribeInstances", "cloudformation:SignalResource",
+            "monitoring:PutMetricData", "s3:GetObject"} <= examined, examined  # fmt: skip
+    refused, _ = cluster.unauthorized(role, nodes, without="ssm:PutParameter")
+    assert refused and all(line.startswith("ssm:PutParameter on arn:aws:ssm:") for line in refused), refused
+
+
 def test_the_leader_lists_the_three_nodes_in_order_with_the_catalogues_slots(healthy: dict[str, Any]) -> None:
     nodes: list[Node] = healthy["nodes"]
     expected = "".join(f"{n.ip} slots={SLOTS}\n" for n in nodes)

@@ -68,6 +68,16 @@ def healthy(
     return {"stack": stack, "nodes": nodes, "image": built[1]}
 
 
+def test_every_aws_call_the_nodes_made_is_one_their_role_allows(
+    cluster: Cluster, healthy: dict[str, Any]
+) -> None:
+    """Issue 41 item 16, with the container step: every call the nodes signed is authorized against the
+    node role (tests/e2e/node_iam.py)."""
+    refused, examined = cluster.unauthorized(healthy["stack"]["role"], healthy["nodes"])
+    assert refused == [], "\n".join(refused)
+    assert {"ssm:GetParameter", "ssm:PutParameter", "cloudformation:SignalResource"} <= examined, examined
+
+
 def test_every_node_verifies_efa_and_runs_the_image(cluster: Cluster, healthy: dict[str, Any]) -> None:
     nodes: list[Node] = healthy["nodes"]
     signals = {
