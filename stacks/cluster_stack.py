@@ -11,7 +11,7 @@ from constructs import Construct
 
 from efa_constructs.cdk import EfaCluster, EfaMachineImage, EfaNetwork, NodeSoftware, OsFamily, ssh_peer
 from efa_constructs.core import EfaUserData, Layout, PublicIp, instance_type
-from efa_constructs.core.catalogue import CARDS_SOURCE
+from efa_constructs.core.catalogue import CARDS_SOURCE, AcceleratorKind
 from efa_constructs.core.containers import ContainerRun
 
 from .existing import (
@@ -89,17 +89,36 @@ class EfaClusterStack(Stack):
             else None,
             node_replacements=dict(params.replace_nodes),
         )
-        if params.ssh_cidr and not params.key_pair:  # the same warning, in the context keys the user typed
-            Annotations.of(self.cluster).acknowledge_warning(
-                "efa-cdk:ssh-without-key-pair", "the ready stack says it in its context keys"
-            )
-            Annotations.of(self).add_warning_v2(
-                "efa-cdk:ssh-without-key-pair",
+        self._restate_warnings(params)
+        self._outputs(params)
+
+    def _restate_warnings(self, params: ClusterParams) -> None:
+        """The construct's warnings that name its arguments, said once more in the context keys the user
+        typed (the construct's own acknowledged, so each is said once)."""
+        restated = {}
+        if params.ssh_cidr and not params.key_pair:
+            restated["efa-cdk:ssh-without-key-pair"] = (
                 f"-c ssh_cidr={','.join(params.ssh_cidr)} opens TCP 22 but no -c key_pair=<name> is given: "
                 "your own SSH login needs one; without it only the cluster's own key, kept in SSM, logs in. "
-                "Leave ssh_cidr out to keep port 22 closed and use Session Manager.",
+                "Leave ssh_cidr out to keep port 22 closed and use Session Manager."
             )
-        self._outputs(params)
+        if (
+            params.container_image
+            and not params.ami_id
+            and self.cluster.instance_type.accelerator.kind is AcceleratorKind.GAUDI
+        ):
+            restated["efa-cdk:gaudi-image"] = (
+                f"-c container_image on {params.instance_type} with the default image (Amazon Linux 2023, no "
+                "Intel Gaudi driver or habana container runtime): the container step will stop the deploy. "
+                "AWS publishes no current image for first-gen Gaudi (the Intel Gaudi Support Matrix lists it "
+                "up to 1.21.0): pass one with the Intel Gaudi software, -c <Stack>:ami_id=ami-... "
+                "-c <Stack>:ami_os=ubuntu."
+            )
+        for code, message in restated.items():
+            Annotations.of(self.cluster).acknowledge_warning(
+                code, "the ready stack says it in its context keys"
+            )
+            Annotations.of(self).add_warning_v2(code, message)
 
     def _network(self, params: ClusterParams) -> tuple[ec2.IVpc, ec2.ISubnet, ec2.ISubnet | None]:
         """The existing VPC and subnets named by the context, or a new :class:`EfaNetwork`."""

@@ -329,8 +329,7 @@ class EfaCluster(PlannedNodes, Construct):
                 "driver or habana container runtime): the container step will stop the deploy with that "
                 "reason. AWS publishes no current image for first-gen Gaudi (the Intel Gaudi Support "
                 "Matrix lists it up to 1.21.0): pass an image with the Intel Gaudi software installed, "
-                "machine_image=EfaMachineImage.from_ami_id(...) or -c <Stack>:ami_id=ami-... "
-                "-c <Stack>:ami_os=ubuntu.",
+                "machine_image=EfaMachineImage.from_ami_id(...).",
             )
 
     def _group(self, id_: str, node_count: int) -> EfaAutoScalingGroup:
