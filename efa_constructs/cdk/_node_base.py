@@ -15,18 +15,47 @@ move every logical id and replace every node of a deployed stack. Private to the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
+from aws_cdk import Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from ..core.node_plan import NodePlan
 from ..core.options import InternetEgress
-from ._shared import cluster_placement_group
+from ._shared import check_subnet_of, cluster_placement_group
 from .launch_template import EfaLaunchTemplate, PlannedLaunchTemplate, TemplateWiring
 from .machine_image import EfaMachineImage
 from .security_group import EfaSecurityGroup
+
+T = TypeVar("T")
+
+
+def known(value: T) -> T | None:
+    """The value, or None when it is an unresolved token (checked at deploy, not at synth)."""
+    return None if Token.is_unresolved(value) else value
+
+
+def check_node_rules(
+    plan: NodePlan,
+    vpc: ec2.IVpc,
+    subnets: Mapping[str, ec2.ISubnet | None],
+    count: int | None,
+    count_name: str,
+    availability_zone: str | None = None,
+) -> None:
+    """The rules of every orchestrator's EFA nodes, in one place: each subnet is of the VPC, and the
+    capacity holds the nodes' type, in their subnet's zone (else `availability_zone`, the one asked
+    for), for their most count (:meth:`NodePlan.check_fits`). The contract tests
+    (tests/test_contract.py) hold all four orchestrators to them."""
+    for what, subnet in subnets.items():
+        if subnet is not None:
+            check_subnet_of(vpc, subnet, what)
+    first = next((s for s in subnets.values() if s is not None), None)
+    zone = (known(first.availability_zone) if first is not None else None) or availability_zone
+    plan.check_fits(count=known(count), count_name=count_name, availability_zone=zone)
 
 
 class EfaNodeBase:
@@ -45,11 +74,20 @@ class EfaNodeBase:
         plan: NodePlan,
         *,
         vpc: ec2.IVpc,
+        subnets: Mapping[str, ec2.ISubnet | None],
+        count: int | None,
+        count_name: str,
+        availability_zone: str | None = None,
         placement_group: ec2.IPlacementGroup | None = None,
         use_placement_group: bool = True,
         ssh_peers: Sequence[ec2.IPeer] = (),
         internet_egress: InternetEgress = InternetEgress.WEB,
     ) -> None:
+        """Run the node rules every orchestrator shares, then make the groups. `subnets`: the nodes'
+        subnets by the orchestrator's keyword for each (each must be of `vpc`; the first decides the
+        nodes' zone, else `availability_zone`); `count`: the most nodes it launches, `count_name` its
+        keyword (a token: None)."""
+        check_node_rules(plan, vpc, subnets, count, count_name, availability_zone)
         self._scope, self.plan = scope, plan
         self.security_group = EfaSecurityGroup(
             scope, "SecurityGroup", vpc=vpc, ssh_peers=ssh_peers, internet_egress=internet_egress

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TypeVar
 
 import jsii
 from aws_cdk import (
@@ -33,7 +32,7 @@ from ..core.node_plan import NodePlan, PlannedNodes
 from ..core.options import DEFAULT_NODE_COUNT, DEFAULT_ROOT_VOLUME_GIB, InternetEgress, NodeGroup, PublicIp
 from ..core.software import Benchmark, EfaUserData
 from ._node_base import EfaNodeBase
-from ._shared import check_subnet_of
+from ._node_base import known as _known
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .limits import check_limits
@@ -44,14 +43,8 @@ from .node import EfaAutoScalingGroup, EfaNode
 from .node_software import BenchmarkReport, NodeSoftware, NodeSoftwareInstallation
 
 __all__ = ["EfaCluster", "NodeGroup", "PublicIp"]
-T = TypeVar("T")
 _RECOMMENDED = Layout.recommended()
 _EFA_SOFTWARE = NodeSoftware.efa()
-
-
-def _known(value: T) -> T | None:
-    """The value, or None when it is an unresolved token (checked at deploy, not at synth)."""
-    return None if Token.is_unresolved(value) else value
 
 
 @jsii.implements(ec2.IConnectable, iam.IGrantable)
@@ -168,7 +161,9 @@ class EfaCluster(PlannedNodes, Construct):
         self.machine_image = machine_image or EfaMachineImage.default_for(self.instance_type)
         self._warn(vpc, node_count, ssh_peers, key_pair)
         # 2. what every node shares
-        base = EfaNodeBase(self, self.plan, vpc=vpc, placement_group=placement_group,
+        subnets = {"subnet": self.subnet, "public_subnet": eip_subnet}
+        base = EfaNodeBase(self, self.plan, vpc=vpc, subnets=subnets,
+                           count=node_count, count_name="node_count", placement_group=placement_group,
                            use_placement_group=use_placement_group, ssh_peers=ssh_peers,
                            internet_egress=internet_egress)  # fmt: skip
         self.security_group, self.placement_group = base.security_group, base.placement_group
@@ -216,9 +211,6 @@ class EfaCluster(PlannedNodes, Construct):
     ) -> None:
         """Every refusal, before any child exists: the subnets belong to the VPC, explicit nodes are
         counted at synth, and the request passes :func:`check_cluster` (the core's one list of checks)."""
-        check_subnet_of(self._vpc, self.subnet, "subnet")
-        if eip_subnet is not None:
-            check_subnet_of(self._vpc, eip_subnet, "public_subnet")
         if self.node_group is NodeGroup.EXPLICIT and Token.is_unresolved(node_count):
             raise EfaConfigError(
                 "node_count",

@@ -52,7 +52,6 @@ from ..core.layout import Layout
 from ..core.node_plan import NodePlan
 from ..core.options import DEFAULT_MAX_COUNT, DEFAULT_MIN_COUNT, DEFAULT_ROOT_VOLUME_GIB
 from ._node_base import EfaNodeBase
-from ._shared import check_subnet_of
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .machine_image import EfaMachineImage, OsFamily
@@ -356,7 +355,6 @@ class EfaNodegroup(Construct):
         )
         it = self.plan.instance_type
         _check_sizes(min_size, max_size, desired_size)
-        check_subnet_of(cluster.vpc, subnet, "subnet")
         chosen = ami_type or accelerated_ami_type(it)
         _check_ami_type(chosen, it)
         #: The AMI type, as the cluster's module spells it.
@@ -365,7 +363,8 @@ class EfaNodegroup(Construct):
         accelerator_chart = ACCELERATOR_PLUGINS.get(it.accelerator.kind) if wants_accelerator else None
         if device_plugin or accelerator_chart:
             _check_kubectl(cluster, module, "device_plugin" if device_plugin else "accelerator_device_plugin")
-        base = EfaNodeBase(self, self.plan, vpc=cluster.vpc, placement_group=placement_group)
+        base = EfaNodeBase(self, self.plan, vpc=cluster.vpc, subnets={"subnet": subnet}, count=max_size,
+                           count_name="max_size", placement_group=placement_group)  # fmt: skip
         self.security_group, self.placement_group = base.security_group, base.placement_group
         self.role: iam.IRole = role or self._node_role(cni_policy)
         self.launch_template = base.launch_template(

@@ -145,7 +145,9 @@ class EfaParallelCluster(Construct):
         # the reservation's own group when given, else none (ParallelCluster's
         # PlacementGroupCapacityReservationValidator refuses a group the reservation is not in); never one
         # with a Capacity Block.
-        base = EfaNodeBase(self, self.plan, vpc=vpc, placement_group=placement_group)
+        base = EfaNodeBase(self, self.plan, vpc=vpc, subnets={"compute_subnet": compute_subnet,
+                           "head_node_subnet": head_node_subnet}, count=max_count, count_name="max_count",
+                           availability_zone=availability_zone, placement_group=placement_group)  # fmt: skip
         self.security_group, self.placement_group = base.security_group, base.placement_group
         self.storage = EfaSharedStorage(
             self,

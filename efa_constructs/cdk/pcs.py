@@ -72,7 +72,7 @@ from ..core.pcs import (
 )
 from ..core.software import EfaUserData, bootstrap_script, node_settings
 from ._node_base import EfaNodeBase
-from ._shared import check_subnet_of, scripts_read_statement, session_manager_statement
+from ._shared import scripts_read_statement, session_manager_statement
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .launch_template import EfaLaunchTemplate
@@ -214,7 +214,6 @@ class EfaPcsCluster(Construct):
             check_cluster_name(cluster_name)
         check_queue_name(queue_name)
         check_node_counts(min_count, max_count, login_count, size, capacity, it.name)
-        capacity.check(instance_type=it.name, availability_zone=availability_zone, node_count=max_count)
         if role is not None:
             check_pcs_role(role)
         check_user_names(imds_users)
@@ -230,7 +229,9 @@ class EfaPcsCluster(Construct):
         self.network, self.vpc, self.subnet = self._network(vpc, subnet, availability_zone)
         # One group for the cluster's controller interface and every node: EFA needs all traffic to
         # and from itself, and Slurm (6817, 6818, srun's ports) and NFS ride on the same rule.
-        base = EfaNodeBase(self, self.plan, vpc=self.vpc, placement_group=placement_group)
+        base = EfaNodeBase(self, self.plan, vpc=self.vpc, subnets={"subnet": self.subnet}, count=max_count,
+                           count_name="max_count", availability_zone=availability_zone,
+                           placement_group=placement_group)  # fmt: skip
         self.security_group, self.placement_group = base.security_group, base.placement_group
         self.storage = EfaSharedStorage(
             self,
@@ -321,8 +322,7 @@ class EfaPcsCluster(Construct):
         # the zone then only checks the capacity's: it must be the subnet's
         zone = None if Token.is_unresolved(subnet.availability_zone) else subnet.availability_zone
         check_zone_of_subnet(availability_zone, zone, used_unknown=True)
-        check_subnet_of(vpc, subnet, "subnet")
-        return None, vpc, subnet
+        return None, vpc, subnet  # of the VPC: the node base's rule
 
     def _cluster(self, cluster_name: str | None, size: PcsClusterSize, slurm_version: str) -> pcs.CfnCluster:
         """The PCS cluster (``Resource``): Slurm, in the subnet, with the EFA group, the Prolog set."""

@@ -125,8 +125,16 @@ class Capacity:
             data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
         return data
 
-    def check(self, *, instance_type: str, availability_zone: str | None, node_count: int) -> None:
-        """Refuse a cluster that cannot launch into this capacity."""
+    def check(
+        self,
+        *,
+        instance_type: str,
+        availability_zone: str | None,
+        node_count: int,
+        count_name: str = "node_count",
+    ) -> None:
+        """Refuse a cluster that cannot launch into this capacity (`count_name`: the orchestrator's own
+        keyword for the most nodes it launches, named in the refusal)."""
         what = "capacity_block" if self.kind is CapacityKind.CAPACITY_BLOCK else "capacity_reservation"
         if self.instance_type is not None and self.instance_type != instance_type:
             raise EfaConfigError(
@@ -146,11 +154,11 @@ class Capacity:
             )
         if self.instance_count is not None and node_count > self.instance_count:
             raise EfaConfigError(
-                "node_count",
+                count_name,
                 code="efa-cdk:capacity-too-small",
                 value=node_count,
                 why=f"{self.target} holds {self.instance_count} instances; the rest could not launch",
-                fix=f"use node_count <= {self.instance_count}",
+                fix=f"use {count_name} <= {self.instance_count}",
             )
 
 

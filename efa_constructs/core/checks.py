@@ -238,16 +238,6 @@ def check_public_ip(r: ClusterRequest) -> None:
         )
 
 
-def check_capacity(r: ClusterRequest) -> None:
-    """The declared reservation matches the cluster's type, AZ and size."""
-    if r.node_count is not None:
-        r.capacity.check(
-            instance_type=r.instance_type.name,
-            availability_zone=r.availability_zone,
-            node_count=r.node_count,
-        )
-
-
 def check_region(r: ClusterRequest) -> None:
     """The subnet's zone and the capacity (a reservation group's ARN, a declared zone) are in the stack's
     region. An Availability Zone's name starts with its region's (us-east-1a, us-east-1-bos-1a)."""
@@ -304,7 +294,6 @@ CLUSTER_CHECKS: tuple[Callable[[ClusterRequest], None], ...] = (
     check_placement_group,
     check_egress_for_software,
     check_public_ip,
-    check_capacity,
     check_region,
 )
 

@@ -1,0 +1,180 @@
+"""The contract every orchestrator's EFA nodes keep, one suite over the four (issue 42).
+
+Each rule and attribute the four share is asserted here once, parametrized over `ORCHESTRATORS`: a fifth
+orchestrator joins by adding one entry. The rules live in one place (``cdk/_node_base.check_node_rules``
+and ``NodePlan.check_fits``); before they did, ``EfaParallelCluster`` accepted a Capacity Reservation of
+another type, in another zone or smaller than its ``max_count``, and ``EfaNodegroup`` the same, while
+``EfaCluster`` and ``EfaPcsCluster`` refused them. Expected values come from EC2's rules (a targeted
+reservation launches only its type, in its zone, up to its count; an instance's interfaces and security
+groups are in one VPC; EC2 places a Capacity Block's instances itself) and aws-cdk-lib's own interfaces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from aws_cdk import Stack, assertions
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+
+from efa_constructs import (
+    Capacity,
+    EfaCluster,
+    EfaNodegroup,
+    EfaParallelCluster,
+    EfaPcsCluster,
+    EfaSecurityGroup,
+    NodeSoftware,
+)
+from efa_constructs.core.errors import EfaConfigError
+from tests.helpers import new_app
+
+TYPE, ZONE = "trn1.32xlarge", "us-east-1a"
+RESERVATION = "cr-0123456789abcdef0"
+
+
+def network(stack: Stack, name: str = "Vpc") -> ec2.Vpc:
+    """One zone (named, so zone rules are checked at synth), a public and an isolated subnet."""
+    return ec2.Vpc(
+        stack, name, availability_zones=[ZONE], nat_gateways=0,
+        subnet_configuration=[
+            ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC),
+            ec2.SubnetConfiguration(name="nodes", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+        ],
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Orchestrator:
+    """How to make one orchestrator's nodes: `build(stack, vpc, subnet, count, capacity, placement)`;
+    `count_name` is its keyword for the most nodes it launches."""
+
+    name: str
+    count_name: str
+    build: Callable[..., Any]
+    grantable: bool = True
+
+
+def _cluster(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet, count: int, **kw: Any) -> Any:
+    return EfaCluster(stack, "Nodes", vpc=vpc, subnet=subnet, instance_type=ec2.InstanceType(TYPE),
+                      node_count=count, node_software=NodeSoftware.none(), **kw)  # fmt: skip
+
+
+def _pcs(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet, count: int, **kw: Any) -> Any:
+    return EfaPcsCluster(stack, "Nodes", vpc=vpc, subnet=subnet, instance_type=ec2.InstanceType(TYPE),
+                         ami_id="ami-0123456789abcdef0", max_count=count, **kw)  # fmt: skip
+
+
+def _pcluster(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet, count: int, **kw: Any) -> Any:
+    head = vpc.public_subnets[0]
+    return EfaParallelCluster(stack, "Nodes", vpc=vpc, compute_subnet=subnet, head_node_subnet=head,
+                              instance_type=ec2.InstanceType(TYPE), max_count=count, **kw)  # fmt: skip
+
+
+def _eks(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet, count: int, **kw: Any) -> Any:
+    from aws_cdk import aws_eks_v2 as eks
+
+    isolated = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+    cluster = eks.Cluster(stack, "Eks", version=eks.KubernetesVersion.V1_35, vpc=vpc, default_capacity=0,
+                          default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+                          vpc_subnets=[isolated])  # fmt: skip
+    return EfaNodegroup(stack, "Nodes", cluster=cluster, instance_type=ec2.InstanceType(TYPE), subnet=subnet,
+                        min_size=0, max_size=count, device_plugin=False, **kw)  # fmt: skip
+
+
+ORCHESTRATORS = [
+    Orchestrator("EfaCluster", "node_count", _cluster),
+    Orchestrator("EfaPcsCluster", "max_count", _pcs),
+    # ParallelCluster makes its nodes' instance roles itself (docs/parallelcluster.md): no grant principal
+    Orchestrator("EfaParallelCluster", "max_count", _pcluster, grantable=False),
+    Orchestrator("EfaNodegroup", "max_size", _eks),
+]
+IDS = [o.name for o in ORCHESTRATORS]
+
+
+def make(o: Orchestrator, count: int = 2, **kw: Any) -> tuple[Stack, ec2.Vpc, Any]:
+    stack = Stack(new_app(), "Contract")
+    vpc = network(stack)
+    return stack, vpc, o.build(stack, vpc, vpc.isolated_subnets[0], count, **kw)
+
+
+REFUSED = [
+    # a targeted reservation launches only its own type
+    ("another type", {"capacity": Capacity.reservation(RESERVATION, instance_type="p5.48xlarge")},
+     "efa-cdk:capacity-other-instance-type", "capacity_reservation"),
+    # ... only in its own zone (the nodes' subnet is in us-east-1a)
+    ("another zone", {"capacity": Capacity.reservation(RESERVATION, instance_type=TYPE,
+                                                        availability_zone="us-east-1b", instance_count=8)},
+     "efa-cdk:capacity-other-zone", "capacity_reservation"),
+    # ... and no more instances than it holds: 2 nodes at most, 1 reserved
+    ("too small", {"capacity": Capacity.reservation(RESERVATION, instance_type=TYPE, availability_zone=ZONE,
+                                                     instance_count=1)},
+     "efa-cdk:capacity-too-small", None),
+    # EC2 places a Capacity Block's instances: no placement group goes with one
+    ("block and a placement group",
+     {"capacity": Capacity.capacity_block(RESERVATION), "placement_group": "made"},
+     "efa-cdk:placement-group-with-capacity-block", "placement_group"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("orchestrator", ORCHESTRATORS, ids=IDS)
+@pytest.mark.parametrize(("case", "kwargs", "code", "what"), REFUSED, ids=[c[0] for c in REFUSED])
+def test_every_orchestrator_refuses_what_its_capacity_cannot_launch(
+    orchestrator: Orchestrator, case: str, kwargs: dict[str, Any], code: str, what: str | None
+) -> None:
+    stack = Stack(new_app(), "Contract")
+    vpc = network(stack)
+    if kwargs.get("placement_group") == "made":
+        pg = ec2.PlacementGroup(stack, "Pg", strategy=ec2.PlacementGroupStrategy.CLUSTER)
+        kwargs = {**kwargs, "placement_group": pg}
+    with pytest.raises(EfaConfigError) as err:
+        orchestrator.build(stack, vpc, vpc.isolated_subnets[0], 2, **kwargs)
+    assert err.value.code == code, str(err.value)
+    assert err.value.what == (what or orchestrator.count_name), str(err.value)
+
+
+@pytest.mark.parametrize("orchestrator", ORCHESTRATORS, ids=IDS)
+def test_every_orchestrator_refuses_a_subnet_of_another_vpc(orchestrator: Orchestrator) -> None:
+    """An instance's interfaces and its security groups are in one VPC (EC2 refuses the launch)."""
+    stack = Stack(new_app(), "Contract")
+    vpc, other = network(stack), network(stack, "Other")
+    with pytest.raises(EfaConfigError) as err:
+        orchestrator.build(stack, vpc, other.isolated_subnets[0], 2)
+    assert err.value.code == "efa-cdk:subnet-of-another-vpc" and "Contract/Other" in str(err.value)
+
+
+@pytest.mark.parametrize("orchestrator", ORCHESTRATORS, ids=IDS)
+def test_every_orchestrator_takes_a_reservation_that_fits(orchestrator: Orchestrator) -> None:
+    """The boundary: a reservation of the type, in the zone, holding exactly the count."""
+    fits = Capacity.reservation(RESERVATION, instance_type=TYPE, availability_zone=ZONE, instance_count=2)
+    _, _, nodes = make(orchestrator, capacity=fits)
+    assert nodes.placement_group is None  # the reservation decides placement: no group is made
+
+
+@pytest.mark.parametrize("orchestrator", ORCHESTRATORS, ids=IDS)
+def test_every_orchestrator_shares_the_node_face_and_works_through_cdk(orchestrator: Orchestrator) -> None:
+    """plan, security group, placement group (a new cluster group On-Demand), ``connections`` through
+    aws-cdk-lib's own Connections, and ``grant_principal`` through an aws-cdk-lib grant."""
+    stack, vpc, nodes = make(orchestrator)
+    assert nodes.plan.instance_type.name == TYPE
+    assert isinstance(nodes.security_group, EfaSecurityGroup)
+    assert isinstance(nodes.placement_group, ec2.PlacementGroup)
+    db = ec2.SecurityGroup(stack, "Db", vpc=vpc)
+    db.connections.allow_from(nodes, ec2.Port.tcp(5432), "nodes to the database")
+    bucket_policy = iam.Role(stack, "Reader", assumed_by=iam.AccountRootPrincipal())
+    if orchestrator.grantable:
+        bucket_policy.grant_assume_role(nodes.grant_principal)
+    else:
+        assert not hasattr(nodes, "grant_principal")
+    t = assertions.Template.from_stack(stack)
+    t.has_resource_properties("AWS::EC2::PlacementGroup", {"Strategy": "cluster"})
+    group = stack.resolve(nodes.security_group.security_group_id)
+    t.has_resource_properties(
+        "AWS::EC2::SecurityGroupIngress", {"FromPort": 5432, "SourceSecurityGroupId": group}
+    )
+    if orchestrator.grantable:
+        assume = assertions.Match.array_with([assertions.Match.object_like({"Action": "sts:AssumeRole"})])
+        t.has_resource_properties("AWS::IAM::Policy", {"PolicyDocument": {"Statement": assume}})
