@@ -167,7 +167,10 @@ def _add_account_commands(sub: Any) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line's parser (the docs' tests check the commands they print against it)."""
+    from .core import __version__
+
     parser = argparse.ArgumentParser(prog="efa-cdk", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"efa-cdk {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("layout", help="show the network-interface layout of an instance type")
     p.add_argument("instance_type")

@@ -64,3 +64,16 @@ def test_template_diff_with_a_revision_that_does_not_exist_is_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert err.startswith("error: --base='v0.0.0-no-such-tag': not a commit of the git repository")
+
+
+def test_version_is_the_installed_distributions() -> None:
+    """``efa-cdk --version``, run as a user runs it, says the version pip installed (the distribution's
+    metadata, not the module the command reads it from)."""
+    import importlib.metadata
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "efa_constructs", "--version"], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout == f"efa-cdk {importlib.metadata.version('efa-cdk')}\n"
