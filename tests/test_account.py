@@ -408,6 +408,34 @@ def test_the_quota_check_reads_every_page_of_each_answer(account: dict[str, Any]
     e_stub.assert_no_pending_responses()
 
 
+def test_each_stack_is_checked_in_the_region_it_was_synthesized_for(
+    account: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """Issue 42: a stack synthesized for us-west-2 deploys there whatever the AWS configuration says,
+    so preflight asks us-west-2 for it; an environment-agnostic stack is checked in --region."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_sns as sns
+
+    out = tmp_path / "cdk.out"
+    app = cdk.App(outdir=str(out), context=cdk_json_context())
+    west = cdk.Stack(app, "West", env=cdk.Environment(region="us-west-2"))
+    anywhere = cdk.Stack(app, "Anywhere")
+    for stack in (west, anywhere):
+        sns.Topic(stack, "T")
+    app.synth()
+    for where in ("us-west-2", "eu-west-1"):
+        ssm = account["session"].client("ssm", region_name=where)
+        ssm.put_parameter(
+            Name=preflight.BOOTSTRAP_VERSION_PARAMETER, Value="30", Type="String", Overwrite=True
+        )
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")  # the configuration names another region
+    assert preflight.main([], out, "eu-west-1", True) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["regions"] == {"West": "us-west-2", "Anywhere": "eu-west-1"}
+    creds = [c["found"] for c in body["checks"] if c["name"] == "credentials"]
+    assert sorted(f.split(" in ")[1].split(" ")[0] for f in creds) == ["eu-west-1", "us-west-2"]
+
+
 def test_unused_reservations_and_only_running_on_demand_nodes_count_against_the_quota(
     account: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:

@@ -1017,6 +1017,28 @@ def assembly_region(out: Path, stacks: Iterable[str]) -> str | None:
     )
 
 
+def _session(region: str) -> Any:
+    import boto3
+
+    return boto3.session.Session(region_name=region)
+
+
+def stacks_by_region(out: Path, stacks: Iterable[str], region: str | None) -> dict[str, list[str]]:
+    """The stacks grouped by the region each deploys to: the one it was synthesized for (the manifest's
+    ``aws://<account>/<region>``), else `region` (--region), else the AWS configuration's; an
+    environment-agnostic stack with neither is one line naming --region."""
+    found = assembly_stacks(out)
+    grouped: dict[str, list[str]] = {}
+    fallback: str | None = None
+    for name in stacks:
+        own = found[name].environment.rsplit("/", 1)[-1] if name in found else ""
+        if not own or own == "unknown-region":
+            fallback = fallback or session_for(region, out, [name]).region_name
+            own = str(fallback)
+        grouped.setdefault(own, []).append(name)
+    return grouped
+
+
 def session_for(region: str | None, out: Path, stacks: Iterable[str]) -> Any:
     """A boto3 session in `region`, else the configuration's, else the stacks' own (the assembly's);
     with none, one line naming --region (a client made without a region fails deep in botocore)."""
@@ -1115,7 +1137,6 @@ def main(stacks: list[str], out: Path, region: str | None, as_json: bool) -> int
         return 2
     try:
         found = templates(out, stacks)
-        session = session_for(region, out, found)
         progress = (lambda _: None) if as_json else (lambda m: print(f"... {m}", file=sys.stderr))
         exports = assembly_exports(_every_template(out, found))
         groups = [g for name, t in found.items() for g in _node_groups_of(name, t, exports)]
@@ -1124,10 +1145,14 @@ def main(stacks: list[str], out: Path, region: str | None, as_json: bool) -> int
             configs, unread = parallelcluster_configs(name, t)
             groups += parallelcluster_groups(name, t, configs, exports)
             notes += unread
-        required: dict[str, int] = {}
-        for need in filter(None, (bootstrap_required(t) for t in found.values())):
-            required[need[0]] = max(required.get(need[0], 0), need[1])
-        checks = template_checks(out, found) + notes + Preflight(session, progress).run(groups, required)
+        checks = template_checks(out, found) + notes
+        regions = stacks_by_region(out, found, region)
+        for where, names in regions.items():  # each stack is checked in the region it deploys to
+            required: dict[str, int] = {}
+            for need in filter(None, (bootstrap_required(found[n]) for n in names)):
+                required[need[0]] = max(required.get(need[0], 0), need[1])
+            mine = [g for g in groups if g.stack in names]
+            checks += Preflight(_session(where), progress).run(mine, required)
     except PreflightError as err:
         print(f"error: preflight: {err}", file=sys.stderr)
         return 2
@@ -1139,7 +1164,13 @@ def main(stacks: list[str], out: Path, region: str | None, as_json: bool) -> int
             return 2
         raise
     if as_json:
-        print(json.dumps({"region": session.region_name, "checks": [asdict(c) for c in checks]}, indent=2))
+        of_stack = {n: r for r, names in regions.items() for n in names}
+        body = {
+            "region": next(iter(regions), None),
+            "regions": of_stack,
+            "checks": [asdict(c) for c in checks],
+        }
+        print(json.dumps(body, indent=2))
     else:
         for c in checks:
             print(c.line())
