@@ -1068,6 +1068,20 @@ def test_without_a_region_the_commands_use_the_stacks_or_name_the_flag(tmp_path:
     assert "cloudformation:DescribeStacks" in run.stderr and "pass --region" not in run.stderr, run.stderr
 
 
+def test_status_asks_the_region_the_stack_deploys_to_before_the_configurations(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--region first; then the region the assembly's stack was synthesized for (where it deployed); only
+    then the AWS configuration's (it was asked first, so a eu-west-1 stack was looked for in us-east-1)."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    out = _assembly(tmp_path, "eu-west-1")
+    assert preflight.session_for(None, out, ["S"]).region_name == "eu-west-1"
+    assert preflight.session_for("ap-south-1", out, ["S"]).region_name == "ap-south-1"
+    (tmp_path / "agnostic").mkdir()
+    agnostic = _assembly(tmp_path / "agnostic", "unknown-region")
+    assert preflight.session_for(None, agnostic, ["S"]).region_name == "us-east-1"
+
+
 @pytest.mark.parametrize(
     ("body", "says"),
     [

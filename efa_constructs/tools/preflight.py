@@ -1040,16 +1040,15 @@ def stacks_by_region(out: Path, stacks: Iterable[str], region: str | None) -> di
 
 
 def session_for(region: str | None, out: Path, stacks: Iterable[str]) -> Any:
-    """A boto3 session in `region`, else the configuration's, else the stacks' own (the assembly's);
-    with none, one line naming --region (a client made without a region fails deep in botocore)."""
+    """A boto3 session in `region` (--region), else the region the stacks were synthesized for (the
+    assembly's: where they deploy), else the AWS configuration's; with none, one line naming --region
+    (a client made without a region fails deep in botocore)."""
     import boto3
 
-    session = boto3.session.Session(region_name=region) if region else boto3.session.Session()
+    chosen = region or assembly_region(out, stacks)
+    session = boto3.session.Session(region_name=chosen) if chosen else boto3.session.Session()
     if session.region_name:
         return session
-    from_assembly = assembly_region(out, stacks)
-    if from_assembly:
-        return boto3.session.Session(region_name=from_assembly)
     raise PreflightError(
         "no AWS region: none is configured and the stacks are environment-agnostic; "
         "pass --region REGION (or set AWS_REGION)"
