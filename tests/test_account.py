@@ -429,9 +429,11 @@ def test_each_stack_is_checked_in_the_region_it_was_synthesized_for(
             Name=preflight.BOOTSTRAP_VERSION_PARAMETER, Value="30", Type="String", Overwrite=True
         )
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")  # the configuration names another region
-    assert preflight.main([], out, "eu-west-1", True) == 0
+    assert preflight.main([], out, "eu-west-1", True) == 0  # a WARN: exit 0
     body = json.loads(capsys.readouterr().out)
     assert body["regions"] == {"West": "us-west-2", "Anywhere": "eu-west-1"}
+    (said,) = [c for c in body["checks"] if c["name"] == "region"]  # --region was not silently set aside
+    assert said["status"] == "WARN" and "West was synthesized for us-west-2" in said["found"]
     creds = [c["found"] for c in body["checks"] if c["name"] == "credentials"]
     assert sorted(f.split(" in ")[1].split(" ")[0] for f in creds) == ["eu-west-1", "us-west-2"]
 

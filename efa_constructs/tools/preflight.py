@@ -1146,6 +1146,11 @@ def main(stacks: list[str], out: Path, region: str | None, as_json: bool) -> int
             notes += unread
         checks = template_checks(out, found) + notes
         regions = stacks_by_region(out, found, region)
+        checks += [
+            Check("region", "WARN", f"{n} was synthesized for {r}: checked there, not in --region {region}",
+                  "synthesize it for the region you mean (env=...), or leave --region out")
+            for r, names in regions.items() for n in names if region and r != region
+        ]  # fmt: skip
         for where, names in regions.items():  # each stack is checked in the region it deploys to
             required: dict[str, int] = {}
             for need in filter(None, (bootstrap_required(found[n]) for n in names)):
