@@ -69,7 +69,21 @@ def booted(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     }
     nodes = cluster.boot("pcs", stack, "ec2-user", [8, 7], {})
     cluster.wait(nodes)
-    return {"nodes": nodes, "parts": parts}
+    res = deployed["template"]["Resources"]
+    (role,) = {
+        r["Properties"]["Roles"][0]["Ref"] for r in res.values() if r["Type"] == "AWS::IAM::InstanceProfile"
+    }
+    return {"nodes": nodes, "parts": parts, "role": deployed["physical"][role]}
+
+
+def test_every_aws_call_the_nodes_made_is_one_their_role_allows(
+    cluster: Cluster, booted: dict[str, Any]
+) -> None:
+    """Issue 41 item 16 on the PCS nodes: every call they signed is authorized against the node role the
+    compute node group's instance profile names (tests/e2e/node_iam.py)."""
+    refused, examined = cluster.unauthorized(booted["role"], booted["nodes"])
+    assert refused == [], "\n".join(refused)
+    assert examined, "the PCS nodes made no AWS call the harness saw"
 
 
 def test_the_user_data_is_a_cloud_config_then_a_shell_part(booted: dict[str, Any]) -> None:
