@@ -201,78 +201,102 @@ def _import_note(subnet: Any, exports: Exports | None) -> str | None:
     return f"the {'export' if kind == 'export' else 'output'} {name} of a stack outside this assembly"
 
 
-def node_groups(stack: str, template: Mapping[str, Any], exports: Exports | None = None) -> list[NodeGroup]:
-    """The EFA node groups of a synthesized template: explicit instances (by launch template), Auto
-    Scaling groups, AWS PCS compute node groups and EKS managed node groups. A subnet imported from
-    another stack (`exports`: :func:`assembly_exports`) is followed there."""
-    resources: Mapping[str, Any] = template.get("Resources", {})
-    params: Mapping[str, Any] = template.get("Parameters", {})
-    eips = sum(1 for r in resources.values() if r.get("Type") == "AWS::EC2::EIP")
-    # launch template logical id -> (nodes, the launcher's type and image where it sets them: PCS's,
-    # and the launcher's subnets where the template has none: an Auto Scaling group's, an EKS group's)
-    launched: dict[str, tuple[int, str | None, Any, list[Any]]] = {}
+#: What launches nodes from a launch template, per resource type: (the template reference, how many
+#: nodes at most, the type and image the launcher sets (PCS's), the subnets the launcher sets where the
+#: template has none: an Auto Scaling group's, an EKS node group's).
+_Launch = tuple[Any, int, Any, Any, Any]
+LAUNCHERS: dict[str, Callable[[Mapping[str, Any]], _Launch]] = {
+    "AWS::EC2::Instance": lambda p: (
+        p.get("LaunchTemplate", {}).get("LaunchTemplateId"), 1, None, None, None,
+    ),
+    "AWS::AutoScaling::AutoScalingGroup": lambda p: (
+        p.get("LaunchTemplate", {}).get("LaunchTemplateId"),
+        int(p.get("DesiredCapacity") or p.get("MaxSize") or 0), None, None, p.get("VPCZoneIdentifier"),
+    ),
+    "AWS::PCS::ComputeNodeGroup": lambda p: (
+        p.get("CustomLaunchTemplate", {}).get("TemplateId"),
+        int(p.get("ScalingConfiguration", {}).get("MaxInstanceCount", 0)),
+        (p.get("InstanceConfigs") or [{}])[0].get("InstanceType"), p.get("AmiId"), p.get("SubnetIds"),
+    ),
+    "AWS::EKS::Nodegroup": lambda p: (
+        p.get("LaunchTemplate", {}).get("Id"), int(p.get("ScalingConfig", {}).get("MaxSize", 0)),
+        None, None, p.get("Subnets"),
+    ),
+}  # fmt: skip
 
-    def add(lt_ref: Any, count: int, itype: str | None, image: Any = None, subnets: Any = None) -> None:
-        lt_id = lt_ref.get("Ref") if isinstance(lt_ref, dict) else None
+
+def _launched(resources: Mapping[str, Any]) -> dict[str, tuple[int, str | None, Any, list[Any]]]:
+    """Launch template logical id -> (nodes, the launcher's type, image and subnets)."""
+    launched: dict[str, tuple[int, str | None, Any, list[Any]]] = {}
+    for r in resources.values():
+        read = LAUNCHERS.get(str(r.get("Type")))
+        if read is None:
+            continue
+        ref, count, itype, image, subnets = read(r.get("Properties", {}))
+        lt_id = ref.get("Ref") if isinstance(ref, dict) else None
         if isinstance(lt_id, str) and lt_id in resources:
             nodes = launched.get(lt_id, (0, None, None, []))[0] + count
             launched[lt_id] = (nodes, itype, image, subnets if isinstance(subnets, list) else [])
+    return launched
 
-    for r in resources.values():
-        props = r.get("Properties", {})
-        kind = r.get("Type")
-        if kind == "AWS::EC2::Instance":
-            add(props.get("LaunchTemplate", {}).get("LaunchTemplateId"), 1, None)
-        elif kind == "AWS::AutoScaling::AutoScalingGroup":
-            size = props.get("DesiredCapacity") or props.get("MaxSize")
-            lt = props.get("LaunchTemplate", {}).get("LaunchTemplateId")
-            add(lt, int(size or 0), None, subnets=props.get("VPCZoneIdentifier"))
-        elif kind == "AWS::PCS::ComputeNodeGroup":
-            configs = props.get("InstanceConfigs") or [{}]
-            count = int(props.get("ScalingConfiguration", {}).get("MaxInstanceCount", 0))
-            template = props.get("CustomLaunchTemplate", {}).get("TemplateId")
-            add(template, count, configs[0].get("InstanceType"), props.get("AmiId"), props.get("SubnetIds"))
-        elif kind == "AWS::EKS::Nodegroup":
-            count = int(props.get("ScalingConfig", {}).get("MaxSize", 0))
-            add(props.get("LaunchTemplate", {}).get("Id"), count, None, subnets=props.get("Subnets"))
-    groups: dict[tuple[str, str | None], NodeGroup] = {}  # (every EIP of the stack on its first group)
-    for lt_id, (count, given_type, given_image, launcher_subnets) in launched.items():
-        data = resources[lt_id].get("Properties", {}).get("LaunchTemplateData", {})
-        itype = given_type or _literal(data.get("InstanceType"))
-        nics = data.get("NetworkInterfaces") or []
-        efa = [n for n in nics if n.get("InterfaceType") in ("efa", "efa-only")]
-        if not itype or not efa:
-            continue  # not an EFA group (a login node, a head node)
-        subnet = next((n.get("SubnetId") for n in nics if n.get("SubnetId")), None)
-        if subnet is None and launcher_subnets:  # the group sets the subnet (the template cannot)
-            subnet = launcher_subnets[0]
-        zone, subnet_id = _zone(resources, subnet, params, exports)
-        target = data.get("CapacityReservationSpecification", {}).get("CapacityReservationTarget", {})
-        market = data.get("InstanceMarketOptions", {}).get("MarketType")
-        root = next((m.get("Ebs", {}).get("VolumeSize") for m in data.get("BlockDeviceMappings", [])), None)
-        group = groups.setdefault(
-            (itype, zone),
-            NodeGroup(
-                stack=stack,
-                name=re.sub(r"(LaunchTemplate)?[0-9A-F]{8}$", "", lt_id) or lt_id,
-                instance_type=itype,
-                count=0,
-                efa_interfaces=len(efa),
-                network_cards=max(int(n.get("NetworkCardIndex", 0)) for n in nics) + 1,
-                zone=zone,
-                subnet_id=subnet_id,
-                reservation_id=_literal(target.get("CapacityReservationId")),
-                capacity_block=market == "capacity-block",
-                key_name=_literal(data.get("KeyName")),
-                image_id=_literal(given_image or data.get("ImageId")),
-                image_parameter=_ssm_name(given_image or data.get("ImageId"), params, resources),
-                root_gib=int(root) if isinstance(root, int) else None,
-                elastic_ips=0 if groups else eips,
-                interfaces_with_ip=sum(1 for n in nics if n.get("InterfaceType") != "efa-only"),
-                subnet_from=_import_note(subnet, exports),
-            ),
-        )
-        group.count += count
+
+def _template_group(
+    stack: str,
+    template: Mapping[str, Any],
+    lt_id: str,
+    launcher: tuple[str | None, Any, list[Any]],
+    exports: Exports | None,
+) -> NodeGroup | None:
+    """The node group launch template `lt_id` makes (count 0), or None when it is no EFA group (a
+    login node, a head node)."""
+    resources, params = template.get("Resources", {}), template.get("Parameters", {})
+    given_type, given_image, launcher_subnets = launcher
+    data = resources[lt_id].get("Properties", {}).get("LaunchTemplateData", {})
+    itype = given_type or _literal(data.get("InstanceType"))
+    nics = data.get("NetworkInterfaces") or []
+    efa = [n for n in nics if n.get("InterfaceType") in ("efa", "efa-only")]
+    if not itype or not efa:
+        return None
+    subnet = next((n.get("SubnetId") for n in nics if n.get("SubnetId")), None)
+    if subnet is None and launcher_subnets:  # the group sets the subnet (the template cannot)
+        subnet = launcher_subnets[0]
+    zone, subnet_id = _zone(resources, subnet, params, exports)
+    target = data.get("CapacityReservationSpecification", {}).get("CapacityReservationTarget", {})
+    root = next((m.get("Ebs", {}).get("VolumeSize") for m in data.get("BlockDeviceMappings", [])), None)
+    return NodeGroup(
+        stack=stack,
+        name=re.sub(r"(LaunchTemplate)?[0-9A-F]{8}$", "", lt_id) or lt_id,
+        instance_type=itype,
+        count=0,
+        efa_interfaces=len(efa),
+        network_cards=max(int(n.get("NetworkCardIndex", 0)) for n in nics) + 1,
+        zone=zone,
+        subnet_id=subnet_id,
+        reservation_id=_literal(target.get("CapacityReservationId")),
+        capacity_block=data.get("InstanceMarketOptions", {}).get("MarketType") == "capacity-block",
+        key_name=_literal(data.get("KeyName")),
+        image_id=_literal(given_image or data.get("ImageId")),
+        image_parameter=_ssm_name(given_image or data.get("ImageId"), params, resources),
+        root_gib=int(root) if isinstance(root, int) else None,
+        interfaces_with_ip=sum(1 for n in nics if n.get("InterfaceType") != "efa-only"),
+        subnet_from=_import_note(subnet, exports),
+    )
+
+
+def node_groups(stack: str, template: Mapping[str, Any], exports: Exports | None = None) -> list[NodeGroup]:
+    """The EFA node groups of a synthesized template: explicit instances (by launch template), Auto
+    Scaling groups, AWS PCS compute node groups and EKS managed node groups (:data:`LAUNCHERS`). A subnet
+    imported from another stack (`exports`: :func:`assembly_exports`) is followed there. Groups of one
+    type in one zone are one group; every Elastic IP of the stack is counted on the first."""
+    resources: Mapping[str, Any] = template.get("Resources", {})
+    groups: dict[tuple[str, str | None], NodeGroup] = {}
+    for lt_id, (count, *launcher) in _launched(resources).items():
+        found = _template_group(stack, template, lt_id, (launcher[0], launcher[1], launcher[2]), exports)
+        if found is None:
+            continue
+        if not groups:
+            found.elastic_ips = sum(1 for r in resources.values() if r.get("Type") == "AWS::EC2::EIP")
+        groups.setdefault((found.instance_type, found.zone), found).count += count
     return list(groups.values())
 
 
@@ -343,43 +367,55 @@ def parallelcluster_configs(
     return configs, notes
 
 
+def _dig(value: Any, *keys: str) -> Any:
+    """value[k1][k2]... where each level may be missing or null (a YAML key written empty)."""
+    for key in keys:
+        value = (value or {}).get(key) if isinstance(value or {}, dict) else None
+    return value
+
+
 def parallelcluster_groups(
     stack: str, template: Mapping[str, Any], configs: list[dict[str, Any]], exports: Exports | None = None
 ) -> list[NodeGroup]:
     """The EFA compute resources of ParallelCluster configurations as node groups: each queue's type,
     MaxCount, subnet, Capacity Reservation or Block, image and root volume (ParallelCluster lays out
     the interfaces itself: ``efa_interfaces`` 0)."""
-    resources: Mapping[str, Any] = template.get("Resources", {})
-    params: Mapping[str, Any] = template.get("Parameters", {})
+    return [
+        group
+        for config in configs
+        for queue in _dig(config, "Scheduling", "SlurmQueues") or []
+        for group in _queue_groups(stack, template, config, queue, exports)
+    ]
+
+
+def _queue_groups(
+    stack: str,
+    template: Mapping[str, Any],
+    config: dict[str, Any],
+    queue: dict[str, Any],
+    exports: Exports | None,
+) -> list[NodeGroup]:
+    """One Slurm queue's EFA compute resources as node groups (:func:`parallelcluster_groups`)."""
+    subnet = (_dig(queue, "Networking", "SubnetIds") or [None])[0]
+    zone, subnet_id = _zone(template.get("Resources", {}), subnet, template.get("Parameters", {}), exports)
+    root = _dig(queue, "ComputeSettings", "LocalStorage", "RootVolume", "Size")
     groups = []
-    for config in configs:
-        image = (config.get("Image") or {}).get("CustomAmi")
-        key = ((config.get("HeadNode") or {}).get("Ssh") or {}).get("KeyName")
-        for queue in config.get("Scheduling", {}).get("SlurmQueues", []):
-            subnets = (queue.get("Networking") or {}).get("SubnetIds") or [None]
-            zone, subnet_id = _zone(resources, subnets[0], params, exports)
-            root = (
-                ((queue.get("ComputeSettings") or {}).get("LocalStorage") or {}).get("RootVolume") or {}
-            ).get("Size")
-            for resource in queue.get("ComputeResources", []):
-                if not (resource.get("Efa") or {}).get("Enabled"):
-                    continue
-                itype = resource.get("InstanceType") or next(
-                    (i.get("InstanceType") for i in resource.get("Instances", [])), None
-                )
-                if not isinstance(itype, str):
-                    continue
-                target = resource.get("CapacityReservationTarget") or {}
-                groups.append(NodeGroup(
-                    stack=stack, name=f"queue {queue.get('Name')}/{resource.get('Name')}",
-                    instance_type=itype, count=int(resource.get("MaxCount", 0)), zone=zone,
-                    subnet_id=subnet_id, reservation_id=_literal(target.get("CapacityReservationId")),
-                    capacity_block=queue.get("CapacityType") == "CAPACITY_BLOCK",
-                    key_name=_literal(key),
-                    image_id=_literal((queue.get("Image") or {}).get("CustomAmi") or image),
-                    root_gib=int(root) if isinstance(root, int) else None,
-                    subnet_from=_import_note(subnets[0], exports),
-                ))  # fmt: skip
+    for resource in queue.get("ComputeResources", []):
+        itype = resource.get("InstanceType") or next(
+            (i.get("InstanceType") for i in resource.get("Instances", [])), None
+        )
+        if not _dig(resource, "Efa", "Enabled") or not isinstance(itype, str):
+            continue
+        groups.append(NodeGroup(
+            stack=stack, name=f"queue {queue.get('Name')}/{resource.get('Name')}",
+            instance_type=itype, count=int(resource.get("MaxCount", 0)), zone=zone, subnet_id=subnet_id,
+            reservation_id=_literal(_dig(resource, "CapacityReservationTarget", "CapacityReservationId")),
+            capacity_block=queue.get("CapacityType") == "CAPACITY_BLOCK",
+            key_name=_literal(_dig(config, "HeadNode", "Ssh", "KeyName")),
+            image_id=_literal(_dig(queue, "Image", "CustomAmi") or _dig(config, "Image", "CustomAmi")),
+            root_gib=int(root) if isinstance(root, int) else None,
+            subnet_from=_import_note(subnet, exports),
+        ))  # fmt: skip
     return groups
 
 
@@ -1128,6 +1164,29 @@ def _node_groups_of(name: str, template: dict[str, Any], exports: Exports | None
         ) from None
 
 
+def _groups_of_assembly(
+    out: Path, found: Mapping[str, dict[str, Any]]
+) -> tuple[list[NodeGroup], list[Check]]:
+    """Every node group of the stacks `found` (their launch templates and ParallelCluster queues, with
+    subnets followed into the assembly's other stacks), and the notes on what could not be read."""
+    exports = assembly_exports(_every_template(out, found))
+    groups = [g for name, t in found.items() for g in _node_groups_of(name, t, exports)]
+    notes: list[Check] = []
+    for name, t in found.items():
+        configs, unread = parallelcluster_configs(name, t)
+        groups += parallelcluster_groups(name, t, configs, exports)
+        notes += unread
+    return groups, notes
+
+
+def _bootstrap_of(found: Mapping[str, Mapping[str, Any]], names: Iterable[str]) -> dict[str, int]:
+    """The bootstrap version each qualifier's parameter must hold for the stacks `names`."""
+    required: dict[str, int] = {}
+    for parameter, version in filter(None, (bootstrap_required(found[n]) for n in names)):
+        required[parameter] = max(required.get(parameter, 0), version)
+    return required
+
+
 def main(stacks: list[str], out: Path, region: str | None, as_json: bool) -> int:
     try:
         import boto3  # noqa: F401  (installed? the account extra)
@@ -1137,13 +1196,7 @@ def main(stacks: list[str], out: Path, region: str | None, as_json: bool) -> int
     try:
         found = templates(out, stacks)
         progress = (lambda _: None) if as_json else (lambda m: print(f"... {m}", file=sys.stderr))
-        exports = assembly_exports(_every_template(out, found))
-        groups = [g for name, t in found.items() for g in _node_groups_of(name, t, exports)]
-        notes: list[Check] = []
-        for name, t in found.items():
-            configs, unread = parallelcluster_configs(name, t)
-            groups += parallelcluster_groups(name, t, configs, exports)
-            notes += unread
+        groups, notes = _groups_of_assembly(out, found)
         checks = template_checks(out, found) + notes
         regions = stacks_by_region(out, found, region)
         checks += [
@@ -1152,11 +1205,8 @@ def main(stacks: list[str], out: Path, region: str | None, as_json: bool) -> int
             for r, names in regions.items() for n in names if region and r != region
         ]  # fmt: skip
         for where, names in regions.items():  # each stack is checked in the region it deploys to
-            required: dict[str, int] = {}
-            for need in filter(None, (bootstrap_required(found[n]) for n in names)):
-                required[need[0]] = max(required.get(need[0], 0), need[1])
             mine = [g for g in groups if g.stack in names]
-            checks += Preflight(_session(where), progress).run(mine, required)
+            checks += Preflight(_session(where), progress).run(mine, _bootstrap_of(found, names))
     except PreflightError as err:
         print(f"error: preflight: {err}", file=sys.stderr)
         return 2
