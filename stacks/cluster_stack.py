@@ -179,6 +179,12 @@ class EfaClusterStack(Stack):
                 + ("" if layout.line_rate_source == CARDS_SOURCE else f" (set by {layout.line_rate_source})")
             ),
         )
+        CfnOutput(
+            self,
+            "EfaLineRateGbps",
+            value=f"{layout.efa_bandwidth_gbps:g}",
+            description="The nodes' EFA line rate in Gbps (efa-cdk status holds the benchmarks to it)",
+        )
         CfnOutput(self, "SecurityGroupId", value=self.cluster.security_group.security_group_id)
         if params.public_ip is not PublicIp.NONE:
             CfnOutput(

@@ -703,15 +703,22 @@ def test_status_of_a_stack_that_does_not_exist_is_one_line(account: dict[str, An
     assert err.count("\n") == 0 and "cloudformation:DescribeStacks" in err and "NoSuchStack" in err
 
 
-def test_benchmarks_are_read_against_the_line_rate() -> None:
-    outputs = {
-        "BenchmarkResults": json.dumps(
-            {"benchmarks": json.dumps([{"benchmark": "nccom-test", "ok": True, "peak_gbytes_s": 80.0}])}
-        ),
-        "Layout": "trn1.32xlarge recommended: 8 EFA/node, 1 IP/node, 800 Gbps EFA line rate",
-    }
-    (row,) = status._benchmarks(outputs)
-    assert row["line_rate_fraction"] == 0.8  # 80 GB/s = 640 Gbps of 800
+@pytest.mark.parametrize(
+    ("outputs", "fraction"),
+    [
+        # the stack's machine-readable output (issue 42: status reads values, not prose), over the text
+        ({"EfaLineRateGbps": "800", "Layout": "trn1.32xlarge legacy: 8 EFA/node, 1 Gbps EFA line rate"}, 0.8),
+        # a stack made before the output existed: its Layout text
+        ({"Layout": "trn1.32xlarge recommended: 8 EFA/node, 1 IP/node, 800 Gbps EFA line rate"}, 0.8),
+        ({}, None),
+    ],
+)  # fmt: skip
+def test_benchmarks_are_read_against_the_line_rate(outputs: dict[str, str], fraction: float | None) -> None:
+    results = [{"benchmark": "nccom-test", "ok": True, "peak_gbytes_s": 80.0}]
+    (row,) = status._benchmarks(
+        {"BenchmarkResults": json.dumps({"benchmarks": json.dumps(results)}), **outputs}
+    )
+    assert row.get("line_rate_fraction") == fraction  # 80 GB/s = 640 Gbps of 800
 
 
 @pytest.mark.parametrize(

@@ -278,8 +278,7 @@ def _benchmarks(outputs: dict[str, str], newest: dict[str, Any] | None = None) -
             results = json.loads(next(iter(data.values()))) if isinstance(data, dict) else data
         except (ValueError, StopIteration):
             return [{"benchmark": "all", "ok": False, "note": f"unreadable BenchmarkResults: {raw[:80]}"}]
-    rate = re.search(r"([\d.]+) Gbps EFA line rate", outputs.get("Layout", ""))
-    line_rate = float(rate.group(1)) if rate else None
+    line_rate = _line_rate(outputs)
     out = []
     for r in results if isinstance(results, list) else [results]:
         if not isinstance(r, dict):
@@ -295,6 +294,16 @@ def _benchmarks(outputs: dict[str, str], newest: dict[str, Any] | None = None) -
             row["line_rate_fraction"] = round(gbytes * 8 / line_rate, 3)
         out.append(row)
     return out
+
+
+def _line_rate(outputs: dict[str, str]) -> float | None:
+    """The nodes' EFA line rate (Gbps): the stack's EfaLineRateGbps output; a stack made before it
+    had one says it in its Layout output's text."""
+    try:
+        return float(outputs["EfaLineRateGbps"])
+    except (KeyError, ValueError):
+        rate = re.search(r"([\d.]+) Gbps EFA line rate", outputs.get("Layout", ""))
+        return float(rate.group(1)) if rate else None
 
 
 def render(s: dict[str, Any]) -> str:
