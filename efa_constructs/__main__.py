@@ -1,11 +1,11 @@
 """Command line: ``python -m efa_constructs`` (or ``efa-cdk``).
 
-    python -m efa_constructs layout trn1.32xlarge [--mode legacy] [--efa-count 4]
-    python -m efa_constructs types [--family p5]
+    python -m efa_constructs layout trn1.32xlarge [--mode legacy] [--efa-count 4] [--output json]
+    python -m efa_constructs types [--family p5] [--output json]
     python -m efa_constructs catalogue refresh [--live --region us-east-1 ...] [--output FILE]
     python -m efa_constructs template-diff [--base main] [--head REV] [--app CMD] [-c key=value] [--strict]
-    python -m efa_constructs preflight [STACK ...] [--out cdk.out] [--json]     (needs AWS credentials)
-    python -m efa_constructs status STACK [--json]                              (needs AWS credentials)
+    python -m efa_constructs preflight [STACK ...] [--out cdk.out] [--output json]   (needs AWS credentials)
+    python -m efa_constructs status STACK [--output json]                           (needs AWS credentials)
 
 The layout and types commands are pure Python: no CDK, no Node, no AWS.
 """
@@ -13,6 +13,8 @@ The layout and types commands are pure Python: no CDK, no Node, no AWS.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,19 +25,42 @@ from .core.layout import LayoutMode, plan_layout
 
 
 def _layout(args: argparse.Namespace) -> int:
-    print(plan_layout(args.instance_type, args.mode, efa_count=args.efa_count).table())
+    layout = plan_layout(args.instance_type, args.mode, efa_count=args.efa_count)
+    if args.output == "json":
+        print(json.dumps({
+            "instance_type": layout.instance_type.name,
+            "layout": layout.mode.value if layout.mode else "custom",
+            "efa_count": layout.efa_count,
+            "ip_count": layout.ip_count,
+            "efa_line_rate_gbps": layout.efa_bandwidth_gbps,
+            "line_rate_set_by": layout.line_rate_source,
+            "interfaces": [
+                {"network_card_index": i.network_card_index, "device_index": i.device_index,
+                 "interface_type": i.interface_type}
+                for i in layout.interfaces
+            ],
+        }, indent=2))  # fmt: skip
+        return 0
+    print(layout.table())
     return 0
 
 
+def _type_row(it: Any) -> dict[str, Any]:
+    """One catalogued type as `types --output json` gives it."""
+    acc = it.accelerator
+    return {
+        "instance_type": it.name,
+        "network_cards": len(it.network_cards),
+        "max_efa_interfaces": it.max_efa_interfaces,
+        "efa_line_rate_gbps": it.efa_bandwidth_gbps,
+        "line_rate_set_by": it.line_rate_label,
+        "rdma_read": it.rdma_read,
+        "mpi_slots": it.mpi_slots,
+        "accelerator": None if acc.kind.value == "none" else {"count": acc.count, "name": acc.name},
+    }
+
+
 def _types(args: argparse.Namespace) -> int:
-    meta = catalogue_metadata()
-    print(f"# {meta['type_count']} EFA-capable types; source: {meta['source']}")
-    print(
-        "# EFA Gbps: the lowest of the EFA cards' peak sum (cards), the instance's network bandwidth "
-        "(instance), its spec-table baseline (baseline) and AWS's EFA maximum for the type (efa-max)"
-    )
-    head = f"{'type':<22} {'cards':>5} {'EFA':>4} {'EFA Gbps':>9} {'set by':>8} {'RDMA':>5} {'slots':>5}"
-    print(f"{head}  accelerator")
     family = (args.family or "").lower()
     chosen = [it for it in all_instance_types().values() if it.family.startswith(family)]
     if not chosen:
@@ -47,6 +72,17 @@ def _types(args: argparse.Namespace) -> int:
             why="no EFA-capable family starts with it",
             fix=f"use a family or its start, e.g. p6, trn (families: {', '.join(families)})",
         )
+    if args.output == "json":
+        print(json.dumps([_type_row(it) for it in chosen], indent=2))
+        return 0
+    meta = catalogue_metadata()
+    print(f"# {meta['type_count']} EFA-capable types; source: {meta['source']}")
+    print(
+        "# EFA Gbps: the lowest of the EFA cards' peak sum (cards), the instance's network bandwidth "
+        "(instance), its spec-table baseline (baseline) and AWS's EFA maximum for the type (efa-max)"
+    )
+    head = f"{'type':<22} {'cards':>5} {'EFA':>4} {'EFA Gbps':>9} {'set by':>8} {'RDMA':>5} {'slots':>5}"
+    print(f"{head}  accelerator")
     for it in chosen:
         acc = it.accelerator
         accel = "-" if acc.kind.value == "none" else f"{acc.count} x {acc.name}"
@@ -109,7 +145,7 @@ def _preflight(args: argparse.Namespace) -> int:
         for action, why in preflight.PERMISSIONS.items():
             print(f"{action:<40} {why}")
         return 0
-    return preflight.main(args.stacks, Path(args.out), args.region, args.json)
+    return preflight.main(args.stacks, Path(args.out), args.region, args.output == "json")
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -127,7 +163,7 @@ def _status(args: argparse.Namespace) -> int:
             why="status reads one deployed stack",
             fix="name it: efa-cdk status Trn1EfaCluster",
         )
-    return status.main(args.stack, args.region, args.json, args.pcluster_name)
+    return status.main(args.stack, args.region, args.output == "json", args.pcluster_name)
 
 
 def _dashboard(_args: argparse.Namespace) -> int:
@@ -137,27 +173,37 @@ def _dashboard(_args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_account_commands(sub: Any) -> None:
+def _output_flags() -> argparse.ArgumentParser:
+    """The output flag every command that prints a result takes, declared once: ``--output text|json``
+    (``--json`` is short for ``--output json``)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--output", choices=("text", "json"), default="text", help="text (default) or json")
+    common.add_argument("--json", dest="output", action="store_const", const="json", help="--output json")
+    return common
+
+
+def _add_account_commands(sub: Any, output: argparse.ArgumentParser) -> None:
     """The commands that call AWS with the user's credentials: preflight and status."""
     f = sub.add_parser(
         "preflight",
+        parents=[output],
         help="check the synthesized stacks against the AWS account before cdk deploy (quotas, zones, "
         "capacity, key pair, image, bootstrap)",
     )
     f.add_argument("stacks", nargs="*", metavar="STACK", help="stacks to check (default: every one in --out)")
     f.add_argument("--out", default="cdk.out", help="the cloud assembly (default: cdk.out)")
     f.add_argument("--region", default=None, help="default: the AWS configuration's")
-    f.add_argument("--json", action="store_true", help="machine-readable output")
     f.add_argument(
         "--permissions", action="store_true", help="list the IAM actions preflight calls, and stop"
     )
     f.set_defaults(func=_preflight)
     s = sub.add_parser(
-        "status", help="a deployed cluster from the account: nodes, benchmarks, alarms, changes"
+        "status",
+        parents=[output],
+        help="a deployed cluster from the account: nodes, benchmarks, alarms, changes",
     )
     s.add_argument("stack", nargs="?", metavar="STACK")
     s.add_argument("--region", default=None, help="default: the AWS configuration's")
-    s.add_argument("--json", action="store_true", help="machine-readable output")
     s.add_argument(
         "--pcluster-name", default=None, help="a ParallelCluster stack: the cluster's name in pcluster"
     )
@@ -172,12 +218,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="efa-cdk", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"efa-cdk {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("layout", help="show the network-interface layout of an instance type")
+    output = _output_flags()
+    p = sub.add_parser(
+        "layout", parents=[output], help="show the network-interface layout of an instance type"
+    )
     p.add_argument("instance_type")
     p.add_argument("--mode", default=LayoutMode.RECOMMENDED.value, choices=[m.value for m in LayoutMode])
     p.add_argument("--efa-count", type=int, default=None)
     p.set_defaults(func=_layout)
-    p = sub.add_parser("types", help="list the EFA-capable instance types in the catalogue")
+    p = sub.add_parser("types", parents=[output], help="list the EFA-capable instance types in the catalogue")
     p.add_argument("--family", help="only families starting with this, any case, e.g. p5 or P6 or trn")
     p.set_defaults(func=_types)
     p = sub.add_parser("catalogue", help="manage the instance catalogue")
@@ -216,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="exit 3 when a stateful resource is deleted or replaced"
     )
     d.set_defaults(func=_template_diff)
-    _add_account_commands(sub)
+    _add_account_commands(sub, output)
     g = sub.add_parser("dashboard", help="print an SVG picture of a cluster's dashboard layout (no AWS)")
     g.set_defaults(func=_dashboard)
     return parser
@@ -231,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except EfaConfigError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # the reader stopped (`| head`): no traceback (Python docs, signal: SIGPIPE)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
 
 

@@ -77,3 +77,33 @@ def test_version_is_the_installed_distributions() -> None:
         [sys.executable, "-m", "efa_constructs", "--version"], capture_output=True, text=True
     )
     assert done.returncode == 0 and done.stdout == f"efa-cdk {importlib.metadata.version('efa-cdk')}\n"
+
+
+def test_layout_and_types_print_json_with_output_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--output json`` (declared once for every command that prints a result; ``--json`` is short for it).
+    Expected values: trn1.32xlarge has 8 EFA interfaces on 8 network cards and trn1n.32xlarge 16
+    (EC2 user guide, EFA supported instance types; ../shared/EFA-FACTS.md)."""
+    import json
+
+    assert main(["layout", "trn1.32xlarge", "--output", "json"]) == 0
+    layout = json.loads(capsys.readouterr().out)
+    assert (layout["efa_count"], layout["ip_count"], layout["layout"]) == (8, 1, "recommended")
+    assert {i["network_card_index"] for i in layout["interfaces"]} == set(range(8))
+    assert main(["types", "--family", "trn1", "--json"]) == 0
+    rows = {r["instance_type"]: r for r in json.loads(capsys.readouterr().out)}
+    assert (
+        rows["trn1.32xlarge"]["max_efa_interfaces"] == 8
+        and rows["trn1n.32xlarge"]["max_efa_interfaces"] == 16
+    )
+    assert rows["trn1.32xlarge"]["accelerator"]["name"] == "Trainium"
+
+
+def test_a_reader_that_stops_early_is_no_traceback() -> None:
+    """``efa-cdk types | head -1``: the pipe closes before the table ends; no BrokenPipeError traceback."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        f"{sys.executable} -m efa_constructs types | head -n1", shell=True, capture_output=True, text=True
+    )
+    assert done.stdout.startswith("# ") and "Traceback" not in done.stderr, done.stderr
