@@ -463,9 +463,8 @@ class EfaLaunchTemplate(PlannedNodes, Construct):
         cfn = self.launch_template.node.default_child
         assert isinstance(cfn, ec2.CfnLaunchTemplate)
         parts = [
-            stack.resolve(
-                cfn.launch_template_data
-            ),  # image, user data, profile, volumes, IMDS, key, placement
+            # image, user data, instance profile, volumes, IMDS, key, placement
+            stack.resolve(cfn.launch_template_data),
             _stable(self.layout),  # the interfaces (written as an override, like the capacity)
             [stack.resolve(sg.security_group_id) for sg in self.security_groups],
             _stable(self.capacity),
