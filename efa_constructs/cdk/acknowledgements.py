@@ -28,7 +28,9 @@ REASONS: dict[str, str] = {
         "no resource-level permissions either; cloudwatch:PutMetricData takes no resource and is limited "
         "to the cluster's own namespace by the cloudwatch:namespace condition. autoscaling:SetInstanceHealth "
         "names the cluster's node group by name: the group id in its ARN is not known to CloudFormation. "
-        "(An AWS PCS node's pcs:RegisterComputeNodeGroupInstance names its cluster's ARN.)"
+        "(An AWS PCS node's pcs:RegisterComputeNodeGroupInstance names its cluster's ARN.) In a Capacity "
+        "Block, EventBridge's ssm:SendCommand names the warning's document and the instances tagged with "
+        "the cluster (an aws:ResourceTag condition): Run Command finds them by that tag."
     ),
     "AwsSolutions-IAM4": (
         "aws-cdk-lib's AwsCustomResource Lambda (the one-time image lookup and the Elastic IP nodes' "

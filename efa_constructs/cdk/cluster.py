@@ -22,7 +22,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from ..core.capacity import Capacity
+from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import AcceleratorKind
 from ..core.checks import ClusterRequest, check_cluster, replacement_without_spare
 from ..core.containers import ContainerRun
@@ -35,6 +35,7 @@ from ._node_base import EfaNodeBase
 from ._node_base import known as _known
 from .acknowledgements import acknowledge
 from .arguments import checked
+from .capacity_block import EfaCapacityBlockEnd
 from .limits import check_limits
 from .machine_image import EfaMachineImage
 from .monitoring import EfaClusterMonitoring
@@ -196,6 +197,16 @@ class EfaCluster(PlannedNodes, Construct):
         benchmarks = self.node_software.benchmarks_for(self.instance_type) if self.node_software else ()
         self.benchmark_report = self._benchmark_report(benchmarks)
         self.software = self._add_node_software(node_count, benchmarks) if self.node_software else None
+        #: In a Capacity Block: EC2's warning before the block ends, to the alarm topic and the nodes.
+        self.capacity_block_end = (
+            EfaCapacityBlockEnd(
+                self, "CapacityBlockEnd", reservation_id=str(self.plan.capacity.target),
+                cluster_tag=self.cluster_tag, monitoring=self.monitoring,
+                nodes=self.node_software is not None,
+            )
+            if self.plan.capacity.kind is CapacityKind.CAPACITY_BLOCK
+            else None
+        )  # fmt: skip
         acknowledge(self, "AwsSolutions-EC29")
         check_limits(self)
 

@@ -218,12 +218,24 @@ class EfaClusterMonitoring(Construct):
                 resources=["*"],
             )
         )
+        self._key = key
         topic = sns.Topic(self, "Alarms", master_key=key, enforce_ssl=True)
         if alarm_email is not None and not Token.is_unresolved(alarm_email):
             check_email(alarm_email)
         if alarm_email:
             topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
         return topic
+
+    def allow_publisher(self, service: str) -> None:
+        """Let another AWS service (``events.amazonaws.com``) publish to the encrypted alarm topic: its
+        key must let that service use it, as it lets CloudWatch (SNS developer guide, encryption at rest)."""
+        self._key.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal(service)],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],
+            )
+        )
 
     def _alarms(self, *, held_back: bool) -> list[cloudwatch.Alarm]:
         """One alarm per grey-failure counter (cluster total above 0 in 5 minutes), one on failed

@@ -29,6 +29,7 @@ PERMISSIONS = {
     "cloudwatch:DescribeAlarms": "the alarms' states",
     "cloudwatch:GetMetricStatistics": "each node's last health check (EfaHealthy)",
     "ssm:GetParameter": "the group's last replacement, the newest generation's benchmark results",
+    "ec2:DescribeCapacityReservations": "a Capacity Block's state and end (CapacityBlockId output)",
 }
 #: The tag AWS PCS puts on the instances of a compute node group (the one docs/pcs.md finds the login node
 #: by); ParallelCluster's nodes are found by their cluster's name (``--pcluster-name``).
@@ -222,7 +223,23 @@ def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -
         "benchmarks_of": {k: newest[k] for k in ("generation", "at")} if newest else "the stack's creation",
         "alarms": alarm_states,
         "changes": changes,
+        "capacity_block": _capacity_block(session.client("ec2"), outputs.get("CapacityBlockId")),
     }
+
+
+def _capacity_block(ec2: Any, block: str | None) -> dict[str, str] | None:
+    """The stack's Capacity Block (its CapacityBlockId output): its state and when it ends."""
+    if not block:
+        return None
+    found = _aws_call(
+        "capacity block", "ec2:DescribeCapacityReservations",
+        lambda: ec2.describe_capacity_reservations(CapacityReservationIds=[block]),
+    )["CapacityReservations"]  # fmt: skip
+    if not found:
+        return {"id": block, "state": "not found", "ends": "unknown"}
+    end = found[0].get("EndDate")
+    return {"id": block, "state": str(found[0].get("State", "?")),
+            "ends": f"{end:%Y-%m-%d %H:%M} UTC" if end else "unknown"}  # fmt: skip
 
 
 def _namespace(resources: list[dict[str, Any]], stack: str) -> str:
@@ -328,6 +345,9 @@ def render(s: dict[str, Any]) -> str:
     lines.append("alarms:" if s["alarms"] else "alarms: none")
     lines += [f"  {a['state']:<17} {a['name']}" for a in s["alarms"]]
     lines += ["since the deploy:", *[f"  {c}" for c in s["changes"] or ["nothing recorded"]]]
+    block = s.get("capacity_block")
+    if block:  # EC2 terminates the block's instances from 30 minutes before its end (EC2 user guide)
+        lines.append(f"capacity block {block['id']}: {block['state']}, ends {block['ends']}")
     # what nodes wrote (benchmark reasons, parameter values) is shown, never obeyed by the terminal
     return _CONTROL.sub("?", "\n".join(lines))
 

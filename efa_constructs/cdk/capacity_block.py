@@ -1,0 +1,150 @@
+"""Before a Capacity Block ends: EC2's warning routed to the cluster's alarm topic and to its nodes.
+
+Forty minutes before a Capacity Block ends, EC2 sends an EventBridge event; the instances running in it
+begin to terminate ten minutes later (EC2 user guide, "Monitor Capacity Blocks using EventBridge"). The
+guide's global page names the event's detail type "Capacity Block Expiration Warning"; its regional
+copies (docs.amazonaws.cn) also show "Capacity Block Reservation Expiration Warning". The rule matches
+both, for this block's id only (``detail.capacity-reservation-id``).
+
+Targets: the alarm topic (when the cluster has monitoring), and every node of the cluster through Run
+Command (by its ``efa-cdk:cluster`` tag): the node software's ``capacity-block-ending`` step writes the
+end time where a training job can watch it (``/var/lib/efa-cdk/capacity-block-ending``) and tells every
+logged-in user (``wall``), so jobs can checkpoint.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsii
+from aws_cdk import Stack
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from .acknowledgements import acknowledge, nag_resource
+from .monitoring import EfaClusterMonitoring
+
+#: EC2's detail types for the warning (the global and the regional copies of the user guide's page).
+EXPIRATION_WARNINGS = ("Capacity Block Expiration Warning", "Capacity Block Reservation Expiration Warning")
+STEP = "/opt/efa-cdk/bin/run-steps.sh capacity-block-ending"
+#: The end time as EC2's event carries it (``detail.end-date``), as the document takes it: ISO 8601.
+END_DATE_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,15}(Z|[+-][0-9:]{5})$"
+
+
+#: The event's end date, as EventBridge inserts it into a target's input.
+END_DATE = events.EventField.from_path("$.detail.end-date")
+
+
+class EfaCapacityBlockEnd(Construct):
+    """The warning before Capacity Block `reservation_id` ends, to the topic and to the nodes tagged
+    ``efa-cdk:cluster`` = `cluster_tag`.
+
+    Attributes:
+        rule: the EventBridge rule (``Rule``).
+        document: the Run Command document the nodes run (``Document``).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        reservation_id: str,
+        cluster_tag: str,
+        monitoring: EfaClusterMonitoring | None = None,
+        nodes: bool = True,
+    ) -> None:
+        """Create the rule, its document and the role EventBridge runs the command with. `nodes`: False
+        when the nodes run no efa-cdk node software (then only the topic is told)."""
+        super().__init__(scope, id_)
+        self.document = ssm.CfnDocument(
+            self,
+            "Document",
+            document_type="Command",
+            document_format="JSON",
+            content={
+                "schemaVersion": "2.2",
+                "description": "efa-cdk: the Capacity Block ends soon: tell this node's users and jobs",
+                "parameters": {
+                    "endDate": {"type": "String", "allowedPattern": END_DATE_PATTERN,
+                                "description": "when the Capacity Block ends (EC2's event)"},
+                },
+                "mainSteps": [{
+                    "action": "aws:runShellScript",
+                    "name": "capacityBlockEnding",
+                    "inputs": {"runCommand": [f"EFA_CDK_BLOCK_END='{{{{ endDate }}}}' {STEP}"]},
+                }],
+            },
+        )  # fmt: skip
+        self.rule = events.Rule(
+            self,
+            "Rule",
+            description=f"efa-cdk: EC2's warning before Capacity Block {reservation_id} ends",
+            event_pattern=events.EventPattern(
+                source=["aws.ec2"],
+                detail_type=list(EXPIRATION_WARNINGS),
+                detail={"capacity-reservation-id": [reservation_id]},
+            ),
+        )
+        if nodes:
+            self.rule.add_target(_RunCommand(self, self.document, cluster_tag))
+        if monitoring is not None:
+            # recent aws-cdk-lib's SnsTopic target grants this itself (the statements merge); the lowest
+            # release the package supports is not assumed to
+            monitoring.allow_publisher("events.amazonaws.com")
+            self.rule.add_target(
+                targets.SnsTopic(
+                    monitoring.topic,
+                    message=events.RuleTargetInput.from_text(
+                        f"Capacity Block {reservation_id} ends at {END_DATE}: EC2 begins terminating its "
+                        "instances 10 minutes after this warning. Checkpoint now."
+                    ),
+                )
+            )
+
+
+@jsii.implements(events.IRuleTarget)
+class _RunCommand:
+    """Run Command on the cluster's nodes, by tag, with the event's end date as the document's parameter
+    (EventBridge's Run Command target: ``RunCommandParameters``, the input is the parameters' JSON)."""
+
+    def __init__(self, scope: Construct, document: ssm.CfnDocument, cluster_tag: str) -> None:
+        self.scope, self.document, self.cluster_tag = scope, document, cluster_tag
+
+    def bind(self, rule: Any, id: str | None = None) -> events.RuleTargetConfig:
+        stack = Stack.of(self.scope)
+        document_arn = stack.format_arn(service="ssm", resource="document", resource_name=self.document.ref)
+        role = iam.Role(
+            self.scope, "RunCommandRole", assumed_by=iam.ServicePrincipal("events.amazonaws.com"),
+            description="efa-cdk: EventBridge runs the Capacity Block warning on the cluster's nodes",
+        )  # fmt: skip
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["ssm:SendCommand"], resources=[document_arn])
+        )
+        instances = stack.format_arn(service="ec2", resource="instance", resource_name="*")
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["ssm:SendCommand"],
+                resources=[instances],
+                conditions={"StringEquals": {"aws:ResourceTag/efa-cdk:cluster": self.cluster_tag}},
+            )
+        )
+        # the cluster's instances by their tag: Run Command targets them so, their ids come later
+        acknowledge(role, f"AwsSolutions-IAM5[Resource::{nag_resource(self.scope, instances)}]")
+        return events.RuleTargetConfig(
+            arn=document_arn,
+            role=role,
+            run_command_parameters=events.CfnRule.RunCommandParametersProperty(
+                run_command_targets=[
+                    events.CfnRule.RunCommandTargetProperty(
+                        key="tag:efa-cdk:cluster", values=[self.cluster_tag]
+                    )
+                ]
+            ),
+            input=events.RuleTargetInput.from_object(
+                {"endDate": [events.EventField.from_path("$.detail.end-date")]}
+            ),
+        )

@@ -1,0 +1,196 @@
+"""Before a Capacity Block ends (efa_constructs/cdk/capacity_block.py; issue 43): EC2's warning reaches the
+alarm topic and the nodes.
+
+Expected values from AWS's pages: the event's source ``aws.ec2``, its detail types (EC2 user guide,
+"Monitor Capacity Blocks using EventBridge": "Capacity Block Expiration Warning" on the global page,
+"Capacity Block Reservation Expiration Warning" on the regional copies) and ``detail.end-date``;
+EventBridge's Run Command target (``RunCommandParameters``, the input as the document's parameters); SNS's
+rule that a service publishing to an encrypted topic may use its key. The role is evaluated with AWS's
+evaluation logic (tests/iam_eval.py), not grepped; stock cfn-lint and cdk-nag check the ready stack.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import assertions
+
+from efa_constructs.cdk.capacity_block import END_DATE_PATTERN
+from stacks.cluster_stack import EfaClusterStack
+from stacks.params import ClusterParams
+from tests.helpers import Node, lint, new_app
+from tests.iam_eval import Request, allowed, role_statements
+
+BLOCK = "cr-0123456789abcdef0"
+
+
+def _stack(**context: str) -> Any:
+    params = ClusterParams.from_context(
+        {"availability_zone": "us-east-1a", "capacity_block": BLOCK, "capacity_instances": "2", **context},
+        default_instance_type="p5.48xlarge",
+    )
+    return EfaClusterStack(new_app(), "Block", params=params)
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return assertions.Template.from_stack(_stack()).to_json()  # type: ignore[no-any-return]
+
+
+def _of(template: dict[str, Any], kind: str) -> list[tuple[str, dict[str, Any]]]:
+    return [(k, v) for k, v in template["Resources"].items() if v["Type"] == kind]
+
+
+def test_the_rule_matches_ec2s_warning_for_this_block_only(template: dict[str, Any]) -> None:
+    ((_, rule),) = _of(template, "AWS::Events::Rule")
+    assert rule["Properties"]["EventPattern"] == {
+        "source": ["aws.ec2"],
+        "detail-type": ["Capacity Block Expiration Warning", "Capacity Block Reservation Expiration Warning"],
+        "detail": {"capacity-reservation-id": [BLOCK]},
+    }
+
+
+def test_the_nodes_are_told_through_run_command_with_the_events_end_date(template: dict[str, Any]) -> None:
+    ((_, rule),) = _of(template, "AWS::Events::Rule")
+    (command,) = [t for t in rule["Properties"]["Targets"] if "RunCommandParameters" in t]
+    (target,) = command["RunCommandParameters"]["RunCommandTargets"]
+    assert target["Key"] == "tag:efa-cdk:cluster"  # the tag every node of the cluster carries
+    transform = command["InputTransformer"]
+    assert list(transform["InputPathsMap"].values()) == ["$.detail.end-date"]
+    (name,) = transform["InputPathsMap"]
+    # EventBridge puts a string into a placeholder outside quotes as a JSON string (CDK's from_object)
+    assert json.loads(transform["InputTemplate"].replace(f"<{name}>", '"2026-11-26T12:00:00.000Z"')) == {
+        "endDate": ["2026-11-26T12:00:00.000Z"]
+    }
+    (content,) = [
+        d["Properties"]["Content"]
+        for _, d in _of(template, "AWS::SSM::Document")
+        if "capacity-block" in json.dumps(d)
+    ]
+    assert content["parameters"]["endDate"]["allowedPattern"] == END_DATE_PATTERN
+    assert "run-steps.sh capacity-block-ending" in content["mainSteps"][0]["inputs"]["runCommand"][0]
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [("2026-11-26T12:00:00.000Z", True), ("2026-11-26T12:00:00Z", True), ("2026-11-26T12:00:00+00:00", True),
+     ("'; rm -rf / #", False), ("2026-11-26", False)],
+)  # fmt: skip
+def test_the_documents_parameter_takes_an_end_time_and_nothing_else(value: str, ok: bool) -> None:
+    """SSM checks the parameter against allowedPattern before the command runs: nothing but a time
+    reaches the shell line."""
+    import re
+
+    assert bool(re.match(END_DATE_PATTERN, value)) is ok
+
+
+def test_eventbridge_may_run_the_document_on_the_clusters_nodes_only(template: dict[str, Any]) -> None:
+    ((role_id, _),) = [
+        (k, v) for k, v in _of(template, "AWS::IAM::Role")
+        if "events.amazonaws.com" in json.dumps(v["Properties"]["AssumeRolePolicyDocument"])
+    ]  # fmt: skip
+    statements = role_statements(template, role_id)
+    ((doc_id, _),) = [d for d in _of(template, "AWS::SSM::Document") if "capacity-block" in json.dumps(d[1])]
+    document = f"arn:aws:ssm:us-east-1:123456789012:document/ref:{doc_id}"
+    node = "arn:aws:ec2:us-east-1:123456789012:instance/i-0123456789abcdef0"
+    cluster = {"aws:ResourceTag/efa-cdk:cluster": _cluster_tag(statements)}
+    assert allowed(Request(role_id, "ssm:SendCommand", document), statements, [])
+    assert allowed(Request(role_id, "ssm:SendCommand", node, cluster), statements, [])
+    other = {"aws:ResourceTag/efa-cdk:cluster": "another-stack/Cluster"}
+    assert not allowed(Request(role_id, "ssm:SendCommand", node, other), statements, [])
+    assert not allowed(Request(role_id, "ssm:SendCommand", node), statements, [])  # untagged
+    assert not allowed(Request(role_id, "ssm:SendCommand", f"{document}x"), statements, [])
+
+
+def _cluster_tag(statements: list[dict[str, Any]]) -> str:
+    (value,) = [
+        s["Condition"]["StringEquals"]["aws:ResourceTag/efa-cdk:cluster"]
+        for s in statements
+        if "Condition" in s
+    ]
+    return str(value)
+
+
+def test_the_alarm_topic_gets_the_warning_and_eventbridge_may_use_its_key(template: dict[str, Any]) -> None:
+    ((_, rule),) = _of(template, "AWS::Events::Rule")
+    (topic_target,) = [t for t in rule["Properties"]["Targets"] if "RunCommandParameters" not in t]
+    ((topic_id, _),) = _of(template, "AWS::SNS::Topic")
+    assert topic_target["Arn"] == {"Ref": topic_id}
+    assert "<detail-end-date>" in json.dumps(topic_target["InputTransformer"]["InputTemplate"])
+    ((_, key),) = _of(template, "AWS::KMS::Key")
+    services = set()
+    for s in key["Properties"]["KeyPolicy"]["Statement"]:
+        named = s.get("Principal", {}).get("Service", [])
+        services |= set(named if isinstance(named, list) else [named])
+    assert services == {"cloudwatch.amazonaws.com", "events.amazonaws.com"}
+    ((_, policy),) = _of(template, "AWS::SNS::TopicPolicy")
+    assert "events.amazonaws.com" in json.dumps(policy)
+
+
+def test_an_on_demand_cluster_has_no_rule() -> None:
+    t = assertions.Template.from_stack(
+        EfaClusterStack(
+            new_app(), "OnDemand", params=ClusterParams.from_context({}, default_instance_type="p5.48xlarge")
+        )
+    ).to_json()
+    assert not _of(t, "AWS::Events::Rule")
+
+
+def test_the_block_stack_is_stock_cfn_lint_and_cdk_nag_clean(template: dict[str, Any]) -> None:
+    assert lint(template, stock=True) == []
+    from tests.test_security import nag
+
+    nag({"P5EfaCluster:capacity_block": BLOCK, "P5EfaCluster:capacity_instances": "2",
+         "P5EfaCluster:availability_zone": "us-east-1a"})  # fmt: skip
+
+
+def test_the_node_step_keeps_the_end_time_and_tells_every_user(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    wall = node.stub_dir / "bin" / "wall"
+    wall.write_text('#!/bin/sh\nprintf "%s\\n" "$*" >>"$STUB_DIR/wall"\n')
+    wall.chmod(0o755)
+    r = node.run("capacity-block-ending", EFA_CDK_BLOCK_END="2026-11-26T12:00:00.000Z")
+    assert r.returncode == 0, r.log
+    assert node.read("var/lib/efa-cdk/capacity-block-ending") == "2026-11-26T12:00:00.000Z\n"
+    said = (node.stub_dir / "wall").read_text()
+    assert "ends at 2026-11-26T12:00:00.000Z" in said and "Checkpoint now" in said
+    bad = node.run("capacity-block-ending", EFA_CDK_BLOCK_END="$(reboot)")
+    assert bad.returncode == 1 and "not an end time" in bad.log
+
+
+def test_the_stack_names_its_block_and_status_shows_when_it_ends(template: dict[str, Any]) -> None:
+    """The ready stack's CapacityBlockId output; `efa-cdk status` asks EC2 for the block's end
+    (DescribeCapacityReservations, answered through botocore's Stubber: its shapes checked)."""
+    from datetime import datetime, timezone
+
+    import boto3
+    from botocore.stub import Stubber
+
+    from efa_constructs.tools import status
+
+    assert template["Outputs"]["CapacityBlockId"]["Value"] == BLOCK
+    ec2 = boto3.session.Session(
+        region_name="us-east-1", aws_access_key_id="k", aws_secret_access_key="k"
+    ).client("ec2")
+    stub = Stubber(ec2)
+    end = datetime(2026, 11, 26, 11, 30, tzinfo=timezone.utc)
+    stub.add_response("describe_capacity_reservations", {"CapacityReservations": [
+        {"CapacityReservationId": BLOCK, "State": "active", "EndDate": end}]},
+        {"CapacityReservationIds": [BLOCK]})  # fmt: skip
+    stub.activate()
+    block = status._capacity_block(ec2, BLOCK)
+    assert block == {"id": BLOCK, "state": "active", "ends": "2026-11-26 11:30 UTC"}
+    base = {
+        "stack": "S",
+        "status": "CREATE_COMPLETE",
+        "nodes": [],
+        "benchmarks": [],
+        "alarms": [],
+        "changes": [],
+    }
+    shown = status.render({**base, "capacity_block": block})
+    assert f"capacity block {BLOCK}: active, ends 2026-11-26 11:30 UTC" in shown
+    assert status._capacity_block(ec2, None) is None  # a stack without a block: no call, no line
