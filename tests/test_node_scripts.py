@@ -478,6 +478,31 @@ def test_fi_pingpong_tries_again_while_its_server_is_still_starting(tmp_path: Pa
     assert result["ok"] is False and "fi_getinfo: -61" in result["reason"], r.log
 
 
+@pytest.mark.parametrize(
+    ("iterations", "ok"), [(None, True), ("100", True), ("0", False), ("1; reboot", False)]
+)
+def test_fi_pingpong_runs_the_iterations_asked_on_both_sides(
+    tmp_path: Path, iterations: str | None, ok: bool
+) -> None:
+    """EFA_CDK_PINGPONG_ITERATIONS (default 1000): the same -I for the server and the client (fabtests'
+    pingpong runs the size list with it on both); anything but a count is the benchmark's reason."""
+    extra = {} if iterations is None else {"EFA_CDK_PINGPONG_ITERATIONS": iterations}
+    node = Node(tmp_path, EFA_CDK_BENCHMARKS="fi_pingpong", **extra)
+    node.cluster(["10.0.1.9", "10.0.1.10"], count=2)
+    (node.stub_dir / "local-ipv4").write_text("10.0.1.9\n")
+    shutil.copy(FIXTURES / "fi_pingpong-efa.txt", node.stub_dir / "pingpong-output")
+    r = node.run("hostfile", "benchmarks")
+    (result,) = json.loads(json.loads((node.stub_dir / "posted.json").read_text())["Data"])
+    assert result["ok"] is ok, r.log
+    if ok:
+        want = f"-I {iterations or 1000} -S all"
+        (client,) = node.calls("fi_pingpong")
+        (server,) = [c for c in node.calls("ssh") if "fi_pingpong" in c]
+        assert want in client and want in server
+    else:
+        assert "is not a count" in result["reason"]
+
+
 def test_a_success_nobody_waits_for_is_not_an_error(tmp_path: Path) -> None:
     """A node an Auto Scaling group adds on a resize: its signal has no CloudFormation operation."""
     node = Node(tmp_path)

@@ -132,8 +132,12 @@ run_nccom_test() {
     nccom-test -r $((nodes * slots)) -N "$nodes" -b 8 -e 1GB -f 2 -n 20 -w 5 -d fp32 allr --hosts "${hosts[@]}"
 }
 run_fi_pingpong() { # server on the second node, client here (in the image when there is one)
+  # -I: iterations per message size, the same on both sides (EFA_CDK_PINGPONG_ITERATIONS: fewer where the
+  # fabric is slow, as the one-machine cluster's tcp stand-in is); the server outlives the client's tries.
+  local iterations=${EFA_CDK_PINGPONG_ITERATIONS:-1000}
+  [[ "$iterations" =~ ^[1-9][0-9]{0,5}$ ]] || { echo "EFA_CDK_PINGPONG_ITERATIONS is not a count: $iterations"; return 1; }
   "${in_image[@]}" ssh -o BatchMode=yes "${hosts[1]}" \
-    "PATH=/opt/amazon/efa/bin:\$PATH timeout 300 fi_pingpong -p $FABRIC -e rdm -I 1000 -S all" >"$out/fi_pingpong-server.log" 2>&1 &
+    "PATH=/opt/amazon/efa/bin:\$PATH timeout 330 fi_pingpong -p $FABRIC -e rdm -I $iterations -S all" >"$out/fi_pingpong-server.log" 2>&1 &
   # The client connects once (fabtests' pingpong.c: "failed to connect" and exit): while the server is
   # still starting over SSH (slow on a busy node), try again, for up to a minute.
   local try rc
@@ -141,7 +145,7 @@ run_fi_pingpong() { # server on the second node, client here (in the image when 
     sleep 3
     rc=0
     "${here_run[@]}" env "PATH=/opt/amazon/efa/bin:$PATH" "FI_PROVIDER=$FABRIC" timeout 240 \
-      fi_pingpong -p "$FABRIC" -e rdm -I 1000 -S all "${hosts[1]}" >"$out/fi_pingpong-client.log" 2>&1 || rc=$?
+      fi_pingpong -p "$FABRIC" -e rdm -I "$iterations" -S all "${hosts[1]}" >"$out/fi_pingpong-client.log" 2>&1 || rc=$?
     cat "$out/fi_pingpong-client.log"
     [ "$rc" = 0 ] && return 0
     grep -q "failed to connect" "$out/fi_pingpong-client.log" || return "$rc"
