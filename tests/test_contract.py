@@ -1,7 +1,7 @@
 """The contract every orchestrator's EFA nodes keep, one suite over the four (issue 42).
 
 Each rule and attribute the four share is asserted here once, parametrized over `ORCHESTRATORS`: a fifth
-orchestrator joins by adding one entry. The rules live in one place (``cdk/_node_base.check_node_rules``
+orchestrator joins by adding one entry. The rules live in one place (``cdk/_node_base.EfaNodeBase``
 and ``NodePlan.check_fits``); before they did, ``EfaParallelCluster`` accepted a Capacity Reservation of
 another type, in another zone or smaller than its ``max_count``, and ``EfaNodegroup`` the same, while
 ``EfaCluster`` and ``EfaPcsCluster`` refused them. Expected values come from EC2's rules (a targeted

@@ -38,26 +38,6 @@ def known(value: T) -> T | None:
     return None if Token.is_unresolved(value) else value
 
 
-def check_node_rules(
-    plan: NodePlan,
-    vpc: ec2.IVpc,
-    subnets: Mapping[str, ec2.ISubnet | None],
-    count: int | None,
-    count_name: str,
-    availability_zone: str | None = None,
-) -> None:
-    """The rules of every orchestrator's EFA nodes, in one place: each subnet is of the VPC, and the
-    capacity holds the nodes' type, in their subnet's zone (else `availability_zone`, the one asked
-    for), for their most count (:meth:`NodePlan.check_fits`). The contract tests
-    (tests/test_contract.py) hold all four orchestrators to them."""
-    for what, subnet in subnets.items():
-        if subnet is not None:
-            check_subnet_of(vpc, subnet, what)
-    first = next((s for s in subnets.values() if s is not None), None)
-    zone = (known(first.availability_zone) if first is not None else None) or availability_zone
-    plan.check_fits(count=known(count), count_name=count_name, availability_zone=zone)
-
-
 class EfaNodeBase:
     """The shared pieces of one orchestrator's EFA nodes, in `scope`.
 
@@ -83,11 +63,17 @@ class EfaNodeBase:
         ssh_peers: Sequence[ec2.IPeer] = (),
         internet_egress: InternetEgress = InternetEgress.WEB,
     ) -> None:
-        """Run the node rules every orchestrator shares, then make the groups. `subnets`: the nodes'
-        subnets by the orchestrator's keyword for each (each must be of `vpc`; the first decides the
-        nodes' zone, else `availability_zone`); `count`: the most nodes it launches, `count_name` its
-        keyword (a token: None)."""
-        check_node_rules(plan, vpc, subnets, count, count_name, availability_zone)
+        """Run the node rules every orchestrator shares, in this one place, then make the groups: each of
+        `subnets` (the nodes' subnets by the orchestrator's keyword for each) is of `vpc`, and the capacity
+        holds the nodes' type, in the first subnet's zone (else `availability_zone`, the one asked for), for
+        `count` nodes at most (`count_name` its keyword; a token: not checked), :meth:`NodePlan.check_fits`.
+        The contract tests (tests/test_contract.py) hold all four orchestrators to them."""
+        for what, subnet in subnets.items():
+            if subnet is not None:
+                check_subnet_of(vpc, subnet, what)
+        first = next((s for s in subnets.values() if s is not None), None)
+        zone = (known(first.availability_zone) if first is not None else None) or availability_zone
+        plan.check_fits(count=known(count), count_name=count_name, availability_zone=zone)
         self._scope, self.plan = scope, plan
         self.security_group = EfaSecurityGroup(
             scope, "SecurityGroup", vpc=vpc, ssh_peers=ssh_peers, internet_egress=internet_egress
