@@ -41,6 +41,9 @@ from .cdk import (
     ImageReadOnce as ImageReadOnce,
 )
 from .cdk import (
+    NodeOptions as NodeOptions,
+)
+from .cdk import (
     NodePublicAddress as NodePublicAddress,
 )
 from .cdk import (
@@ -48,6 +51,9 @@ from .cdk import (
 )
 from .cdk import (
     NodeSoftwareInstallation as NodeSoftwareInstallation,
+)
+from .cdk import (
+    NodeTemplateOptions as NodeTemplateOptions,
 )
 from .cdk import (
     OsFamily as OsFamily,

@@ -174,7 +174,8 @@ def test_help_shows_our_docstrings_not_constructs_own() -> None:
     import pydoc
 
     text = pydoc.render_doc(EfaCluster)
-    assert "instance_type: an EFA-capable instance type" in text and ":param id:" not in text
+    assert "node_count: number of nodes" in text and ":param id:" not in text
+    assert "Node options (:class:`NodeTemplateOptions`, each documented there)" in text
 
 
 def test_nodes_wait_for_their_route_out_and_elastic_ips_for_the_internet_gateway(make_stack: Any) -> None:

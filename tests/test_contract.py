@@ -58,20 +58,29 @@ class Orchestrator:
     grantable: bool = True
 
 
+#: A keyword the builders leave out (`instance_type=LEFT_OUT`).
+LEFT_OUT = object()
+
+
+def _node(kw: dict[str, Any]) -> dict[str, Any]:
+    """The node options: the type unless the test sets or leaves it out, and what the test passes."""
+    return {k: v for k, v in {"instance_type": ec2.InstanceType(TYPE), **kw}.items() if v is not LEFT_OUT}
+
+
 def _cluster(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet, count: int, **kw: Any) -> Any:
-    return EfaCluster(stack, "Nodes", vpc=vpc, subnet=subnet, instance_type=ec2.InstanceType(TYPE),
-                      node_count=count, node_software=NodeSoftware.none(), **kw)  # fmt: skip
+    return EfaCluster(stack, "Nodes", vpc=vpc, subnet=subnet, node_count=count,
+                      node_software=NodeSoftware.none(), **_node(kw))  # fmt: skip
 
 
 def _pcs(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet, count: int, **kw: Any) -> Any:
-    return EfaPcsCluster(stack, "Nodes", vpc=vpc, subnet=subnet, instance_type=ec2.InstanceType(TYPE),
-                         ami_id="ami-0123456789abcdef0", max_count=count, **kw)  # fmt: skip
+    return EfaPcsCluster(stack, "Nodes", vpc=vpc, subnet=subnet, ami_id="ami-0123456789abcdef0",
+                         max_count=count, **_node(kw))  # fmt: skip
 
 
 def _pcluster(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet, count: int, **kw: Any) -> Any:
     head = vpc.public_subnets[0]
     return EfaParallelCluster(stack, "Nodes", vpc=vpc, compute_subnet=subnet, head_node_subnet=head,
-                              instance_type=ec2.InstanceType(TYPE), max_count=count, **kw)  # fmt: skip
+                              max_count=count, **_node(kw))  # fmt: skip
 
 
 def _eks(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet, count: int, **kw: Any) -> Any:
@@ -81,8 +90,8 @@ def _eks(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet, count: int, **kw: Any
     cluster = eks.Cluster(stack, "Eks", version=eks.KubernetesVersion.V1_35, vpc=vpc, default_capacity=0,
                           default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
                           vpc_subnets=[isolated])  # fmt: skip
-    return EfaNodegroup(stack, "Nodes", cluster=cluster, instance_type=ec2.InstanceType(TYPE), subnet=subnet,
-                        min_size=0, max_size=count, device_plugin=False, **kw)  # fmt: skip
+    return EfaNodegroup(stack, "Nodes", cluster=cluster, subnet=subnet, min_size=0, max_size=count,
+                        device_plugin=False, **_node(kw))  # fmt: skip
 
 
 ORCHESTRATORS = [
@@ -178,3 +187,68 @@ def test_every_orchestrator_shares_the_node_face_and_works_through_cdk(orchestra
     if orchestrator.grantable:
         assume = assertions.Match.array_with([assertions.Match.object_like({"Action": "sts:AssumeRole"})])
         t.has_resource_properties("AWS::IAM::Policy", {"PolicyDocument": {"Statement": assume}})
+
+
+#: The node options misused as a user would, and the library's answer (its code, the keyword it names, and
+#: what the fix says): a misspelt key, a reservation id given as a string, the type left out.
+MISUSED = [
+    ("misspelt", {"capcity": Capacity.on_demand()}, "efa-cdk:argument-unknown", "capcity",
+     "did you mean capacity"),
+    ("wrong type", {"capacity": RESERVATION}, "efa-cdk:argument-wrong-type", "capacity",
+     "Capacity.reservation('cr-...')"),
+    ("type left out", {"instance_type": LEFT_OUT}, "efa-cdk:argument-missing", None, "instance_type"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("orchestrator", ORCHESTRATORS, ids=IDS)
+@pytest.mark.parametrize(("case", "kwargs", "code", "what", "fix"), MISUSED, ids=[c[0] for c in MISUSED])
+def test_every_orchestrator_checks_the_node_options_at_its_door(
+    orchestrator: Orchestrator, case: str, kwargs: dict[str, Any], code: str, what: str | None, fix: str
+) -> None:
+    """The options come through ``**node: Unpack[...]``, which Python itself would take whatever its keys:
+    ``@checked`` holds them to the options' declaration, as it holds the construct's own keywords."""
+    stack = Stack(new_app(), "Contract")
+    vpc = network(stack)
+    with pytest.raises(EfaConfigError) as err:
+        orchestrator.build(stack, vpc, vpc.isolated_subnets[0], 2, **kwargs)
+    assert err.value.code == code, str(err.value)
+    assert err.value.what == (what or orchestrator.name), str(err.value)
+    assert fix in err.value.fix, str(err.value)
+
+
+def test_the_node_options_are_declared_once() -> None:
+    """Issue 42: each node option is declared in its options type (and `NodePlan.resolve`, the plan's own
+    constructor), never again as a construct's own keyword; every construct that launches EFA nodes takes
+    them by unpacking the one declaration, ParallelCluster the part it can honour (it lays out and
+    roles its compute nodes itself)."""
+    import inspect
+    import typing
+
+    from constructs import Construct
+
+    import efa_constructs
+    from efa_constructs import NodeOptions, NodeTemplateOptions
+
+    keys = set(typing.get_type_hints(NodeTemplateOptions))
+    assert keys == {"instance_type", "capacity", "placement_group", "nic_layout", "root_volume_gib", "role"}
+    #: A keyword of the same name for another thing: the role of nodes made elsewhere, granted the software.
+    other_meaning = {("NodeSoftwareInstallation", "role")}
+    unpacking: dict[str, object] = {}
+    for name in efa_constructs.__all__:
+        cls = getattr(efa_constructs, name)
+        if not (inspect.isclass(cls) and issubclass(cls, Construct)):
+            continue
+        parameters = inspect.signature(cls.__init__).parameters.values()
+        own = {p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD}
+        assert not {(name, k) for k in own & keys} - other_meaning, name
+        hints = typing.get_type_hints(cls.__init__)
+        for p in parameters:
+            if p.kind is inspect.Parameter.VAR_KEYWORD:
+                unpacking[name] = typing.get_args(hints[p.name])[0]
+    assert unpacking == {
+        "EfaCluster": NodeTemplateOptions,
+        "EfaPcsCluster": NodeTemplateOptions,
+        "EfaNodegroup": NodeTemplateOptions,
+        "EfaLaunchTemplate": NodeTemplateOptions,
+        "EfaParallelCluster": NodeOptions,
+    }

@@ -25,6 +25,22 @@ WRONG = [
     ("node_count=2", "node_cont=2", 'Unexpected keyword argument "node_cont" for "EfaCluster"'),
     ("max_count=4,", "max_cuont=4,", 'Unexpected keyword argument "max_cuont" for "EfaPcsCluster"'),
     ("max_size=4,", 'max_size="4",', 'Argument "max_size" to "EfaNodegroup" has incompatible type "str"'),
+    # node options, declared once (NodeOptions) and unpacked into each construct: checked at the call site too
+    (
+        "nic_layout=Layout.recommended(),",
+        'nic_layout="recommended",',
+        'Argument "nic_layout" to "EfaLaunchTemplate" has incompatible type "str"',
+    ),
+    (
+        'capacity=Capacity.capacity_block("cr-0123456789abcdef0"),',
+        'capacity="cr-0123456789abcdef0",',
+        'Argument "capacity" to "EfaNodegroup" has incompatible type "str"',
+    ),
+    (
+        'instance_type=ec2.InstanceType("trn1.32xlarge"),\n        ami_id=',
+        "ami_id=",
+        'Missing named argument "instance_type" for "EfaPcsCluster"',
+    ),
     (
         "launch_template=lt,",
         "launch_template=sg,",

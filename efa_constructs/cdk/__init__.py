@@ -14,6 +14,7 @@ from .machine_image import EfaMachineImage, ImageReadOnce, OsFamily
 from .network import EfaNetwork
 from .node import EfaAutoScalingGroup, EfaNode, NodePublicAddress
 from .node_software import BenchmarkReport, NodeSoftware, NodeSoftwareInstallation
+from .options import NodeOptions, NodeTemplateOptions
 from .parallel_cluster import EfaParallelCluster
 from .pcs import EfaPcsCluster
 from .security_group import EfaSecurityGroup, ssh_peer
@@ -33,9 +34,11 @@ __all__ = [
     "EfaSecurityGroup",
     "EfaSharedStorage",
     "ImageReadOnce",
+    "NodeOptions",
     "NodePublicAddress",
     "NodeSoftware",
     "NodeSoftwareInstallation",
+    "NodeTemplateOptions",
     "OsFamily",
     "ssh_peer",
 ]

@@ -141,49 +141,85 @@ MEANT = {
 }
 
 
-def _binding_error(
-    owner: str, signature: inspect.Signature, kwargs: dict[str, Any], err: TypeError
-) -> EfaConfigError:
-    """An unknown keyword names the argument meant (the closest of the construct's own names); a missing
-    one names itself, with Python's message."""
-    known = [n for n in signature.parameters if n not in ("self", "scope", "id_")]
-    unknown = [k for k in kwargs if k not in signature.parameters]
-    if unknown:
-        hint = MEANT.get((owner, unknown[0]))
-        close = [hint] if hint else difflib.get_close_matches(unknown[0], known, n=1, cutoff=0.6)
-        meant = f"did you mean {' or '.join(close)}? " if close else ""
-        return EfaConfigError(
-            unknown[0],
-            code="efa-cdk:argument-unknown",
-            value=kwargs[unknown[0]],
-            why=f"{owner} has no argument {unknown[0]!r}",
-            fix=f"{meant}{owner} takes: {', '.join(known)}",
-        )
+def _unknown_error(owner: str, name: str, value: Any, known: list[str]) -> EfaConfigError:
+    """An unknown keyword names the argument meant (the closest of the construct's own names)."""
+    hint = MEANT.get((owner, name))
+    close = [hint] if hint else difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    meant = f"did you mean {' or '.join(close)}? " if close else ""
+    return EfaConfigError(
+        name,
+        code="efa-cdk:argument-unknown",
+        value=value,
+        why=f"{owner} has no argument {name!r}",
+        fix=f"{meant}{owner} takes: {', '.join(known)}",
+    )
+
+
+def _missing_error(owner: str, why: str, known: list[str]) -> EfaConfigError:
     return EfaConfigError(
         owner,
         code="efa-cdk:argument-missing",
         value="(arguments)",
-        why=str(err),
+        why=why,
         fix=f"{owner} takes: {', '.join(known)}",
     )
+
+
+class _Parameters:
+    """A construct's keywords and their types, its own and those of the options it unpacks
+    (``**node: Unpack[NodeOptions]``, a TypedDict: :mod:`efa_constructs.cdk.options`), read at the first
+    call, when every module the annotations name is loaded."""
+
+    def __init__(self, init: Callable[..., None]) -> None:
+        signature = inspect.signature(init)
+        self.hints = {n: h for n, h in typing.get_type_hints(init).items() if n not in ("scope", "return")}
+        self.known = [n for n in signature.parameters if n not in ("self", "scope", "id_")]
+        self.options_name: str | None = None
+        self.required: frozenset[str] = frozenset()
+        for name, parameter in signature.parameters.items():
+            if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+                (options,) = typing.get_args(self.hints.pop(name))  # Unpack[SomeOptions]
+                fields = typing.get_type_hints(options)
+                self.options_name, self.required = name, options.__required_keys__
+                self.hints.update(fields)
+                self.known.remove(name)
+                self.known += list(fields)
+
+    def arguments(self, owner: str, bound: inspect.BoundArguments) -> dict[str, Any]:
+        """Every keyword given, the unpacked options' among them; an unknown or missing one refused."""
+        given = dict(list(bound.arguments.items())[1:])
+        options = given.pop(self.options_name, {}) if self.options_name else {}
+        for name, value in options.items():
+            if name not in self.hints:
+                raise _unknown_error(owner, name, value, self.known)
+        missing = sorted(self.required - set(options))
+        if missing:
+            raise _missing_error(
+                owner, f"missing 1 required keyword-only argument: {missing[0]!r}", self.known
+            )
+        return {**given, **options}
 
 
 def checked(init: F) -> F:
     """Check every argument of a construct's ``__init__`` against its annotation before it runs."""
     signature = inspect.signature(init)
-    hints: dict[str, Any] = {}
+    parameters: list[_Parameters] = []
 
     @functools.wraps(init)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> None:
-        if not hints:  # resolved at the first call, when every module the annotations name is loaded
-            hints.update(typing.get_type_hints(init))
+        if not parameters:
+            parameters.append(_Parameters(init))
+        owner, known = type(self).__name__, parameters[0]
         try:
             bound = signature.bind(self, *args, **kwargs)
         except TypeError as err:  # a missing or unknown keyword: Python's own message says which
-            raise _binding_error(type(self).__name__, signature, kwargs, err) from None
-        for name, value in list(bound.arguments.items())[1:]:
-            if name in hints and name != "scope":
-                check_argument(type(self).__name__, name, value, hints[name])
+            unknown = [k for k in kwargs if k not in signature.parameters]
+            if unknown:
+                raise _unknown_error(owner, unknown[0], kwargs[unknown[0]], known.known) from None
+            raise _missing_error(owner, str(err), known.known) from None
+        for name, value in known.arguments(owner, bound).items():
+            if name in known.hints:
+                check_argument(owner, name, value, known.hints[name])
         init(self, *args, **kwargs)
 
     return typing.cast(F, wrapper)

@@ -21,15 +21,15 @@ from aws_cdk import (
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
+from typing_extensions import Unpack
 
-from ..core.capacity import Capacity, CapacityKind
+from ..core.capacity import CapacityKind
 from ..core.catalogue import AcceleratorKind
 from ..core.checks import ClusterRequest, check_cluster, replacement_without_spare
 from ..core.containers import ContainerRun
 from ..core.errors import EfaConfigError
-from ..core.layout import Layout
-from ..core.node_plan import NodePlan, PlannedNodes
-from ..core.options import DEFAULT_NODE_COUNT, DEFAULT_ROOT_VOLUME_GIB, InternetEgress, NodeGroup, PublicIp
+from ..core.node_plan import PlannedNodes
+from ..core.options import DEFAULT_NODE_COUNT, InternetEgress, NodeGroup, PublicIp
 from ..core.software import Benchmark, EfaUserData
 from ._node_base import EfaNodeBase
 from ._node_base import known as _known
@@ -42,9 +42,9 @@ from .monitoring import EfaClusterMonitoring
 from .network import known_cidr
 from .node import EfaAutoScalingGroup, EfaNode
 from .node_software import BenchmarkReport, NodeSoftware, NodeSoftwareInstallation
+from .options import NodeTemplateOptions, plan_of
 
 __all__ = ["EfaCluster", "NodeGroup", "PublicIp"]
-_RECOMMENDED = Layout.recommended()
 _EFA_SOFTWARE = NodeSoftware.efa()
 
 
@@ -66,34 +66,30 @@ class EfaCluster(PlannedNodes, Construct):
     does not work. Then the leader (node 0) runs the benchmarks and reports them to the
     :attr:`benchmark_results` attribute.
 
+    Node options (:class:`NodeTemplateOptions`, each documented there): ``instance_type``, ``capacity``,
+    ``placement_group``, ``nic_layout``, ``root_volume_gib``, ``role`` (here by default: Session Manager
+    access plus what the node software needs).
+
     Args:
         vpc: the VPC.
-        instance_type: an EFA-capable instance type, e.g. ``ec2.InstanceType("trn1.32xlarge")``.
         node_count: number of nodes. Default: 2.
         subnet: the one subnet for every node's EFA interfaces. Default: the VPC's first private
             subnet (EFA traffic stays inside one subnet).
-        nic_layout: the interfaces (:class:`Layout`), e.g. ``Layout.legacy(efa_count=4)``. Default:
-            ``Layout.recommended()``, as many EFAs as the type's dedicated EFA cards.
         machine_image: AMI choice. Default: by accelerator (see :class:`EfaMachineImage`).
         key_pair: an EC2 key pair for your own SSH login. Default: none (Session Manager).
         ssh_peers: sources allowed to reach TCP 22. Default: none.
         internet_egress: egress beyond the cluster. Default: ``InternetEgress.WEB``.
-        placement_group: a placement group to use. Default: a cluster placement group is created.
         use_placement_group: False launches without any placement group (e.g. inside a capacity
             reservation that brings its own). Default: True.
-        root_volume_gib: encrypted gp3 root volume size. Default: 200.
         node_software: what the nodes run at boot (:class:`NodeSoftware`): ``NodeSoftware.efa(...)``,
             ``NodeSoftware.custom(user_data)`` (your own, instead of efa-cdk's) or ``NodeSoftware.none()``.
             Default: ``NodeSoftware.efa()``: install/verify EFA, passwordless SSH, hostfile, benchmarks.
-        role: instance role. Default: Session Manager access plus what the node software needs.
         public_ip: nodes that get an Elastic IP. Default: ``PublicIp.NONE``.
         public_subnet: where the Elastic IP interfaces go (same AZ as ``subnet``). Default: the
             VPC's first public subnet.
         node_group: ``NodeGroup.EXPLICIT`` (one instance resource per node) or ``NodeGroup.ASG``
             (one fixed-size Auto Scaling group; the template size does not depend on node_count).
             Default: explicit. Switching mode replaces every node.
-        capacity: a Capacity Reservation, reservation group or Capacity Block to launch into
-            (:class:`Capacity`). Default: On-Demand with a new cluster placement group.
         monitoring: the CloudWatch agent with EFA metrics, a health timer on every node, a dashboard,
             alarms and on-demand benchmarks (:class:`EfaClusterMonitoring`, ``Monitoring``); needs the
             node software. Default: on with the node software.
@@ -115,27 +111,22 @@ class EfaCluster(PlannedNodes, Construct):
         id_: str,
         *,
         vpc: ec2.IVpc,
-        instance_type: ec2.InstanceType,
         node_count: int = DEFAULT_NODE_COUNT,
         subnet: ec2.ISubnet | None = None,
-        nic_layout: Layout = _RECOMMENDED,
         machine_image: EfaMachineImage | None = None,
         key_pair: ec2.IKeyPair | None = None,
         ssh_peers: Sequence[ec2.IPeer] = (),
         internet_egress: InternetEgress = InternetEgress.WEB,
-        placement_group: ec2.IPlacementGroup | None = None,
         use_placement_group: bool = True,
-        root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
         node_software: NodeSoftware = _EFA_SOFTWARE,
-        role: iam.IRole | None = None,
         public_ip: PublicIp = PublicIp.NONE,
         public_subnet: ec2.ISubnet | None = None,
         node_group: NodeGroup = NodeGroup.EXPLICIT,
-        capacity: Capacity | None = None,
         monitoring: bool | None = None,
         alarm_email: str | None = None,
         container: ContainerRun | None = None,
         node_replacements: Mapping[int, str] | None = None,
+        **node: Unpack[NodeTemplateOptions],
     ) -> None:
         """Create the cluster; the arguments are described in the class docstring.
 
@@ -145,12 +136,8 @@ class EfaCluster(PlannedNodes, Construct):
         template); then the nodes and what watches them (node software, monitoring, limits)."""
         super().__init__(scope, id_)
         # 1. resolved once, checked once
-        self.plan = NodePlan.resolve(
-            instance_type.to_string(),
-            nic_layout=nic_layout,
-            capacity=capacity,
-            root_volume_gib=root_volume_gib,
-        )
+        self.plan = plan_of(node)
+        placement_group = node.get("placement_group")
         self.node_group, self.public_ip, self.container = node_group, public_ip, container
         self.node_software: EfaUserData | None = node_software.config
         self._vpc = vpc
@@ -172,7 +159,7 @@ class EfaCluster(PlannedNodes, Construct):
         self.launch_template = base.launch_template(
             "LaunchTemplate",
             machine_image=self.machine_image,
-            role=role,
+            role=node.get("role"),
             user_data=self.node_user_data,
             subnet=self.subnet if node_group is NodeGroup.EXPLICIT else None,  # else the ASG sets it
             key_pair=key_pair,

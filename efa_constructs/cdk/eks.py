@@ -43,18 +43,18 @@ from aws_cdk import aws_eks as eks_v1
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
+from typing_extensions import Unpack
 
 from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import AcceleratorKind, InstanceType, all_instance_types
 from ..core.catalogue import instance_type as lookup
 from ..core.errors import EfaConfigError
-from ..core.layout import Layout
-from ..core.node_plan import NodePlan
-from ..core.options import DEFAULT_MAX_COUNT, DEFAULT_MIN_COUNT, DEFAULT_ROOT_VOLUME_GIB
+from ..core.options import DEFAULT_MAX_COUNT, DEFAULT_MIN_COUNT
 from ._node_base import EfaNodeBase
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .machine_image import EfaMachineImage, OsFamily
+from .options import NodeTemplateOptions, plan_of
 
 #: eks-charts' EFA device plugin (aws/eks-charts stable/aws-efa-k8s-device-plugin/Chart.yaml).
 DEVICE_PLUGIN_CHART = "aws-efa-k8s-device-plugin"
@@ -66,7 +66,6 @@ EFA_RESOURCE = "vpc.amazonaws.com/efa"
 #: CNI policy may instead go to the VPC CNI's own service account (same page), hence optional.
 NODE_ROLE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
 CNI_POLICY = "AmazonEKS_CNI_Policy"
-_RECOMMENDED = Layout.recommended()
 
 
 @dataclass(frozen=True)
@@ -283,28 +282,24 @@ class EfaNodegroup(Construct):
     EFA device plugin. It is ``IConnectable`` (the EFA and cluster groups of every interface) and
     ``IGrantable`` (the node role).
 
+    Node options (:class:`NodeTemplateOptions`, each documented there): ``instance_type``, ``capacity``,
+    ``placement_group``, ``nic_layout``, ``root_volume_gib``, ``role`` (here by default one with EKS's three
+    node policies).
+
     Args:
         cluster: the EKS cluster: an ``aws_eks_v2.Cluster`` or an ``aws_eks.Cluster``, or one imported
             with ``from_cluster_attributes`` (give an imported ``aws_eks`` cluster its ``kubectl_role_arn``
             for the device plugin).
-        instance_type: an EFA-capable instance type.
         subnet: the one subnet of the nodes (EFA traffic stays in one Availability Zone; pick one
             whose zone offers the type). A subnet of the cluster's VPC.
         min_size: Default: 0.
         max_size: Default: 2.
         desired_size: Default: ``min_size``.
-        nic_layout: the interfaces (:class:`Layout`), e.g. ``Layout.recommended(efa_count=4)``. Default:
-            ``Layout.recommended()``, as many EFAs as the type's dedicated EFA cards.
         ami_type: a ``NodegroupAmiType`` of either EKS module. Default: the EKS-optimized AL2023 image
             for the accelerator (Neuron, NVIDIA, or standard); refused for other accelerators, which need
             yours.
-        capacity: a Capacity Reservation or Capacity Block. Default: On-Demand.
-        placement_group: an existing cluster placement group. Default: a new one On-Demand; none with a
-            reservation (unless given) or a Capacity Block.
-        role: the node role. Default: one with EKS's three node policies.
         user_data: extra MIME parts EKS merges with its bootstrap (e.g. a nodeadm ``NodeConfig``).
             Default: none.
-        root_volume_gib: the encrypted gp3 root volume. Default: 200.
         labels: Kubernetes labels of the nodes. Default: none.
         taints: Kubernetes taints of the nodes (the device plugin tolerates every taint). Default: none.
         device_plugin: install the EFA device plugin (Helm, through the cluster's kubectl provider),
@@ -325,34 +320,24 @@ class EfaNodegroup(Construct):
         id_: str,
         *,
         cluster: AnyCluster,
-        instance_type: ec2.InstanceType,
         subnet: ec2.ISubnet,
         min_size: int = DEFAULT_MIN_COUNT,
         max_size: int = DEFAULT_MAX_COUNT,
         desired_size: int | None = None,
-        nic_layout: Layout = _RECOMMENDED,
         ami_type: AnyAmiType | None = None,
-        capacity: Capacity | None = None,
-        placement_group: ec2.IPlacementGroup | None = None,
-        role: iam.IRole | None = None,
         user_data: ec2.MultipartUserData | None = None,
-        root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
         labels: Mapping[str, str] | None = None,
         taints: Sequence[AnyTaint] = (),
         device_plugin: bool = True,
         accelerator_device_plugin: bool | None = None,
         cni_policy: bool = True,
+        **node: Unpack[NodeTemplateOptions],
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
         module = eks_module(cluster)
-        self.plan = NodePlan.resolve(
-            instance_type.to_string(),
-            nic_layout=nic_layout,
-            capacity=capacity,
-            root_volume_gib=root_volume_gib,
-            instance_metadata_tags=False,  # EKS's tag keys hold '/', which fails a launch with them on
-        )
+        # EKS's tag keys hold '/', which fails a launch with tags in the instance metadata
+        self.plan = plan_of(node, instance_metadata_tags=False)
         it = self.plan.instance_type
         _check_sizes(min_size, max_size, desired_size)
         chosen = ami_type or accelerated_ami_type(it)
@@ -364,9 +349,9 @@ class EfaNodegroup(Construct):
         if device_plugin or accelerator_chart:
             _check_kubectl(cluster, module, "device_plugin" if device_plugin else "accelerator_device_plugin")
         base = EfaNodeBase(self, self.plan, vpc=cluster.vpc, subnets={"subnet": subnet}, count=max_size,
-                           count_name="max_size", placement_group=placement_group)  # fmt: skip
+                           count_name="max_size", placement_group=node.get("placement_group"))  # fmt: skip
         self.security_group, self.placement_group = base.security_group, base.placement_group
-        self.role: iam.IRole = role or self._node_role(cni_policy)
+        self.role: iam.IRole = node.get("role") or self._node_role(cni_policy)
         self.launch_template = base.launch_template(
             "LaunchTemplate",
             machine_image=EfaMachineImage.chosen_by_launcher(

@@ -22,16 +22,18 @@ from aws_cdk.aws_autoscaling import CfnAutoScalingGroup
 from aws_cdk.interfaces import ResourceEnvironment
 from aws_cdk.interfaces import aws_ec2 as ec2_refs
 from constructs import Construct, IConstruct, IValidation
+from typing_extensions import Unpack
 
 from ..core.capacity import Capacity
 from ..core.checks import check_root_volume_gib
 from ..core.errors import EfaConfigError
-from ..core.layout import Layout, NicLayout
+from ..core.layout import NicLayout
 from ..core.node_plan import NodePlan, PlannedNodes
 from ..core.options import DEFAULT_ROOT_VOLUME_GIB
 from ._shared import session_manager_role
 from .arguments import checked
 from .machine_image import EfaMachineImage
+from .options import NodeTemplateOptions, plan_of
 
 
 @jsii.implements(IStableStringProducer)
@@ -92,9 +94,6 @@ def network_interfaces(
         entry["DeleteOnTermination"] = True
         out.append(entry)
     return out
-
-
-_RECOMMENDED = Layout.recommended()
 
 
 @dataclass(frozen=True)
@@ -274,27 +273,23 @@ class EfaLaunchTemplate(PlannedNodes, Construct):
     IMDSv2 is required, the root volume is an encrypted gp3 volume, and the network interfaces
     come from the layout engine with the security groups on every interface.
 
+    Node options (:class:`NodeTemplateOptions`, each documented there): ``instance_type``, ``capacity``,
+    ``placement_group`` (here by default none in the template), ``nic_layout``, ``root_volume_gib``,
+    ``role`` (here by default :func:`session_manager_role`, Session Manager only).
+
     Args:
-        instance_type: an EFA-capable instance type, e.g. ``ec2.InstanceType("trn1.32xlarge")``.
         security_groups: groups put on every interface; include an :class:`EfaSecurityGroup`.
-        nic_layout: the interfaces (:class:`Layout`), e.g. ``Layout.legacy(efa_count=4)``. Default:
-            ``Layout.recommended()`` (ENA primary + efa-only on every EFA card, as many EFAs as the type's
-            dedicated EFA cards).
         subnet: the one subnet all interfaces go in. Default: none in the template (the
             launcher, e.g. an Auto Scaling group, supplies it).
         machine_image: the AMI and its facts. Default: :meth:`EfaMachineImage.default_for`
             (Neuron DLAMI for trn/inf, GPU DLAMI for NVIDIA, Amazon Linux 2023 otherwise).
         key_pair: an EC2 key pair for SSH. Default: none (use SSM Session Manager).
-        role: the instance role. Default: :func:`session_manager_role` (Session Manager only).
         instance_profile: False: no IamInstanceProfile in the template, for launchers that set the
             role themselves (an EKS managed node group refuses a template with one; a PCS compute node
             group takes its own IamInstanceProfileArn). ``role`` is still the grant principal.
             Default: True (an instance profile of ``role``).
         user_data: the node's user data. Default: an empty Linux user data.
-        root_volume_gib: size of the encrypted gp3 root volume. Default: 200.
-        placement_group: a cluster placement group. Default: none in the template.
         primary_network_interface_id: a pre-created ENI for card 0 / DeviceIndex 0. Default: none.
-        capacity: a Capacity Reservation or Capacity Block to launch into. Default: On-Demand.
         bridged_containers: True when containers on a bridge network (not the host's) must reach the
             instance metadata: IMDS hop limit 2. Such a container can then read the node role's
             credentials (which read the cluster SSH key). Default: False, hop limit 1: the node and
@@ -312,41 +307,31 @@ class EfaLaunchTemplate(PlannedNodes, Construct):
         scope: Construct,
         id_: str,
         *,
-        instance_type: ec2.InstanceType,
         security_groups: Sequence[ec2.ISecurityGroup],
-        nic_layout: Layout = _RECOMMENDED,
         subnet: ec2.ISubnet | None = None,
         machine_image: EfaMachineImage | None = None,
         key_pair: ec2.IKeyPair | None = None,
-        role: iam.IRole | None = None,
         instance_profile: bool = True,
         user_data: ec2.UserData | None = None,
-        root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
-        placement_group: ec2.IPlacementGroup | None = None,
         primary_network_interface_id: str | None = None,
-        capacity: Capacity | None = None,
         bridged_containers: bool = False,
         instance_metadata_tags: bool = True,
+        **node: Unpack[NodeTemplateOptions],
     ) -> None:
         """Create the template; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
-        plan = NodePlan.resolve(
-            instance_type.to_string(),
-            nic_layout=nic_layout,
-            capacity=capacity,
-            root_volume_gib=root_volume_gib,
-            bridged_containers=bridged_containers,
-            instance_metadata_tags=instance_metadata_tags,
+        plan = plan_of(
+            node, bridged_containers=bridged_containers, instance_metadata_tags=instance_metadata_tags
         )
         wiring = TemplateWiring(
             security_groups=tuple(security_groups),
             machine_image=machine_image or EfaMachineImage.default_for(plan.instance_type),
             subnet=subnet,
             key_pair=key_pair,
-            role=role,
+            role=node.get("role"),
             instance_profile=instance_profile,
             user_data=user_data,
-            placement_group=placement_group,
+            placement_group=node.get("placement_group"),
             primary_network_interface_id=primary_network_interface_id,
         )
         self._build(plan, wiring)

@@ -10,6 +10,7 @@ itself, through ParallelCluster's published CloudFormation custom-resource provi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import jsii
 from aws_cdk import Aws, CfnOutput, CfnStack, CustomResource, RemovalPolicy, Stack, Token
@@ -17,11 +18,11 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
+from typing_extensions import Unpack
 
 from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import check_ec2_type
 from ..core.errors import EfaConfigError
-from ..core.node_plan import NodePlan
 from ..core.options import DEFAULT_MAX_COUNT, DEFAULT_MIN_COUNT, SHARED_DIR, check_zone_of_subnet
 from ..core.pcluster import (
     DEFAULT_HEAD_NODE_TYPE,
@@ -45,6 +46,7 @@ from ._node_base import EfaNodeBase
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .network import EfaNetwork, known_cidr
+from .options import NodeOptions, NodeTemplateOptions, plan_of
 from .storage import EfaSharedStorage
 
 LUSTRE_DIR = "/fsx"
@@ -59,8 +61,11 @@ class EfaParallelCluster(Construct):
     It takes the same types as :class:`EfaCluster` for the same concepts (key pair, SSH peers,
     capacity, an existing VPC), and is ``IConnectable`` through its EFA security group.
 
+    Node options (:class:`NodeOptions`, each documented there): ``instance_type`` (the compute queue's),
+    ``capacity`` (not a reservation group: ParallelCluster's queues take one reservation),
+    ``placement_group``.
+
     Args:
-        instance_type: the compute queue's EFA instance type.
         min_count: static compute nodes. Default: 0.
         max_count: static + dynamic compute nodes. Default: 2.
         vpc: an existing VPC. Default: an :class:`EfaNetwork` is created (``Network``).
@@ -81,11 +86,6 @@ class EfaParallelCluster(Construct):
             (billed by use; provisioned throughput is billed whether used or not, and synthesis warns).
         fsx_lustre_capacity_gib: also create FSx for Lustre of this size. Default: none.
         storage_removal_policy: Default: RETAIN (file systems outlive the stack).
-        capacity: a Capacity Reservation or Capacity Block for the compute nodes
-            (:class:`Capacity`; not a reservation group). Default: On-Demand.
-        placement_group: an existing placement group for the compute queue (e.g. the one a Capacity
-            Reservation was made in). Default: a new cluster placement group On-Demand; none with a
-            reservation (the reservation decides placement) or a Capacity Block.
         create_cluster: also create the cluster with ParallelCluster's custom resource.
             Default: False (deploy the YAML output with ``pcluster create-cluster``).
     """
@@ -96,7 +96,6 @@ class EfaParallelCluster(Construct):
         scope: Construct,
         id_: str,
         *,
-        instance_type: ec2.InstanceType,
         min_count: int = DEFAULT_MIN_COUNT,
         max_count: int = DEFAULT_MAX_COUNT,
         vpc: ec2.IVpc | None = None,
@@ -111,14 +110,13 @@ class EfaParallelCluster(Construct):
         efs_throughput_mibps: int | None = None,
         fsx_lustre_capacity_gib: int | None = None,
         storage_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
-        capacity: Capacity | None = None,
-        placement_group: ec2.IPlacementGroup | None = None,
         create_cluster: bool = False,
+        **node: Unpack[NodeOptions],
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
         # ParallelCluster lays out the compute nodes' interfaces itself: the plan's type and capacity are used
-        self.plan = NodePlan.resolve(instance_type.to_string(), capacity=capacity)
+        self.plan = plan_of(cast(NodeTemplateOptions, node))  # none of the template's options given
         it = self.plan.instance_type
         head_type = (head_node_instance_type or ec2.InstanceType(DEFAULT_HEAD_NODE_TYPE)).to_string()
         check_ec2_type(head_type, "head_node_instance_type")
@@ -147,7 +145,8 @@ class EfaParallelCluster(Construct):
         # with a Capacity Block.
         base = EfaNodeBase(self, self.plan, vpc=vpc, subnets={"compute_subnet": compute_subnet,
                            "head_node_subnet": head_node_subnet}, count=max_count, count_name="max_count",
-                           availability_zone=availability_zone, placement_group=placement_group)  # fmt: skip
+                           availability_zone=availability_zone,
+                           placement_group=node.get("placement_group"))  # fmt: skip
         self.security_group, self.placement_group = base.security_group, base.placement_group
         self.storage = EfaSharedStorage(
             self,

@@ -46,17 +46,16 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_pcs as pcs
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
+from typing_extensions import Unpack
 
 from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import check_ec2_type
 from ..core.catalogue import instance_type as lookup
 from ..core.errors import EfaConfigError
 from ..core.layout import Layout
-from ..core.node_plan import NodePlan
 from ..core.options import (
     DEFAULT_MAX_COUNT,
     DEFAULT_MIN_COUNT,
-    DEFAULT_ROOT_VOLUME_GIB,
     SHARED_DIR,
     check_zone_of_subnet,
 )
@@ -78,6 +77,7 @@ from .arguments import checked
 from .launch_template import EfaLaunchTemplate
 from .machine_image import EfaMachineImage, OsFamily
 from .network import EfaNetwork
+from .options import NodeTemplateOptions, plan_of
 from .storage import EfaSharedStorage
 
 #: The IAM path that lets PCS accept a role and instance profile whatever their names.
@@ -134,8 +134,15 @@ class EfaPcsCluster(Construct):
     (efa-cdk's ``efa-env`` and ``verify-efa`` steps; log in ``/var/log/efa-cdk.log``).
     ``IConnectable`` through the security group, ``IGrantable`` through the node role.
 
+    Node options (:class:`NodeTemplateOptions`, each documented there): ``instance_type`` (the compute
+    nodes'), ``capacity``, ``placement_group``, ``nic_layout`` (here by default ``Layout.legacy()``, ``efa``
+    on every card, card 0 at DeviceIndex 0, the others at 1: the layout every PCS source shows, PCS user
+    guide, "Using EFA with AWS PCS"; aws-hpc-recipes ``recipes/pcs/enable_efa``; no PCS source shows PCS
+    taking ``Layout.recommended()``), ``root_volume_gib``, ``role`` (PCS accepts it only under the path
+    ``/aws-pcs/`` or named ``AWSPCS...``; by default one under ``/aws-pcs/`` with PCS registration and
+    Session Manager).
+
     Args:
-        instance_type: the EFA compute type.
         ami_id: the nodes' image (``ami-...`` or a token, e.g. a CfnParameter's value): the PCS agent,
             PCS's Slurm of ``slurm_version``, EFA and the accelerator's drivers.
         ami_os: the image's OS family (root device, login user). Default: Amazon Linux 2023.
@@ -154,17 +161,6 @@ class EfaPcsCluster(Construct):
             25), and the start of the compute node group's name, which ends in 6 hex digits of the
             instance type (``compute-1a2b3c``): a type change creates the new group beside the old one.
             Default: ``compute``.
-        nic_layout: the interfaces (:class:`Layout`). Default: ``Layout.legacy()``, ``efa`` on every
-            card (card 0 at DeviceIndex 0, the others at 1), the layout every PCS source shows (PCS user
-            guide, "Using EFA with AWS PCS"; aws-hpc-recipes ``recipes/pcs/enable_efa``).
-            ``Layout.recommended()`` (``efa-only`` on the EFA cards, one IP per node) is EC2's current
-            layout; no PCS source shows PCS taking it.
-        root_volume_gib: as for :class:`EfaLaunchTemplate`.
-        capacity: a Capacity Reservation or Capacity Block. Default: On-Demand.
-        placement_group: an existing placement group. Default: a new one On-Demand; none with a
-            reservation or a Capacity Block.
-        role: the nodes' role; PCS accepts it only under the path ``/aws-pcs/`` or named ``AWSPCS...``.
-            Default: one under ``/aws-pcs/`` with PCS registration and Session Manager.
         efs_throughput_mibps: EFS provisioned throughput. Default: Elastic throughput.
         storage_removal_policy: Default: RETAIN.
         imds_users: the local users, besides root, that may reach instance metadata (and so the node
@@ -181,7 +177,6 @@ class EfaPcsCluster(Construct):
         scope: Construct,
         id_: str,
         *,
-        instance_type: ec2.InstanceType,
         ami_id: str,
         ami_os: OsFamily = OsFamily.AMAZON_LINUX_2023,
         min_count: int = DEFAULT_MIN_COUNT,
@@ -195,19 +190,16 @@ class EfaPcsCluster(Construct):
         login_instance_type: ec2.InstanceType | None = None,
         login_count: int = 1,
         queue_name: str = "compute",
-        nic_layout: Layout = _LEGACY,
-        root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
-        capacity: Capacity | None = None,
-        placement_group: ec2.IPlacementGroup | None = None,
-        role: iam.IRole | None = None,
         efs_throughput_mibps: int | None = None,
         storage_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         imds_users: Sequence[str] = (),
         bridged_containers: bool = False,
+        **node: Unpack[NodeTemplateOptions],
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
-        it, capacity = lookup(instance_type.to_string()), capacity or Capacity.on_demand()
+        it, capacity = lookup(node["instance_type"].to_string()), node.get("capacity") or Capacity.on_demand()
+        role = node.get("role")
         image = EfaMachineImage.from_ami_id(ami_id, os_family=ami_os)  # checks the id's form
         check_slurm_version(slurm_version, it.name)
         if cluster_name is not None:
@@ -218,20 +210,14 @@ class EfaPcsCluster(Construct):
             check_pcs_role(role)
         check_user_names(imds_users)
         # PCS's own refusals first, then the node's (its layout): what PCS refuses, no layout fixes
-        self.plan = NodePlan.resolve(
-            it,
-            nic_layout=nic_layout,
-            capacity=capacity,
-            root_volume_gib=root_volume_gib,
-            bridged_containers=bridged_containers,
-        )
+        self.plan = plan_of(node, default_layout=_LEGACY, bridged_containers=bridged_containers)
         self._imds_users = ("root", *imds_users)
         self.network, self.vpc, self.subnet = self._network(vpc, subnet, availability_zone)
         # One group for the cluster's controller interface and every node: EFA needs all traffic to
         # and from itself, and Slurm (6817, 6818, srun's ports) and NFS ride on the same rule.
         base = EfaNodeBase(self, self.plan, vpc=self.vpc, subnets={"subnet": self.subnet}, count=max_count,
                            count_name="max_count", availability_zone=availability_zone,
-                           placement_group=placement_group)  # fmt: skip
+                           placement_group=node.get("placement_group"))  # fmt: skip
         self.security_group, self.placement_group = base.security_group, base.placement_group
         self.storage = EfaSharedStorage(
             self,

@@ -45,7 +45,7 @@ class NodePlan:
         *,
         nic_layout: Layout | None = None,
         capacity: Capacity | None = None,
-        root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
+        root_volume_gib: int | None = None,
         bridged_containers: bool = False,
         instance_metadata_tags: bool = True,
     ) -> NodePlan:
@@ -55,7 +55,8 @@ class NodePlan:
             instance_type: a name (``"trn1.32xlarge"``) or a catalogue record.
             nic_layout: Default: ``Layout.recommended()``.
             capacity: Default: On-Demand.
-            root_volume_gib, bridged_containers, instance_metadata_tags: as the attributes.
+            root_volume_gib: Default: 200 (``DEFAULT_ROOT_VOLUME_GIB``).
+            bridged_containers, instance_metadata_tags: as the attributes.
 
         Raises:
             EfaConfigError: the type is unknown or not EFA-capable, or the layout cannot be built on it.
@@ -65,7 +66,7 @@ class NodePlan:
             instance_type=it,
             layout=(nic_layout or Layout.recommended()).resolve(it),
             capacity=capacity or Capacity.on_demand(),
-            root_volume_gib=root_volume_gib,
+            root_volume_gib=DEFAULT_ROOT_VOLUME_GIB if root_volume_gib is None else root_volume_gib,
             bridged_containers=bridged_containers,
             instance_metadata_tags=instance_metadata_tags,
         )
