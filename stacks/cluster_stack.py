@@ -64,7 +64,7 @@ class EfaClusterStack(Stack):
             "Cluster",
             vpc=vpc,
             subnet=subnet,
-            instance_type=ec2.InstanceType(params.instance_type),
+            instance_type=params.catalogue_entry or ec2.InstanceType(params.instance_type),
             machine_image=self._machine_image(params),
             node_count=params.node_count,
             nic_layout=Layout.mode(params.nic_layout, efa_count=params.efa_count),

@@ -252,3 +252,21 @@ def test_the_node_options_are_declared_once() -> None:
         "EfaLaunchTemplate": NodeTemplateOptions,
         "EfaParallelCluster": NodeOptions,
     }
+
+
+@pytest.mark.parametrize("orchestrator", ORCHESTRATORS, ids=IDS)
+def test_every_orchestrator_takes_the_catalogues_record_as_the_type(
+    orchestrator: Orchestrator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record a caller already looked up (a ready stack does, to check its context) is used as given:
+    the catalogue is not read again for it."""
+    from efa_constructs import instance_type
+    from efa_constructs.cdk import options
+
+    record = instance_type(TYPE)
+    reads: list[str] = []
+    monkeypatch.setattr(options, "lookup", lambda name: reads.append(name) or instance_type(name))
+    _, _, nodes = make(orchestrator, instance_type=record)
+    assert nodes.plan.instance_type is record and reads == []
+    _, _, nodes = make(orchestrator)  # by name: looked up once
+    assert nodes.plan.instance_type == record and reads == [TYPE]

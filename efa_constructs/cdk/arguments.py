@@ -95,27 +95,42 @@ def _problem(owner: str, value: Any, hint: Any) -> str | None:
         typeguard.check_type("argument", value, hint)
     except TypeError:
         return f"{owner} takes {wanted} here, not a {type(value).__name__}"
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    options = args if origin is typing.Union else (hint,)
+    options = typing.get_args(hint) if typing.get_origin(hint) is typing.Union else (hint,)
     if value is None:
         return None if type(None) in options or hint is Any else f"{owner} needs {wanted} here (None given)"
     for option in options:
-        if (
-            _is_jsii_interface(option)
-            and isinstance(value, _PLAIN)
-            and not any(
-                isinstance(value, o) for o in options if isinstance(o, type) and not _is_jsii_interface(o)
-            )
-        ):
-            return f"{owner} takes {wanted} here (a construct or a CDK object), not a {type(value).__name__}"
-        sequence = typing.get_origin(option) in (collections.abc.Sequence, list, tuple)
-        if sequence and isinstance(value, str) and str not in options:
-            return f"{owner} takes {wanted} here (a list), not a str"
-        inner = typing.get_args(option)
-        if sequence and inner and isinstance(value, (list, tuple)):
-            for i, item in enumerate(value):
-                if _problem(owner, item, inner[0]) is not None:
-                    return f"{owner} takes {wanted} here; item {i} is a {type(item).__name__}"
+        problem = _interface_problem(value, option, options) or _sequence_problem(
+            owner, value, option, options
+        )
+        if problem:
+            return f"{owner} takes {wanted} here{problem}"
+    return None
+
+
+def _interface_problem(value: Any, option: Any, options: tuple[Any, ...]) -> str | None:
+    """A plain value (str, number, list...) for a jsii interface, which typeguard lets through, where no
+    plain type among `options` takes it."""
+    plain = [o for o in options if isinstance(o, type) and not _is_jsii_interface(o)]
+    if (
+        _is_jsii_interface(option)
+        and isinstance(value, _PLAIN)
+        and not any(isinstance(value, o) for o in plain)
+    ):
+        return f" (a construct or a CDK object), not a {type(value).__name__}"
+    return None
+
+
+def _sequence_problem(owner: str, value: Any, option: Any, options: tuple[Any, ...]) -> str | None:
+    """A str for a sequence (where no option is str), or an item of the sequence of the wrong type."""
+    if typing.get_origin(option) not in (collections.abc.Sequence, list, tuple):
+        return None
+    if isinstance(value, str) and str not in options:
+        return " (a list), not a str"
+    inner = typing.get_args(option)
+    if inner and isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            if _problem(owner, item, inner[0]) is not None:
+                return f"; item {i} is a {type(item).__name__}"
     return None
 
 

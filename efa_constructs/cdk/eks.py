@@ -372,6 +372,14 @@ class EfaNodegroup(Construct):
         self.nodegroup: eks.Nodegroup | eks_v1.Nodegroup = self._nodegroup(
             module, cluster, subnet, min_size, max_size, desired, labels, taints
         )
+        self._warn_capacity_block(desired)
+        self.device_plugin = efa_device_plugin(cluster) if device_plugin else None
+        #: The accelerator's device plugin (the cluster's one chart), or None.
+        self.accelerator_device_plugin = (
+            cluster_chart(cluster, accelerator_chart) if accelerator_chart is not None else None
+        )
+
+    def _warn_capacity_block(self, desired: int) -> None:
         if self.plan.capacity.kind is CapacityKind.CAPACITY_BLOCK and desired > 0:
             Annotations.of(self).add_warning_v2(
                 "efa-cdk:capacity-block-node-group-update",
@@ -379,11 +387,6 @@ class EfaNodegroup(Construct):
                 "Kubernetes version) only at desired size 0 (EKS user guide, Capacity Blocks for managed "
                 f"node groups): deploy desired_size=0 first, then the change, then desired_size={desired}",
             )
-        self.device_plugin = efa_device_plugin(cluster) if device_plugin else None
-        #: The accelerator's device plugin (the cluster's one chart), or None.
-        self.accelerator_device_plugin = (
-            cluster_chart(cluster, accelerator_chart) if accelerator_chart is not None else None
-        )
 
     def _nodegroup(
         self,

@@ -153,7 +153,6 @@ class NodeSoftwareInstallation(Construct):
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
-        stack = Stack.of(self)
         self.ssh_key = ec2.KeyPair(self, "SshKey", type=ec2.KeyPairType.ED25519)
         cluster = scope.node.path
 
@@ -180,6 +179,24 @@ class NodeSoftwareInstallation(Construct):
             f"Benchmark results of EFA cluster {cluster}'s newest generation (JSON)",
         )  # fmt: skip
         scripts = s3_assets.Asset(self, "Scripts", path=str(software.stage()))
+        self._grant(role, scripts)
+        node_settings = {
+            **settings,
+            "EFA_CDK_KEY_PAIR_ID": self.ssh_key.key_pair_id,
+            "EFA_CDK_NODE_COUNT_PARAMETER": self.node_count_parameter.parameter_name,
+            "EFA_CDK_FORMED_PARAMETER": self.formed_parameter.parameter_name,
+            "EFA_CDK_RESULTS_PARAMETER": self.results_parameter.parameter_name,
+        }
+        if benchmark_url is not None:
+            node_settings["EFA_CDK_BENCHMARK_URL"] = benchmark_url
+        script = software.render(node_settings, scripts_s3_url=scripts.s3_object_url, benchmarks=benchmarks)
+        user_data.add_commands(script.split("\n", 1)[1])  # for_linux() writes the #! line
+
+    def _grant(self, role: iam.IRole, scripts: s3_assets.Asset) -> None:
+        """What the node software does with the nodes' role: read the SSH key and the cluster's
+        parameters, write the formed generation and results, read the scripts, signal the stack, and
+        describe instances and their topology (read-only, no resource)."""
+        stack = Stack.of(self)
         role.add_to_principal_policy(
             iam.PolicyStatement(
                 sid="EfaNodeSoftware",
@@ -212,14 +229,3 @@ class NodeSoftwareInstallation(Construct):
             )
         )
         acknowledge(role, "AwsSolutions-IAM5[Resource::*]")
-        node_settings = {
-            **settings,
-            "EFA_CDK_KEY_PAIR_ID": self.ssh_key.key_pair_id,
-            "EFA_CDK_NODE_COUNT_PARAMETER": self.node_count_parameter.parameter_name,
-            "EFA_CDK_FORMED_PARAMETER": self.formed_parameter.parameter_name,
-            "EFA_CDK_RESULTS_PARAMETER": self.results_parameter.parameter_name,
-        }
-        if benchmark_url is not None:
-            node_settings["EFA_CDK_BENCHMARK_URL"] = benchmark_url
-        script = software.render(node_settings, scripts_s3_url=scripts.s3_object_url, benchmarks=benchmarks)
-        user_data.add_commands(script.split("\n", 1)[1])  # for_linux() writes the #! line

@@ -18,17 +18,21 @@ from aws_cdk import aws_iam as iam
 from typing_extensions import Required, TypedDict
 
 from ..core.capacity import Capacity
+from ..core.catalogue import InstanceType
+from ..core.catalogue import instance_type as lookup
 from ..core.layout import Layout
 from ..core.node_plan import NodePlan
 
-__all__ = ["NodeOptions", "NodeTemplateOptions", "plan_of"]
+__all__ = ["NodeOptions", "NodeTemplateOptions", "node_type", "plan_of"]
 
 
 class NodeOptions(TypedDict, total=False):
     """What every orchestrator's EFA nodes take: the type, how the capacity is bought, the placement."""
 
-    instance_type: Required[ec2.InstanceType]
-    """An EFA-capable instance type, e.g. ``ec2.InstanceType("trn1.32xlarge")``. Required."""
+    instance_type: Required[ec2.InstanceType | InstanceType]
+    """An EFA-capable instance type, e.g. ``ec2.InstanceType("trn1.32xlarge")``, or the catalogue's record of
+    one (``efa_constructs.instance_type("trn1.32xlarge")``, which the ready stacks pass: the catalogue is then
+    read once). Required."""
     capacity: Capacity | None
     """A Capacity Reservation, reservation group or Capacity Block to launch into (:class:`Capacity`),
     for at least as many nodes as the construct may launch, of the nodes' type, in their zone (checked at
@@ -56,6 +60,12 @@ class NodeTemplateOptions(NodeOptions, total=False):
     construct's nodes need (each construct says what)."""
 
 
+def node_type(node: NodeOptions) -> InstanceType:
+    """The catalogue's record of the nodes' type: the one given, or looked up by the name given."""
+    given = node["instance_type"]
+    return given if isinstance(given, InstanceType) else lookup(given.to_string())
+
+
 def plan_of(
     node: NodeTemplateOptions,
     *,
@@ -66,7 +76,7 @@ def plan_of(
     """The node's plan from its options, the defaults applied here (and in :meth:`NodePlan.resolve`):
     `default_layout` where the construct's differs from ``Layout.recommended()``."""
     return NodePlan.resolve(
-        node["instance_type"].to_string(),
+        node_type(node),
         nic_layout=node.get("nic_layout", default_layout),
         capacity=node.get("capacity"),
         root_volume_gib=node.get("root_volume_gib"),

@@ -122,20 +122,9 @@ class EfaParallelCluster(Construct):
         check_ec2_type(head_type, "head_node_instance_type")
         capacity = self.plan.capacity
         _check_inputs(vpc, head_node_subnet, compute_subnet, ssh_peers, capacity)
-        self.network: EfaNetwork | None = None
-        if vpc is None:
-            self.network = EfaNetwork(self, "Network", availability_zone=availability_zone)
-            vpc, head_node_subnet = self.network.vpc, self.network.public_subnet
-            compute_subnet = self.network.private_subnet
-        assert head_node_subnet is not None and compute_subnet is not None  # _check_inputs
-        if self.network is None:  # the compute subnet decides the zone
-            zone = (
-                None
-                if Token.is_unresolved(compute_subnet.availability_zone)
-                else compute_subnet.availability_zone
-            )
-            check_zone_of_subnet(availability_zone, zone, used_unknown=False)
-            _check_head_node_zone(head_node_subnet, zone)
+        self.network, vpc, head_node_subnet, compute_subnet = self._network(
+            vpc, head_node_subnet, compute_subnet, availability_zone
+        )
         self.vpc = vpc
         # One group for head and compute: EFA needs all traffic to and from itself, and the head
         # node talks to the compute nodes (Slurm, NFS) through it as well. The placement group follows
@@ -175,9 +164,26 @@ class EfaParallelCluster(Construct):
             ssh_peers=ssh_peers,
         )
         self.config_yaml = self.config.to_yaml()
-        self.cluster: CustomResource | None = None
-        if create_cluster:
-            self.cluster = self._create_cluster()
+        self.cluster: CustomResource | None = self._create_cluster() if create_cluster else None
+
+    def _network(
+        self,
+        vpc: ec2.IVpc | None,
+        head_node_subnet: ec2.ISubnet | None,
+        compute_subnet: ec2.ISubnet | None,
+        availability_zone: str | None,
+    ) -> tuple[EfaNetwork | None, ec2.IVpc, ec2.ISubnet, ec2.ISubnet]:
+        """A new :class:`EfaNetwork` (``Network``) and its subnets, or the VPC and subnets given (checked
+        by ``_check_inputs``), where the compute subnet decides the zone."""
+        if vpc is None:
+            network = EfaNetwork(self, "Network", availability_zone=availability_zone)
+            return network, network.vpc, network.public_subnet, network.private_subnet
+        assert head_node_subnet is not None and compute_subnet is not None  # _check_inputs
+        subnet_zone = compute_subnet.availability_zone
+        zone = None if Token.is_unresolved(subnet_zone) else subnet_zone
+        check_zone_of_subnet(availability_zone, zone, used_unknown=False)
+        _check_head_node_zone(head_node_subnet, zone)
+        return None, vpc, head_node_subnet, compute_subnet
 
     def _topology_policy(self) -> iam.ManagedPolicy:
         """What the head node's slurm-topology.sh reads: the compute nodes' instances and their EC2

@@ -50,7 +50,6 @@ from typing_extensions import Unpack
 
 from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import check_ec2_type
-from ..core.catalogue import instance_type as lookup
 from ..core.errors import EfaConfigError
 from ..core.layout import Layout
 from ..core.options import (
@@ -77,7 +76,7 @@ from .arguments import checked
 from .launch_template import EfaLaunchTemplate
 from .machine_image import EfaMachineImage, OsFamily
 from .network import EfaNetwork
-from .options import NodeTemplateOptions, plan_of
+from .options import NodeTemplateOptions, node_type, plan_of
 from .storage import EfaSharedStorage
 
 #: The IAM path that lets PCS accept a role and instance profile whatever their names.
@@ -198,7 +197,7 @@ class EfaPcsCluster(Construct):
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
-        it, capacity = lookup(node["instance_type"].to_string()), node.get("capacity") or Capacity.on_demand()
+        it, capacity = node_type(node), node.get("capacity") or Capacity.on_demand()
         role = node.get("role")
         image = EfaMachineImage.from_ami_id(ami_id, os_family=ami_os)  # checks the id's form
         check_slurm_version(slurm_version, it.name)
@@ -210,6 +209,7 @@ class EfaPcsCluster(Construct):
             check_pcs_role(role)
         check_user_names(imds_users)
         # PCS's own refusals first, then the node's (its layout): what PCS refuses, no layout fixes
+        node = {**node, "instance_type": it}  # looked up once
         self.plan = plan_of(node, default_layout=_LEGACY, bridged_containers=bridged_containers)
         self._imds_users = ("root", *imds_users)
         self.network, self.vpc, self.subnet = self._network(vpc, subnet, availability_zone)
@@ -249,7 +249,11 @@ class EfaPcsCluster(Construct):
             self.launch_template.latest_version_number, it.name, ami_id, min_count, max_count,
             "CAPACITY_BLOCK" if capacity.kind is CapacityKind.CAPACITY_BLOCK else "ONDEMAND",
         )  # fmt: skip
-        self.queue = pcs.CfnQueue(
+        self.queue = self._queue(queue_name)
+
+    def _queue(self, queue_name: str) -> pcs.CfnQueue:
+        """The Slurm queue (``Queue``) of the compute node group."""
+        return pcs.CfnQueue(
             self,
             "Queue",
             cluster_id=self.cluster.attr_id,

@@ -178,6 +178,17 @@ def plan_layout(
     """
     it = lookup(instance_type) if isinstance(instance_type, str) else instance_type
     mode = LayoutMode.parse(mode)
+    chosen = _choose_efa_cards(it, _efa_count(it, efa_count))
+    specs = _legacy(it, chosen) if mode is LayoutMode.LEGACY else _efa_only(it, chosen)
+    if mode is LayoutMode.MAX_BANDWIDTH:
+        specs.extend(_extra_ena(it, specs))
+    layout = NicLayout(it, mode, tuple(sorted(specs)))
+    validate(it, layout.interfaces)
+    return layout
+
+
+def _efa_count(it: InstanceType, efa_count: int | None) -> int:
+    """EFAs per node: `efa_count` when the type takes it, else the default; anything else refused."""
     limit = min(len(it.efa_cards), it.max_efa_interfaces)
     count = default_efa_count(it) if efa_count is None else efa_count
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= limit:
@@ -189,47 +200,45 @@ def plan_layout(
             f"{len(it.efa_cards)} accept EFA, MaximumEfaInterfaces={it.max_efa_interfaces})",
             fix=f"set efa_count between 1 and {limit}, or leave it unset",
         )
-    chosen = _choose_efa_cards(it, count)
-    card0 = it.card(0)
-    specs: list[NetworkInterfaceSpec] = []
+    return count
 
-    if mode is LayoutMode.LEGACY:
-        for card in chosen if chosen[0].index == 0 else [card0, *chosen]:
-            if card.index == 0 and card.accepts_efa and card in chosen:
-                wanted = EFA
-            elif card.index == 0:
-                wanted = INTERFACE
-            else:
-                wanted = EFA
-            if wanted not in card.interface_types:
-                raise EfaConfigError(
-                    "nic_layout",
-                    code="efa-cdk:layout-legacy-card",
-                    value=mode.value,
-                    why=f"the legacy layout puts an `{wanted}` interface on card {card.index} of "
-                    f"{it.name}, which accepts only {sorted(card.interface_types)}",
-                    fix="use nic_layout='recommended' (AWS's current layout), which uses efa-only there",
-                )
-            device = 0 if card.index == 0 or card.max_interfaces == 1 else 1
-            specs.append(NetworkInterfaceSpec(card.index, device, wanted))
-    else:
-        primary_is_efa = (
-            bool(chosen)
-            and chosen[0].index == 0
-            and (card0.max_interfaces < 2 or EFA_ONLY not in card0.interface_types)
-        )
-        specs.append(NetworkInterfaceSpec(0, 0, EFA if primary_is_efa else INTERFACE))
-        for card in chosen:
-            if card.index == 0:
-                if not primary_is_efa:
-                    specs.append(NetworkInterfaceSpec(0, 1, EFA_ONLY))
-                continue
+
+def _legacy(it: InstanceType, chosen: Sequence[NetworkCard]) -> list[NetworkInterfaceSpec]:
+    """``efa`` on every chosen card (card 0 at DeviceIndex 0, the others at 1 where a card takes two), an
+    ENA primary on card 0 when card 0 is not chosen."""
+    specs = []
+    for card in chosen if chosen[0].index == 0 else [it.card(0), *chosen]:
+        wanted = INTERFACE if card.index == 0 and not (card.accepts_efa and card in chosen) else EFA
+        if wanted not in card.interface_types:
+            raise EfaConfigError(
+                "nic_layout",
+                code="efa-cdk:layout-legacy-card",
+                value=LayoutMode.LEGACY.value,
+                why=f"the legacy layout puts an `{wanted}` interface on card {card.index} of "
+                f"{it.name}, which accepts only {sorted(card.interface_types)}",
+                fix="use nic_layout='recommended' (AWS's current layout), which uses efa-only there",
+            )
+        device = 0 if card.index == 0 or card.max_interfaces == 1 else 1
+        specs.append(NetworkInterfaceSpec(card.index, device, wanted))
+    return specs
+
+
+def _efa_only(it: InstanceType, chosen: Sequence[NetworkCard]) -> list[NetworkInterfaceSpec]:
+    """An ENA primary and ``efa-only`` on every chosen card (card 0's at DeviceIndex 1); an ``efa`` primary
+    where card 0 is chosen and cannot hold a second interface or an efa-only one."""
+    card0 = it.card(0)
+    primary_is_efa = (
+        bool(chosen)
+        and chosen[0].index == 0
+        and (card0.max_interfaces < 2 or EFA_ONLY not in card0.interface_types)
+    )
+    specs = [NetworkInterfaceSpec(0, 0, EFA if primary_is_efa else INTERFACE)]
+    for card in chosen:
+        if card.index != 0:
             specs.append(NetworkInterfaceSpec(card.index, 0, _efa_type(card, EFA_ONLY)))
-        if mode is LayoutMode.MAX_BANDWIDTH:
-            specs.extend(_extra_ena(it, specs))
-    layout = NicLayout(it, mode, tuple(sorted(specs)))
-    validate(it, layout.interfaces)
-    return layout
+        elif not primary_is_efa:
+            specs.append(NetworkInterfaceSpec(0, 1, EFA_ONLY))
+    return specs
 
 
 def _extra_ena(it: InstanceType, specs: Sequence[NetworkInterfaceSpec]) -> list[NetworkInterfaceSpec]:
@@ -247,42 +256,50 @@ def _extra_ena(it: InstanceType, specs: Sequence[NetworkInterfaceSpec]) -> list[
 
 def layout_violations(it: InstanceType, interfaces: Sequence[NetworkInterfaceSpec]) -> list[str]:
     """Every hard limit of EFA-FACTS section 2 that `interfaces` breaks on `it` (empty: valid)."""
-    problems: list[str] = []
-    n_cards = len(it.network_cards)
     positions = Counter((i.network_card_index, i.device_index) for i in interfaces)
-    for (card_index, device), n in positions.items():
-        if n > 1:
-            problems.append(f"{n} interfaces share card {card_index} / DeviceIndex {device}")
+    problems = [
+        f"{n} interfaces share card {c} / DeviceIndex {d}" for (c, d), n in positions.items() if n > 1
+    ]
     for i in interfaces:
-        where = f"card {i.network_card_index} / DeviceIndex {i.device_index}"
-        if i.interface_type not in INTERFACE_TYPES:
-            problems.append(
-                f"{where}: unknown interface type {i.interface_type!r} "
-                f"(use one of {', '.join(INTERFACE_TYPES)})"
-            )
-            continue
-        if not 0 <= i.network_card_index < n_cards:
-            problems.append(f"{where}: {it.name} has network cards 0..{n_cards - 1}")
-            continue
-        card = it.card(i.network_card_index)
-        if not 0 <= i.device_index < card.max_interfaces:
-            problems.append(
-                f"{where}: DeviceIndex must be below the card's MaximumNetworkInterfaces "
-                f"({card.max_interfaces})"
-            )
-        if i.interface_type not in card.interface_types:
-            problems.append(
-                f"{where}: card {card.index} accepts {sorted(card.interface_types)}, not {i.interface_type!r}"
-            )
+        problems += _interface_violations(it, i)
     primaries = [i for i in interfaces if i.is_primary]
     if not primaries:
         problems.append("no primary interface at card 0 / DeviceIndex 0")
     elif primaries[0].interface_type == EFA_ONLY:
         problems.append("the primary interface (card 0 / DeviceIndex 0) cannot be efa-only")
+    return problems + _count_violations(it, interfaces)
+
+
+def _interface_violations(it: InstanceType, i: NetworkInterfaceSpec) -> list[str]:
+    """What one interface breaks: its type, its card, its DeviceIndex on the card."""
+    where = f"card {i.network_card_index} / DeviceIndex {i.device_index}"
+    if i.interface_type not in INTERFACE_TYPES:
+        return [
+            f"{where}: unknown interface type {i.interface_type!r} (use one of {', '.join(INTERFACE_TYPES)})"
+        ]
+    n_cards = len(it.network_cards)
+    if not 0 <= i.network_card_index < n_cards:
+        return [f"{where}: {it.name} has network cards 0..{n_cards - 1}"]
+    card, problems = it.card(i.network_card_index), []
+    if not 0 <= i.device_index < card.max_interfaces:
+        problems.append(
+            f"{where}: DeviceIndex must be below the card's MaximumNetworkInterfaces ({card.max_interfaces})"
+        )
+    if i.interface_type not in card.interface_types:
+        problems.append(
+            f"{where}: card {card.index} accepts {sorted(card.interface_types)}, not {i.interface_type!r}"
+        )
+    return problems
+
+
+def _count_violations(it: InstanceType, interfaces: Sequence[NetworkInterfaceSpec]) -> list[str]:
+    """What the layout's counts break: one EFA per card, at least one, the type's maxima."""
     efa_per_card = Counter(i.network_card_index for i in interfaces if i.is_efa)
-    for card_index, n in sorted(efa_per_card.items()):
-        if n > 1:
-            problems.append(f"card {card_index} carries {n} EFAs; at most one EFA per network card")
+    problems = [
+        f"card {c} carries {n} EFAs; at most one EFA per network card"
+        for c, n in sorted(efa_per_card.items())
+        if n > 1
+    ]
     total_efa = sum(efa_per_card.values())
     if total_efa == 0:
         problems.append("no EFA interface at all")

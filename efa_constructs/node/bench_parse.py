@@ -60,36 +60,39 @@ def failed(name: str, reason: str) -> dict[str, Any]:
     return {"benchmark": name, "ok": False, "reason": reason}
 
 
+def _nccl_row(line: str) -> list[float] | None:
+    """The out-of-place and in-place busbw of one all_reduce_perf result row, or None for another line."""
+    tok = line.split()
+    if len(tok) < 12 or not tok[0].isdigit() or not tok[1].isdigit():
+        return None
+    rest = tok[4:]
+    if len(rest) == 9:  # newer nccl-tests print a "root" column
+        rest = rest[1:]
+    return [v for v in (_float(rest[2]), _float(rest[6])) if v is not None]
+
+
+def _average(pattern: str, lines: list[str]) -> float | None:
+    """The "Avg bus bandwidth" figure a test prints (`pattern` captures it), or None."""
+    return next((float(m.group(1)) for m in (re.search(pattern, x) for x in lines) if m), None)
+
+
 def parse_nccl_tests(text: str, line_rate_gbps: float = 0) -> dict[str, Any]:
     """all_reduce_perf output: peak busbw over both columns, "Avg bus bandwidth", provider."""
     lines = _lines(text)
-    peak = 0.0
-    rows = 0
-    for line in lines:
-        tok = line.split()
-        if len(tok) < 12 or not tok[0].isdigit() or not tok[1].isdigit():
-            continue
-        rest = tok[4:]
-        if len(rest) == 9:  # newer nccl-tests print a "root" column
-            rest = rest[1:]
-        values = [_float(rest[2]), _float(rest[6])]
-        peak = max([peak, *[v for v in values if v is not None]])
-        rows += 1
-    avg = next(
-        (float(m.group(1)) for m in (re.search(r"Avg bus bandwidth\s*:\s*([\d.]+)", x) for x in lines) if m),
-        None,
-    )
+    rows = [r for r in map(_nccl_row, lines) if r is not None]
+    peak = max((v for r in rows for v in r), default=0.0)
     providers = {
         m.group(1).lower() for m in (re.search(r"Selected provider is (\w+)", x, re.I) for x in lines) if m
     }
-    if rows == 0:
+    if not rows:
         return failed("nccl-tests", "no result rows in the all_reduce_perf output")
     if any("Out of bounds values" in x and not x.rstrip().endswith("OK") for x in lines):
         return failed("nccl-tests", "all_reduce_perf reported wrong values")
     if providers != {"efa"}:
         found = ", ".join(sorted(providers)) or "none (NCCL used sockets)"
         return failed("nccl-tests", f"NCCL's libfabric provider was {found}, not efa")
-    return _summary("nccl-tests", peak, avg, line_rate_gbps, rows=rows, provider="efa")
+    avg = _average(r"Avg bus bandwidth\s*:\s*([\d.]+)", lines)
+    return _summary("nccl-tests", peak, avg, line_rate_gbps, rows=len(rows), provider="efa")
 
 
 def parse_nccom_test(text: str, line_rate_gbps: float = 0) -> dict[str, Any]:
@@ -102,10 +105,7 @@ def parse_nccom_test(text: str, line_rate_gbps: float = 0) -> dict[str, Any]:
             value = _float(tok[5])
             if value is not None:
                 peak, rows = max(peak, value), rows + 1
-    avg = next(
-        (float(m.group(1)) for m in (re.search(r"Avg bus bandwidth:\s*([\d.]+)", x) for x in lines) if m),
-        None,
-    )
+    avg = _average(r"Avg bus bandwidth:\s*([\d.]+)", lines)
     if rows == 0:
         return failed("nccom-test", "no result rows in the nccom-test output")
     # nccom-test runs with FI_PROVIDER=efa exported: libfabric then offers no other provider.

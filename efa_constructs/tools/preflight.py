@@ -257,12 +257,12 @@ def _template_group(
     efa = [n for n in nics if n.get("InterfaceType") in ("efa", "efa-only")]
     if not itype or not efa:
         return None
+    # the template's subnet, else the group's (a template for an Auto Scaling group has none)
     subnet = next((n.get("SubnetId") for n in nics if n.get("SubnetId")), None)
-    if subnet is None and launcher_subnets:  # the group sets the subnet (the template cannot)
-        subnet = launcher_subnets[0]
+    subnet = subnet if subnet is not None else next(iter(launcher_subnets), None)
     zone, subnet_id = _zone(resources, subnet, params, exports)
     target = data.get("CapacityReservationSpecification", {}).get("CapacityReservationTarget", {})
-    root = next((m.get("Ebs", {}).get("VolumeSize") for m in data.get("BlockDeviceMappings", [])), None)
+    image = given_image or data.get("ImageId")
     return NodeGroup(
         stack=stack,
         name=re.sub(r"(LaunchTemplate)?[0-9A-F]{8}$", "", lt_id) or lt_id,
@@ -275,12 +275,18 @@ def _template_group(
         reservation_id=_literal(target.get("CapacityReservationId")),
         capacity_block=data.get("InstanceMarketOptions", {}).get("MarketType") == "capacity-block",
         key_name=_literal(data.get("KeyName")),
-        image_id=_literal(given_image or data.get("ImageId")),
-        image_parameter=_ssm_name(given_image or data.get("ImageId"), params, resources),
-        root_gib=int(root) if isinstance(root, int) else None,
+        image_id=_literal(image),
+        image_parameter=_ssm_name(image, params, resources),
+        root_gib=_root_gib(data),
         interfaces_with_ip=sum(1 for n in nics if n.get("InterfaceType") != "efa-only"),
         subnet_from=_import_note(subnet, exports),
     )
+
+
+def _root_gib(data: Mapping[str, Any]) -> int | None:
+    """The root volume's size a launch template's data sets (its first block device), when a number."""
+    root = next((m.get("Ebs", {}).get("VolumeSize") for m in data.get("BlockDeviceMappings", [])), None)
+    return int(root) if isinstance(root, int) else None
 
 
 def node_groups(stack: str, template: Mapping[str, Any], exports: Exports | None = None) -> list[NodeGroup]:
@@ -815,24 +821,30 @@ class Preflight:
             )
         return Check("key pair", "PASS", f"{g.key_name} exists")
 
+    def _image_id(self, g: NodeGroup) -> str | Check | None:
+        """The group's image id: the template's, or the SSM parameter's value (a FAIL when it is missing)."""
+        if g.image_id is not None or not g.image_parameter:
+            return g.image_id
+        ssm = self.client("ssm")
+        answer, missing = _unless(
+            "image",
+            "ssm:GetParameter",
+            lambda: ssm.get_parameter(Name=g.image_parameter),
+            "ParameterNotFound",
+        )
+        if missing:
+            return Check(
+                "image",
+                "FAIL",
+                f"the image parameter {g.image_parameter} does not exist in {self.region}",
+                "pass -c ami_id=ami-... (an image with EFA for the type)",
+            )
+        return str(answer["Parameter"]["Value"])
+
     def image(self, g: NodeGroup) -> Check | None:
-        image_id = g.image_id
-        if image_id is None and g.image_parameter:
-            ssm = self.client("ssm")
-            answer, missing = _unless(
-                "image", "ssm:GetParameter",
-                lambda: ssm.get_parameter(Name=g.image_parameter), "ParameterNotFound",
-            )  # fmt: skip
-            if missing:
-                return Check(
-                    "image",
-                    "FAIL",
-                    f"the image parameter {g.image_parameter} does not exist in {self.region}",
-                    "pass -c ami_id=ami-... (an image with EFA for the type)",
-                )
-            image_id = answer["Parameter"]["Value"]
-        if image_id is None:
-            return None
+        image_id = self._image_id(g)
+        if image_id is None or isinstance(image_id, Check):
+            return image_id
         ec2 = self.client("ec2")
         answer, gone = _unless(
             "image", "ec2:DescribeImages", lambda: ec2.describe_images(ImageIds=[image_id]),
@@ -1187,6 +1199,26 @@ def _bootstrap_of(found: Mapping[str, Mapping[str, Any]], names: Iterable[str]) 
     return required
 
 
+def _check_assembly(
+    stacks: list[str], out: Path, region: str | None, as_json: bool
+) -> tuple[list[Check], dict[str, list[str]]]:
+    """Every check of the assembly's stacks (each in the region it deploys to), and those regions."""
+    found = templates(out, stacks)
+    progress = (lambda _: None) if as_json else (lambda m: print(f"... {m}", file=sys.stderr))
+    groups, notes = _groups_of_assembly(out, found)
+    checks = template_checks(out, found) + notes
+    regions = stacks_by_region(out, found, region)
+    checks += [
+        Check("region", "WARN", f"{n} was synthesized for {r}: checked there, not in --region {region}",
+              "synthesize it for the region you mean (env=...), or leave --region out")
+        for r, names in regions.items() for n in names if region and r != region
+    ]  # fmt: skip
+    for where, names in regions.items():  # each stack is checked in the region it deploys to
+        mine = [g for g in groups if g.stack in names]
+        checks += Preflight(_session(where), progress).run(mine, _bootstrap_of(found, names))
+    return checks, regions
+
+
 def main(stacks: list[str], out: Path, region: str | None, as_json: bool) -> int:
     try:
         import boto3  # noqa: F401  (installed? the account extra)
@@ -1194,19 +1226,7 @@ def main(stacks: list[str], out: Path, region: str | None, as_json: bool) -> int
         print("error: preflight calls AWS with boto3: pip install 'efa-cdk[account]'", file=sys.stderr)
         return 2
     try:
-        found = templates(out, stacks)
-        progress = (lambda _: None) if as_json else (lambda m: print(f"... {m}", file=sys.stderr))
-        groups, notes = _groups_of_assembly(out, found)
-        checks = template_checks(out, found) + notes
-        regions = stacks_by_region(out, found, region)
-        checks += [
-            Check("region", "WARN", f"{n} was synthesized for {r}: checked there, not in --region {region}",
-                  "synthesize it for the region you mean (env=...), or leave --region out")
-            for r, names in regions.items() for n in names if region and r != region
-        ]  # fmt: skip
-        for where, names in regions.items():  # each stack is checked in the region it deploys to
-            mine = [g for g in groups if g.stack in names]
-            checks += Preflight(_session(where), progress).run(mine, _bootstrap_of(found, names))
+        checks, regions = _check_assembly(stacks, out, region, as_json)
     except PreflightError as err:
         print(f"error: preflight: {err}", file=sys.stderr)
         return 2

@@ -159,49 +159,65 @@ def diff_templates(old: Mapping[str, Any], new: Mapping[str, Any], region: str =
     d = StackDiff(types={rid: r["Type"] for rid, r in {**old_r, **new_r}.items()})
     d.added = {rid: new_r[rid]["Type"] for rid in sorted(set(new_r) - set(old_r))}
     d.removed = {rid: old_r[rid]["Type"] for rid in sorted(set(old_r) - set(new_r))}
-    for rid in sorted(set(old_r) & set(new_r)):
-        before, after = old_r[rid], new_r[rid]
-        if before["Type"] != after["Type"]:
-            d.replaced[rid] = f"type changed {before['Type']} -> {after['Type']}"
-            continue
-        paths = _changed_paths(before.get("Properties", {}), after.get("Properties", {}))
-        if paths:
-            d.modified[rid] = paths
-            create_only = _replacing_properties(after, region)
-            hit = sorted({p.split(".")[0].split("[")[0] for p in paths} & create_only)
-            if hit:
-                d.replaced[rid] = f"create-only {', '.join(hit)} changed"
-    for rid in sorted(set(old_r) & set(new_r)):
-        old_asset, new_asset = _scripts_assets(old_r[rid]), _scripts_assets(new_r[rid])
-        if rid in d.modified and old_asset != new_asset and d.types[rid] == "AWS::EC2::LaunchTemplate":
-            d.causes.append(
-                f"{rid}: the node scripts changed (their asset hash is in the user data: a new efa-cdk "
-                "version, or a change under efa_constructs/node), so every node launched from it is replaced"
-            )
-    changed = True
-    while changed:  # propagate through references
-        changed = False
-        for rid in sorted(set(old_r) & set(new_r)):
-            if rid in d.replaced:
-                continue
-            if rid not in d.modified:  # same text, but a value it reads changes at deploy
-                for kind, target in _references(new_r[rid].get("Properties", {})):
-                    if target in d.replaced or (kind == "GetAtt" and target in d.modified):
-                        d.modified[rid] = [f"(a value read from {target}, which changes)"]
-                        changed = True
-                        break
-            props = new_r[rid].get("Properties", {})
-            for prop in sorted(_replacing_properties(new_r[rid], region) & set(props)):
-                for kind, target in _references(props[prop]):
-                    if target in d.replaced or (kind == "GetAtt" and target in d.modified):
-                        d.replaced[rid] = f"create-only {prop} refers to {target}, which changes"
-                        changed = True
-                        break
-                if rid in d.replaced:
-                    break
+    both = sorted(set(old_r) & set(new_r))
+    for rid in both:
+        _compare(d, rid, old_r[rid], new_r[rid], region)
+    d.causes = [
+        f"{rid}: the node scripts changed (their asset hash is in the user data: a new efa-cdk "
+        "version, or a change under efa_constructs/node), so every node launched from it is replaced"
+        for rid in both
+        if rid in d.modified
+        and d.types[rid] == "AWS::EC2::LaunchTemplate"
+        and _scripts_assets(old_r[rid]) != _scripts_assets(new_r[rid])
+    ]
+    while any([_follow(d, rid, new_r[rid], region) for rid in both if rid not in d.replaced]):
+        pass  # propagate through references until nothing more changes
     old_o, new_o = old.get("Outputs", {}), new.get("Outputs", {})
     d.outputs_changed = sorted(k for k in set(old_o) | set(new_o) if old_o.get(k) != new_o.get(k))
     return d
+
+
+def _compare(
+    d: StackDiff, rid: str, before: Mapping[str, Any], after: Mapping[str, Any], region: str
+) -> None:
+    """One resource in both templates: replaced (another type, a create-only property changed), modified
+    (its changed property paths) or neither."""
+    if before["Type"] != after["Type"]:
+        d.replaced[rid] = f"type changed {before['Type']} -> {after['Type']}"
+        return
+    paths = _changed_paths(before.get("Properties", {}), after.get("Properties", {}))
+    if paths:
+        d.modified[rid] = paths
+        hit = sorted({p.split(".")[0].split("[")[0] for p in paths} & _replacing_properties(after, region))
+        if hit:
+            d.replaced[rid] = f"create-only {', '.join(hit)} changed"
+
+
+def _changing(d: StackDiff, fragment: Any) -> str | None:
+    """The first resource `fragment` reads that changes at deploy: a replaced one (a new physical id), or
+    a modified one read through Fn::GetAtt (its attributes may change)."""
+    return next(
+        (t for kind, t in _references(fragment) if t in d.replaced or (kind == "GetAtt" and t in d.modified)),
+        None,
+    )
+
+
+def _follow(d: StackDiff, rid: str, resource: Mapping[str, Any], region: str) -> bool:
+    """A resource of the same text whose values change at deploy through what it reads: modified, or
+    replaced when a create-only property reads it. True when this marked it."""
+    props = resource.get("Properties", {})
+    changed = False
+    if rid not in d.modified:  # same text, but a value it reads changes at deploy
+        target = _changing(d, props)
+        if target is not None:
+            d.modified[rid] = [f"(a value read from {target}, which changes)"]
+            changed = True
+    for prop in sorted(_replacing_properties(resource, region) & set(props)):
+        target = _changing(d, props[prop])
+        if target is not None:
+            d.replaced[rid] = f"create-only {prop} refers to {target}, which changes"
+            return True
+    return changed
 
 
 #: The node-scripts asset in user data: a CDK asset is named by its content hash (64 hex digits).
