@@ -2,8 +2,9 @@
 
     python -m efa_constructs layout trn1.32xlarge [--mode legacy] [--efa-count 4] [--output json]
     python -m efa_constructs types [--family p5] [--output json]
-    python -m efa_constructs catalogue refresh [--live --region us-east-1 ...] [--output FILE]
+    python -m efa_constructs catalogue refresh [--live --region us-east-1 ...] [--to FILE] [--output json]
     python -m efa_constructs template-diff [--base main] [--head REV] [--app CMD] [-c key=value] [--strict]
+                                           [--output json]
     python -m efa_constructs preflight [STACK ...] [--out cdk.out] [--output json]   (needs AWS credentials)
     python -m efa_constructs status STACK [--output json]                           (needs AWS credentials)
 
@@ -22,6 +23,7 @@ from typing import Any
 from .core.catalogue import all_instance_types, catalogue_metadata
 from .core.errors import EfaConfigError
 from .core.layout import LayoutMode, plan_layout
+from .tools.exits import Exit, table
 
 
 def _layout(args: argparse.Namespace) -> int:
@@ -103,24 +105,29 @@ def _refresh(args: argparse.Namespace) -> int:
         doc = generate.build(answer, source)
     except generate.CatalogueGenerationError as err:
         print(f"error: catalogue refresh: {err}", file=sys.stderr)
-        return 1
-    path = generate.write(doc, Path(args.output) if args.output else None)
+        return Exit.CANNOT_RUN
+    path = generate.write(doc, Path(args.to) if args.to else None)
     catalogue.all_instance_types.cache_clear()
-    print(f"wrote {doc['type_count']} EFA-capable types to {path} (source: {source})")
-    return 0
+    if args.output == "json":
+        print(json.dumps({"types": doc["type_count"], "path": str(path), "source": source}, indent=2))
+    else:
+        print(f"wrote {doc['type_count']} EFA-capable types to {path} (source: {source})")
+    return Exit.OK
 
 
 def _template_diff(args: argparse.Namespace) -> int:
     try:
         import cfnlint  # noqa: F401  (CloudFormation's resource schemas: which changes replace)
     except ModuleNotFoundError:
-        raise EfaConfigError(
+        missing = EfaConfigError(
             "template-diff",
             code="efa-cdk:cli-diff-extra-missing",
             value="cfn-lint not installed",
             why="the diff reads CloudFormation's resource schemas, which ship in cfn-lint",
             fix="pip install 'efa-cdk[diff]' (the project's own scripts/setup --dev installs it)",
-        ) from None
+        )
+        print(f"error: {missing}", file=sys.stderr)
+        return Exit.CANNOT_RUN
     from .tools.template_diff import run
 
     bad = [kv for kv in args.context if "=" not in kv]
@@ -133,9 +140,9 @@ def _template_diff(args: argparse.Namespace) -> int:
             fix="pass -c key=value, e.g. -c node_count=4",
         )
     context = dict(kv.split("=", 1) for kv in args.context)
-    report, stateful_loss = run(args.base, args.head, context, app=args.app)
-    print(report)
-    return 3 if stateful_loss and args.strict else 0
+    report = run(args.base, args.head, context, app=args.app)
+    print(json.dumps(report.to_json(), indent=2) if args.output == "json" else report.text())
+    return Exit.STATEFUL_LOSS if report.stateful_loss and args.strict else Exit.OK
 
 
 def _preflight(args: argparse.Namespace) -> int:
@@ -211,28 +218,14 @@ def _add_account_commands(sub: Any, output: argparse.ArgumentParser) -> None:
     s.set_defaults(func=_status)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The command line's parser (the docs' tests check the commands they print against it)."""
-    from .core import __version__
-
-    parser = argparse.ArgumentParser(prog="efa-cdk", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--version", action="version", version=f"efa-cdk {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    output = _output_flags()
-    p = sub.add_parser(
-        "layout", parents=[output], help="show the network-interface layout of an instance type"
-    )
-    p.add_argument("instance_type")
-    p.add_argument("--mode", default=LayoutMode.RECOMMENDED.value, choices=[m.value for m in LayoutMode])
-    p.add_argument("--efa-count", type=int, default=None)
-    p.set_defaults(func=_layout)
-    p = sub.add_parser("types", parents=[output], help="list the EFA-capable instance types in the catalogue")
-    p.add_argument("--family", help="only families starting with this, any case, e.g. p5 or P6 or trn")
-    p.set_defaults(func=_types)
+def _add_repository_commands(sub: Any, output: argparse.ArgumentParser) -> None:
+    """The commands that work on the package or the user's repository, no AWS account: catalogue refresh
+    (offline by default) and template-diff."""
     p = sub.add_parser("catalogue", help="manage the instance catalogue")
     csub = p.add_subparsers(dest="action", required=True)
     r = csub.add_parser(
         "refresh",
+        parents=[output],
         help="regenerate instance_types.json (offline from moto's snapshot, "
         "or --live through DescribeInstanceTypes)",
     )
@@ -243,9 +236,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="region(s) to ask with --live (repeatable; default us-east-1, us-west-2)",
     )
-    r.add_argument("--output", help="write here instead of the packaged catalogue")
+    r.add_argument("--to", metavar="FILE", help="write here instead of the packaged catalogue")
     r.set_defaults(func=_refresh)
-    d = sub.add_parser("template-diff", help="synthesize two git revisions and diff the templates per stack")
+    d = sub.add_parser(
+        "template-diff",
+        parents=[output],
+        help="synthesize two git revisions and diff the templates per stack",
+    )
     d.add_argument("--base", default="HEAD", help="base revision (default: HEAD)")
     d.add_argument("--head", default=None, help="head revision (default: the working tree)")
     d.add_argument(
@@ -262,28 +259,70 @@ def build_parser() -> argparse.ArgumentParser:
         help="CDK context for both synths (repeatable)",
     )
     d.add_argument(
-        "--strict", action="store_true", help="exit 3 when a stateful resource is deleted or replaced"
+        "--strict",
+        action="store_true",
+        help=f"exit {Exit.STATEFUL_LOSS.value} when a stateful resource is deleted or replaced",
     )
     d.set_defaults(func=_template_diff)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser (the docs' tests check the commands they print against it)."""
+    from .core import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="efa-cdk",
+        description=__doc__.split("\n\n")[0],
+        epilog=table(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"efa-cdk {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    output = _output_flags()
+    p = sub.add_parser(
+        "layout", parents=[output], help="show the network-interface layout of an instance type"
+    )
+    p.add_argument("instance_type")
+    p.add_argument("--mode", default=LayoutMode.RECOMMENDED.value, choices=[m.value for m in LayoutMode])
+    p.add_argument("--efa-count", type=int, default=None)
+    p.set_defaults(func=_layout)
+    p = sub.add_parser("types", parents=[output], help="list the EFA-capable instance types in the catalogue")
+    p.add_argument("--family", help="only families starting with this, any case, e.g. p5 or P6 or trn")
+    p.set_defaults(func=_types)
+    _add_repository_commands(sub, output)
     _add_account_commands(sub, output)
     g = sub.add_parser("dashboard", help="print an SVG picture of a cluster's dashboard layout (no AWS)")
     g.set_defaults(func=_dashboard)
     return parser
 
 
+def _renamed(argv: list[str]) -> list[str]:
+    """``catalogue refresh --output FILE`` (before --output text|json was common to every command) is
+    taken as ``--to FILE``, with a warning naming the new flag."""
+    if argv[:2] != ["catalogue", "refresh"]:
+        return argv
+    out = list(argv)
+    for i, word in enumerate(out[:-1]):
+        if word == "--output" and out[i + 1] not in ("text", "json"):
+            print(f"warning: catalogue refresh --output FILE is now --to FILE (read as --to {out[i + 1]})",
+                  file=sys.stderr)  # fmt: skip
+            out[i] = "--to"
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_renamed(list(sys.argv[1:] if argv is None else argv)))
     if getattr(args, "region", None) is None and getattr(args, "live", False):
         args.region = ["us-east-1", "us-west-2"]
     try:
         return int(args.func(args))
     except EfaConfigError as err:
         print(f"error: {err}", file=sys.stderr)
-        return 1
+        return Exit.FOUND
     except BrokenPipeError:  # the reader stopped (`| head`): no traceback (Python docs, signal: SIGPIPE)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        return Exit.FOUND
 
 
 if __name__ == "__main__":

@@ -279,9 +279,21 @@ case " $* " in
     echo "[GNUPG:] VALIDSIG ${STUB_KEY_FPR} 2024-01-01 0 4 0 1 10 00 ${STUB_KEY_FPR}" ;;
 esac
 """,
+    # As libfabric's efa provider lists a node's devices (libfabric prov/efa: one RDM domain per device,
+    # named <device>-rdm), from the devices bound to efa under the node's sysfs; STUB_FI_INFO_FILE: a
+    # recorded listing instead.
     "fi_info": r"""
+[ -z "${STUB_FI_INFO_FILE:-}" ] || exec cat "$STUB_FI_INFO_FILE"
 [ "${STUB_FI_INFO:-ok}" = ok ] || { echo "fi_getinfo: -61 (No data available)"; exit 1; }
-printf 'provider: efa\n    fabric: efa\n    type: FI_EP_RDM\n'
+case "${FI_PROVIDER:-efa}" in efa) ;; *) echo "fi_getinfo: -61 (No data available)"; exit 1 ;; esac
+listed=0
+for dev in "$EFA_CDK_ROOT"/sys/class/infiniband/*; do
+  [ "$(basename "$(readlink -f "$dev/device/driver")")" = efa ] || continue
+  printf 'provider: efa\n    fabric: efa\n    domain: %s-rdm\n    version: 120.0\n' "${dev##*/}"
+  printf '    type: FI_EP_RDM\n    protocol: FI_PROTO_EFA\n'
+  listed=1
+done
+[ "$listed" = 1 ] || { echo "fi_getinfo: -61 (No data available)"; exit 1; }
 """,
     "ssh-keygen": 'echo "ssh-ed25519 AAAAC3stub efa-cdk"',
     "chown": "exit 0",
@@ -313,6 +325,13 @@ exit 0
     "ssh": r"""
 for a in "$@"; do
   grep -qxF -- "$a" "$STUB_DIR/unreachable" 2>/dev/null && exit 255
+done
+# the guard on a node listed in guard-refuses answers as a refusing node does
+for a in "$@"; do
+  if grep -qxF -- "$a" "$STUB_DIR/guard-refuses" 2>/dev/null && [[ "$*" == *fabric-guard.sh* ]]; then
+    echo "efa-cdk guard: $a: REFUSED: stand-in refusal"
+    exit 1
+  fi
 done
 exit 0
 """,
@@ -394,15 +413,18 @@ class Node:
             "HOME": str(self.root / "home/ubuntu"),
         }
 
-    def set_devices(self, n: int, *, others: dict[str, str] | None = None) -> None:
-        """A sysfs with `n` EFA devices (``rdmap*``, bound to the ``efa`` driver) and `others`
+    def set_devices(
+        self, n: int, *, others: dict[str, str] | None = None, names: list[str] | None = None
+    ) -> None:
+        """A sysfs with `n` EFA devices (``rdmap*``, or `names`, bound to the ``efa`` driver) and `others`
         (name -> driver), laid out as the kernel does: class/infiniband/<dev>/device ->
         bus/pci/devices/<addr>, whose ``driver`` -> bus/pci/drivers/<driver>."""
         sys_root = self.root / "sys"
         shutil.rmtree(sys_root, ignore_errors=True)
         ib = sys_root / "class/infiniband"
         ib.mkdir(parents=True)
-        devices = {f"rdmap{16 + i}s{27 + i}": "efa" for i in range(n)} | (others or {})
+        efa = names or [f"rdmap{16 + i}s{27 + i}" for i in range(n)]
+        devices = dict.fromkeys(efa, "efa") | (others or {})
         for i, (name, driver) in enumerate(devices.items()):
             pci = sys_root / f"bus/pci/devices/0000:{i:02x}:00.0"
             pci.mkdir(parents=True)
@@ -420,6 +442,10 @@ class Node:
         fi_info = self.root / "opt/amazon/efa/bin/fi_info"
         if yes:
             executable(fi_info, f'#!{BASH}\nexec "$STUB_DIR/bin/fi_info" "$@"\n')  # "installed" = our stub
+            # the installer's NCCL plugin (aws-ofi-nccl), where installer 1.44.0 and later put it
+            plugin = self.root / "opt/amazon/ofi-nccl/lib64/libnccl-net-ofi.so"
+            plugin.parent.mkdir(parents=True, exist_ok=True)
+            plugin.write_bytes(b"")
             # the installer's Open MPI
             executable(
                 self.root / "opt/amazon/openmpi/bin/mpirun", f'#!{BASH}\nexec "$STUB_DIR/bin/mpirun" "$@"\n'

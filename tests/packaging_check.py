@@ -122,7 +122,7 @@ def main(workdir: Path) -> None:
     found["layout"] = [layout.returncode, layout.stdout]
     diff = _run("efa-cdk", "template-diff", cwd=app, env=env)
     found["template_diff"] = [diff.returncode, diff.stderr.strip()]
-    refresh = _run("efa-cdk", "catalogue", "refresh", "--output", app / "types.json", cwd=app, env=env)
+    refresh = _run("efa-cdk", "catalogue", "refresh", "--to", app / "types.json", cwd=app, env=env)
     found["refresh_without_extra"] = [refresh.returncode, refresh.stderr.strip()]
     preflight = _run("efa-cdk", "preflight", cwd=app, env=env)
     found["preflight_without_extra"] = [preflight.returncode, preflight.stderr.strip()]

@@ -582,7 +582,7 @@ def test_no_credentials_is_one_line_not_a_traceback(tmp_path: Path, monkeypatch:
     manifest = {"artifacts": {"Trn1EfaCluster": {"type": "aws:cloudformation:stack",
                               "properties": {"templateFile": "Trn1EfaCluster.template.json"}}}}  # fmt: skip
     (out / "manifest.json").write_text(json.dumps(manifest))
-    assert preflight.main(["Trn1EfaCluster"], out, REGION, False) == 2
+    assert preflight.main(["Trn1EfaCluster"], out, REGION, False) == 4
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and err.startswith("error: preflight: ") and "credentials" in err
 
@@ -603,7 +603,7 @@ def test_the_stacks_are_the_manifests_not_every_template_file(tmp_path: Path) ->
 
 
 def test_without_a_cloud_assembly_it_says_how_to_make_one(tmp_path: Path, capsys: Any) -> None:
-    assert preflight.main([], tmp_path / "cdk.out", REGION, False) == 2
+    assert preflight.main([], tmp_path / "cdk.out", REGION, False) == 4
     assert "synthesize first (npx cdk synth" in capsys.readouterr().err
 
 
@@ -698,7 +698,7 @@ def test_status_shows_the_nodes_alarms_and_benchmarks_of_a_stack_created_in_the_
 
 
 def test_status_of_a_stack_that_does_not_exist_is_one_line(account: dict[str, Any], capsys: Any) -> None:
-    assert status.main("NoSuchStack", None, False) == 2
+    assert status.main("NoSuchStack", None, False) == 4
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "cloudformation:DescribeStacks" in err and "NoSuchStack" in err
 
@@ -1065,7 +1065,7 @@ def test_without_a_region_the_commands_use_the_stacks_or_name_the_flag(tmp_path:
     no_aws = {"AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"}
     for command in (["status", "S"], ["preflight"]):
         run = _cli(*command, cwd=tmp_path, env=no_aws)
-        assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+        assert run.returncode == 4 and "Traceback" not in run.stderr, run.stderr
         assert run.stderr.strip().count("\n") == 0 and "pass --region REGION" in run.stderr, run.stderr
     other = tmp_path / "regional"
     other.mkdir()
@@ -1073,7 +1073,7 @@ def test_without_a_region_the_commands_use_the_stacks_or_name_the_flag(tmp_path:
     with moto_server("cli") as env:
         moto = {**no_aws, **{k: v for k, v in env.items() if k != "AWS_DEFAULT_REGION"}}
         run = _cli("status", "S", cwd=other, env=moto)
-    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert run.returncode == 4 and "Traceback" not in run.stderr, run.stderr
     assert "cloudformation:DescribeStacks" in run.stderr and "pass --region" not in run.stderr, run.stderr
 
 
@@ -1110,7 +1110,7 @@ def test_a_broken_template_in_the_assembly_is_one_line(tmp_path: Path, body: str
     else:
         template.write_text(body)
     run = _cli("preflight", cwd=tmp_path, env={"AWS_CONFIG_FILE": "/nonexistent"})
-    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert run.returncode == 4 and "Traceback" not in run.stderr, run.stderr
     assert run.stderr.strip().count("\n") == 0 and says in run.stderr, run.stderr
 
 

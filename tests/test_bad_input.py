@@ -662,7 +662,8 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
         "a str for the instance type",
         cluster(instance_type="trn1.32xlarge"),
         "instance_type",
-        "not a str. Fix: pass instance_type=<ec2.InstanceType>, e.g. ec2.InstanceType(",
+        "not a str. Fix: pass instance_type=<ec2.InstanceType or efa_constructs.InstanceType>, "
+        "e.g. ec2.InstanceType(",
     ),
     (
         "a str for node_group",
@@ -681,7 +682,7 @@ MATRIX: list[tuple[str, Callable[[Any], Any], str, str]] = [
         "None for the instance type",
         cluster(instance_type=None),
         "instance_type",
-        "takes ec2.InstanceType here",
+        "takes ec2.InstanceType or efa_constructs.InstanceType here",
     ),
     ("a CIDR string for ssh_peers", cluster(ssh_peers="10.0.0.0/8"), "ssh_peers", "(a list), not a str"),
     ("CIDR strings in ssh_peers", cluster(ssh_peers=["10.0.0.0/8"]), "ssh_peers", "item 0 is a str"),

@@ -256,7 +256,7 @@ def test_a_live_refresh_error_is_one_line_naming_the_region(
     )
     stubber.activate()
     monkeypatch.setattr(boto3, "client", lambda *_a, **_k: client)
-    assert main(["catalogue", "refresh", "--live", "--region", "us-west-2", "--output", "/dev/null"]) == 1
+    assert main(["catalogue", "refresh", "--live", "--region", "us-west-2", "--to", "/dev/null"]) == 4
     err = capsys.readouterr().err
     assert err.startswith(f"error: catalogue refresh: {says}") and err.count("\n") == 1, err
     assert "ec2:DescribeInstanceTypes" in err
@@ -273,7 +273,7 @@ def test_a_live_refresh_without_credentials_is_one_line(
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    assert main(["catalogue", "refresh", "--live", "--region", "eu-west-1", "--output", "/dev/null"]) == 1
+    assert main(["catalogue", "refresh", "--live", "--region", "eu-west-1", "--to", "/dev/null"]) == 4
     err = capsys.readouterr().err
     assert err == (
         "error: catalogue refresh: DescribeInstanceTypes in eu-west-1 failed: Unable to locate credentials "

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,7 +50,7 @@ def test_offline_refresh_writes_the_shipped_catalogue(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "cat.json"
-    assert main(["catalogue", "refresh", "--output", str(out)]) == 0
+    assert main(["catalogue", "refresh", "--to", str(out)]) == 0
     assert out.read_text() == (generate.HERE / "instance_types.json").read_text()
 
 
@@ -107,3 +109,69 @@ def test_a_reader_that_stops_early_is_no_traceback() -> None:
         f"{sys.executable} -m efa_constructs types | head -n1", shell=True, capture_output=True, text=True
     )
     assert done.stdout.startswith("# ") and "Traceback" not in done.stderr, done.stderr
+
+
+# --- issue 42: one command model (exit codes in one table, --output json on every command)
+
+
+def test_the_help_ends_with_the_exit_code_table_and_each_code_means_one_thing() -> None:
+    """Exit 2 meant both "the command line is wrong" (argparse) and "preflight could not run"; now each code
+    is one thing, written once (tools/exits.py), and --help shows them."""
+    from efa_constructs.__main__ import build_parser
+    from efa_constructs.tools.exits import MEANING, Exit
+
+    text = build_parser().format_help()
+    assert text.rstrip().endswith(f"  4  {MEANING[Exit.CANNOT_RUN]}")
+    assert [int(line.split()[0]) for line in text.split("exit codes:\n", 1)[1].splitlines()] == [
+        0,
+        1,
+        2,
+        3,
+        4,
+    ]
+    with pytest.raises(SystemExit) as usage:
+        main(["preflight", "--no-such-flag"])
+    assert usage.value.code == Exit.USAGE == 2
+
+
+def _report() -> Any:
+    """A diff of one stack whose node is replaced (a stateful loss) and whose output changed."""
+    from efa_constructs.tools.template_diff import DiffReport, diff_templates
+
+    def template(image: str, rate: str) -> dict[str, Any]:
+        node = {"Type": "AWS::EC2::Instance", "Properties": {"ImageId": image}}
+        return {"Resources": {"Node": node}, "Outputs": {"Rate": {"Value": rate}}}
+
+    diff = diff_templates(template("ami-0123456789abcdef0", "400"), template("ami-0fedcba9876543210", "3200"))
+    return DiffReport("main", None, {"Cluster": diff})
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_template_diff_prints_json_from_the_same_result(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], strict: bool
+) -> None:
+    """ImageId is create-only for AWS::EC2::Instance in CloudFormation's schema: the node is replaced."""
+    from efa_constructs.tools import template_diff
+
+    monkeypatch.setattr(template_diff, "run", lambda *_a, **_k: _report())
+    assert main(["template-diff", "--output", "json", *(["--strict"] if strict else [])]) == (
+        3 if strict else 0
+    )
+    body = json.loads(capsys.readouterr().out)
+    assert body["stateful_loss"] is True and body["base"] == "main" and body["head"] is None
+    cluster = body["stacks"]["Cluster"]
+    assert cluster["stateful_losses"] == ["Node"] and "ImageId" in cluster["replaced"]["Node"]
+    assert cluster["outputs_changed"] == ["Rate"]
+    assert main(["template-diff"]) == 0 and "! REPLACE Node (AWS::EC2::Instance)" in capsys.readouterr().out
+
+
+def test_catalogue_refresh_prints_json_and_takes_its_old_file_flag_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "cat.json"
+    assert main(["catalogue", "refresh", "--to", str(out), "--output", "json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["path"] == str(out) and body["types"] == json.loads(out.read_text())["type_count"]
+    assert main(["catalogue", "refresh", "--output", str(tmp_path / "old.json")]) == 0
+    err = capsys.readouterr().err
+    assert "catalogue refresh --output FILE is now --to FILE" in err and (tmp_path / "old.json").exists()

@@ -119,7 +119,7 @@ def test_p6_b200_counts_its_8_efas_not_its_nvlink_controllers(tmp_path: Path) ->
     """10 entries in /sys/class/infiniband: 8 EFA (driver efa) + 2 NVLink (ibp*, another driver)."""
     node = Node(tmp_path, "p6-b200.48xlarge")
     node.set_devices(8, others={"ibp0s0": "mlx5_core", "ibp1s0": "mlx5_core"})
-    r = node.run("verify-efa")
+    r = node.run("efa-env", "verify-efa")  # in boot order: the jobs' paths first
     assert r.returncode == 0, r.log
     assert "EFA verified: provider efa, 8 devices" in r.log
     assert "not EFA, not counted: ibp0s0(mlx5_core) ibp1s0(mlx5_core)" in r.log
@@ -127,7 +127,7 @@ def test_p6_b200_counts_its_8_efas_not_its_nvlink_controllers(tmp_path: Path) ->
 
 def test_p5_verifies_its_32_efas(tmp_path: Path) -> None:
     node = Node(tmp_path, "p5.48xlarge")
-    r = node.run("verify-efa")
+    r = node.run("efa-env", "verify-efa")  # in boot order: the jobs' paths first
     assert r.returncode == 0, r.log
     assert "EFA verified: provider efa, 32 devices" in r.log
 
@@ -795,3 +795,165 @@ def test_the_imds_step_restricts_metadata_to_root_and_the_login_user_at_every_bo
     assert node.systemd_verify("efa-cdk-imds.service") == ""
     assert node.run("imds", STUB_IP6TABLES_FAILS="1").returncode == 1
     assert not (node.root / "var/lib/efa-cdk/imds-restricted").exists()
+
+
+# --- issue 43: the guard against silent fallback (node/boot/fabric-guard.sh)
+
+P4D_DEVICES = ["rdmap16s27", "rdmap32s27", "rdmap144s27", "rdmap160s27"]  # as its recorded listing names them
+LISTINGS = FIXTURES.parent / "fi_info"  # recorded listings, each with its source (README.md there)
+
+
+def guard(node: Node, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The guard as a job's node runs it (after efa-env wrote the jobs' environment)."""
+    return subprocess.run(
+        [BASH, str(node.bin / "fabric-guard.sh"), *args], env={**node.env, **env},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def test_the_guard_passes_a_p4d_whose_recorded_listing_covers_its_4_efas(tmp_path: Path) -> None:
+    node = Node(tmp_path, "p4d.24xlarge")
+    node.set_devices(4, names=P4D_DEVICES)
+    assert node.run("efa-env").returncode == 0
+    r = guard(node, STUB_FI_INFO_FILE=str(LISTINGS / "p4d.24xlarge.txt"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (
+        r.stdout.startswith("efa-cdk guard: ")
+        and ": ok: efa on 4 endpoint domains (rdmap144s27-rdm," in r.stdout
+    )
+    assert "NCCL plugin /opt/amazon/ofi-nccl/lib64/libnccl-net-ofi.so" in r.stdout
+
+
+def test_the_guard_refuses_a_device_libfabric_offers_no_endpoint_on(tmp_path: Path) -> None:
+    """One of the node's EFAs is not in the listing: NCCL would stripe over 3 of 4 without a word."""
+    node = Node(tmp_path, "p4d.24xlarge")
+    node.set_devices(4, names=[*P4D_DEVICES[:3], "rdmap176s27"])
+    node.run("efa-env")
+    r = guard(node, STUB_FI_INFO_FILE=str(LISTINGS / "p4d.24xlarge.txt"))
+    assert r.returncode == 1
+    assert (
+        r.stdout.count("\n") == 1
+        and "REFUSED: libfabric's efa provider offers no endpoint on rdmap176s27" in r.stdout
+    )
+    assert "jobs would use 3 of 4 EFAs" in r.stdout
+
+
+def test_the_guard_counts_a_device_listed_twice_by_libfabric_2_once(tmp_path: Path) -> None:
+    """libfabric 2 lists each device's RDM domain under the efa-direct fabric and again under efa
+    (ofiwg/libfabric#10735); the stub lists each device once, so it is doubled here as that rule says."""
+    node = Node(tmp_path, "p5.48xlarge")
+    node.run("efa-env")
+    once = subprocess.run([str(node.stub_dir / "bin/fi_info")], env=node.env, capture_output=True, text=True)
+    twice = once.stdout.replace("fabric: efa\n", "fabric: efa-direct\n") + once.stdout
+    (tmp_path / "listing").write_text(twice)
+    r = guard(node, STUB_FI_INFO_FILE=str(tmp_path / "listing"))
+    assert r.returncode == 0 and "ok: efa on 32 endpoint domains" in r.stdout, r.stdout
+
+
+def test_the_guard_refuses_when_libfabric_offers_another_provider_first(tmp_path: Path) -> None:
+    """The listing recorded on a machine without EFA: a job with no FI_PROVIDER would get tcp."""
+    node = Node(tmp_path)
+    r = guard(node, STUB_FI_INFO_FILE=str(LISTINGS / "debian-libfabric-1.17-no-efa.txt"))
+    assert r.returncode == 1
+    assert (
+        "REFUSED: libfabric offers tcp;ofi_rxm first (eth0,lo), not efa: a job would run over tcp;ofi_rxm"
+        in r.stdout
+    )
+
+
+def test_the_guard_refuses_a_jobs_environment_that_names_another_provider(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    node.run("efa-env")
+    env_file = node.root / "etc/efa-cdk/efa.env"
+    env_file.write_text(env_file.read_text().replace("FI_PROVIDER=efa", "FI_PROVIDER=sockets"))
+    r = guard(node)
+    assert r.returncode == 1 and "sets FI_PROVIDER=sockets: libfabric would use it, not efa" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ("plugin", "NCCL's EFA plugin (aws-ofi-nccl) is on none of the jobs' library paths"),
+        ("NCCL_NET=Socket", "sets NCCL_NET=Socket: NCCL would not use EFA"),
+    ],
+)
+def test_the_guard_refuses_nccl_without_its_efa_plugin(tmp_path: Path, change: str, said: str) -> None:
+    """Without aws-ofi-nccl on its library path NCCL falls back to TCP sockets (NVIDIA-NeMo/RL#2359)."""
+    node = Node(tmp_path, "p5.48xlarge")
+    if change == "plugin":
+        (node.root / "opt/amazon/ofi-nccl/lib64/libnccl-net-ofi.so").unlink()
+    node.run("efa-env")
+    if change != "plugin":
+        with (node.root / "etc/efa-cdk/efa.env").open("a") as f:
+            f.write(change + "\n")
+    r = guard(node)
+    assert r.returncode == 1 and said in r.stdout, r.stdout
+
+
+def test_the_guard_does_not_look_for_nccl_on_trainium(tmp_path: Path) -> None:
+    node = Node(tmp_path)  # trn1: Neuron's collectives, no NCCL plugin to find
+    (node.root / "opt/amazon/ofi-nccl/lib64/libnccl-net-ofi.so").unlink()
+    node.run("efa-env")
+    r = guard(node)
+    assert r.returncode == 0 and "ok: efa on 8 endpoint domains" in r.stdout and "NCCL" not in r.stdout
+
+
+def test_verify_efa_fails_the_node_with_the_guards_reason(tmp_path: Path) -> None:
+    node = Node(tmp_path, "p5.48xlarge")
+    (node.root / "opt/amazon/ofi-nccl/lib64/libnccl-net-ofi.so").unlink()
+    r = node.run("efa-env", "verify-efa", "signal")
+    assert r.returncode == 1 and "FAILED: NCCL's EFA plugin (aws-ofi-nccl) is on none" in r.log
+    (signal,) = node.signals()
+    assert "--status FAILURE" in signal
+    assert not (node.root / "var/lib/efa-cdk/verified").exists()
+
+
+def test_the_guard_checks_every_node_of_a_hostfile_over_ssh(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("10.0.1.10 slots=32\n10.0.1.11 slots=32\n10.0.1.12 slots=32\n")
+    (node.stub_dir / "guard-refuses").write_text("10.0.1.11\n")
+    (node.stub_dir / "unreachable").write_text("10.0.1.12\n")
+    r = guard(node, "--hostfile", str(hostfile))
+    assert r.returncode == 1
+    assert r.stdout.splitlines() == [
+        "efa-cdk guard: 10.0.1.11: REFUSED: stand-in refusal",
+        "efa-cdk guard: 10.0.1.12: REFUSED: not reached over SSH",
+    ]
+    assert [c.split()[-1] for c in node.calls("ssh")] == ["/opt/efa-cdk/bin/fabric-guard.sh"] * 3
+
+
+@pytest.mark.skipif(shutil.which("fi_info") is None, reason="Debian's libfabric-bin is not installed")
+@pytest.mark.parametrize(
+    ("stand_in", "jobs_provider", "said"),
+    [
+        # the provider the test configures, standing in for the efa the jobs name: passed
+        ("tcp", "efa", "ok: tcp on"),
+        # efa expected, no FI_PROVIDER: libfabric's first offer is tcp
+        ("", "", "REFUSED: libfabric offers tcp;ofi_rxm first"),
+        # efa expected and named: this machine's libfabric has no efa device to offer
+        (
+            "",
+            "efa",
+            "REFUSED: libfabric offers no reliable-datagram endpoint (FI_PROVIDER=efa): fi_getinfo: -61",
+        ),
+    ],
+)
+def test_the_guard_with_the_real_libfabric(
+    tmp_path: Path, stand_in: str, jobs_provider: str, said: str
+) -> None:
+    """Debian's real fi_info (no EFA device here): the pass with the provider the test configures, and the
+    refusals a node without EFA gets."""
+    node = Node(tmp_path)
+    node.efa_installed(False)
+    (node.stub_dir / "bin/fi_info").unlink()  # the real one on PATH
+    env = {"EFA_CDK_TEST_ONLY_PROVIDER": stand_in} if stand_in else {}
+    node.run("efa-env", **env)
+    env_file = node.root / "etc/efa-cdk/efa.env"
+    lines = [x for x in env_file.read_text().splitlines() if not x.startswith("FI_PROVIDER=")]
+    env_file.write_text(
+        "\n".join([*lines, *([f"FI_PROVIDER={jobs_provider}"] if jobs_provider else [])]) + "\n"
+    )
+    r = guard(node, **env)
+    assert r.returncode == (0 if said.startswith("ok") else 1), r.stdout + r.stderr
+    assert said in r.stdout, r.stdout

@@ -112,7 +112,7 @@ def test_efa_cdk_runs_from_path() -> None:
 
 def test_installed_template_diff_without_its_extra_refuses_in_one_line() -> None:
     rc, err = found()["template_diff"]
-    assert rc == 1 and "\n" not in err, err
+    assert rc == 4 and "\n" not in err, err
     assert (
         err.startswith("error: template-diff='cfn-lint not installed'")
         and "pip install 'efa-cdk[diff]'" in err
@@ -121,14 +121,14 @@ def test_installed_template_diff_without_its_extra_refuses_in_one_line() -> None
 
 def test_installed_catalogue_refresh_without_its_extra_refuses_in_one_line() -> None:
     rc, err = found()["refresh_without_extra"]
-    assert rc == 1 and err == (
+    assert rc == 4 and err == (
         "error: catalogue refresh: offline refresh reads moto's snapshot: pip install 'efa-cdk[refresh]'"
     ), err
 
 
 def test_installed_preflight_without_its_extra_refuses_in_one_line() -> None:
     rc, err = found()["preflight_without_extra"]
-    assert rc == 2 and err == "error: preflight calls AWS with boto3: pip install 'efa-cdk[account]'", err
+    assert rc == 4 and err == "error: preflight calls AWS with boto3: pip install 'efa-cdk[account]'", err
 
 
 def test_the_eks_example_names_its_extra_and_synthesizes_with_it() -> None:

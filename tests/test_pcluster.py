@@ -851,3 +851,31 @@ def test_preflight_reads_the_queues_from_the_output_or_the_cluster_resource(crea
         4,
         "us-east-1c",
     )
+
+
+def test_a_parallelcluster_node_tells_the_guard_its_collectives_and_passes_with_every_efa(
+    tmp_path: Path,
+) -> None:
+    """Issue 43: ParallelCluster attaches its compute nodes' EFAs itself, so their settings carry no EFA
+    count; the guard in the job templates then checks an endpoint on every EFA the node has (before, it
+    stopped on the missing count and every job with it), and NCCL's plugin on a GPU queue."""
+    import aws_cdk as cdk
+
+    app = cdk.App(outdir=str(tmp_path / "out"))
+    cluster = EfaParallelCluster(Stack(app, "S"), "P", instance_type=ec2.InstanceType("p5.48xlarge"),
+                                 availability_zone="us-east-1a")  # fmt: skip
+    app.synth()
+    asset = cluster.node.find_child("Bootstrap")
+    text = (tmp_path / "out" / asset.asset_path).read_text()  # type: ignore[attr-defined]
+    assert "EFA_CDK_COLLECTIVES='nccl'" in text and "EFA_CDK_EFA_COUNT" not in text
+    node = Node(tmp_path / "node", "p5.48xlarge")
+    settings = node.root / "etc/efa-cdk/node.env"
+    settings.write_text("".join(f"{x}\n" for x in settings.read_text().splitlines() if "EFA_COUNT" not in x))
+    assert node.run("efa-env").returncode == 0
+    guard = subprocess.run(
+        [BASH, str(node.bin / "fabric-guard.sh")], env=node.env, capture_output=True, text=True
+    )
+    assert guard.returncode == 0 and "ok: efa on 32 endpoint domains" in guard.stdout, (
+        guard.stdout + guard.stderr
+    )
+    assert "NCCL plugin /opt/amazon/ofi-nccl/lib64/libnccl-net-ofi.so" in guard.stdout

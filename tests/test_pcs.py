@@ -555,7 +555,10 @@ def test_a_node_whose_metadata_restriction_fails_runs_no_job(tmp_path: Path, mis
     if missing != "a rule":
         executable(tmp_path / "stubs" / missing, f"#!/bin/bash\n{PREP_STUBS[missing]}\n")
     assert subprocess.run(["bash", str(PREP), "imds", "root"], env=env, capture_output=True).returncode == 0
-    assert subprocess.run(["bash", str(prolog)], env=env, capture_output=True).returncode == 0
+    # ... and the guard (issue 43), here with libfabric's tcp standing in for efa (no EFA device)
+    guarded = subprocess.run(["bash", str(prolog)], env={**env, "EFA_CDK_TEST_ONLY_PROVIDER": "tcp"},
+                             capture_output=True, text=True)  # fmt: skip
+    assert guarded.returncode == 0 and ": ok: tcp on " in guarded.stderr, guarded.stderr
 
 
 @pytest.mark.parametrize("change", ["instance_type", "login_instance_type"])

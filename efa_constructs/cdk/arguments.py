@@ -80,6 +80,8 @@ def _name(hint: Any) -> str:
     name = getattr(hint, "__name__", str(hint))
     if module.startswith("aws_cdk.aws_"):
         return f"{module.removeprefix('aws_cdk.aws_')}.{name}"
+    if module == "efa_constructs.core.catalogue":  # not to be read as ec2's InstanceType
+        return f"efa_constructs.{name}"
     return name
 
 

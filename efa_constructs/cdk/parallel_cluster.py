@@ -21,7 +21,7 @@ from constructs import Construct
 from typing_extensions import Unpack
 
 from ..core.capacity import Capacity, CapacityKind
-from ..core.catalogue import check_ec2_type
+from ..core.catalogue import InstanceType, check_ec2_type
 from ..core.errors import EfaConfigError
 from ..core.options import DEFAULT_MAX_COUNT, DEFAULT_MIN_COUNT, SHARED_DIR, check_zone_of_subnet
 from ..core.pcluster import (
@@ -34,6 +34,7 @@ from ..core.pcluster import (
     SlurmQueue,
 )
 from ..core.software import (
+    COLLECTIVES,
     NEURON_REPO_KEY_ID,
     NEURON_SDK_PACKAGES,
     PCLUSTER_HEAD_START_STEPS,
@@ -150,7 +151,7 @@ class EfaParallelCluster(Construct):
         #: The head node's key pair: yours, or one the construct created (``created_key_pair``).
         self.key_pair: ec2.IKeyPair = key_pair or ec2.KeyPair(self, "KeyPair", type=ec2.KeyPairType.ED25519)
 
-        self._add_bootstrap(it.rdma_read, it.mpi_slots, queue_name)
+        self._add_bootstrap(it, queue_name)
         self.config = self._render_config(
             instance_type=it.name,
             min_count=min_count,
@@ -285,13 +286,16 @@ class EfaParallelCluster(Construct):
             )
         return cidr
 
-    def _add_bootstrap(self, rdma_read: bool, slots: int, queue_name: str) -> None:
+    def _add_bootstrap(self, it: InstanceType, queue_name: str) -> None:
         """The efa-cdk node files (``NodeScripts``, a zip) and the shared bootstrap rendered for
-        ParallelCluster's OnNodeConfigured (``Bootstrap``); values known only at deploy are its Args."""
+        ParallelCluster's OnNodeConfigured (``Bootstrap``); values known only at deploy are its Args.
+        ParallelCluster attaches the compute nodes' EFAs itself: no EFA count is set, and the guard in
+        the job templates checks an endpoint on every EFA the node has."""
         staged = EfaUserData().stage()
         settings = {
-            "EFA_CDK_RDMA_READ": "1" if rdma_read else "0",
-            "EFA_CDK_SLOTS": str(slots),
+            "EFA_CDK_RDMA_READ": "1" if it.rdma_read else "0",
+            "EFA_CDK_SLOTS": str(it.mpi_slots),
+            "EFA_CDK_COLLECTIVES": COLLECTIVES.get(it.accelerator.kind, "none"),
             "EFA_CDK_QUEUES": queue_name,
             "EFA_CDK_SHARED_DIR": SHARED_DIR,
             "EFA_CDK_NEURON_PACKAGES": " ".join(NEURON_SDK_PACKAGES),

@@ -45,6 +45,7 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "EFA_CDK_STEPS": (NODE, "the steps, in order"),
     "EFA_CDK_WAIT_SECONDS": (NODE, "how long a node waits for the others"),
     "EFA_CDK_BENCHMARKS": (NODE, "the benchmarks the leader runs"),
+    "EFA_CDK_COLLECTIVES": (NODE, "nccl, nccom or none: the collective library the guard checks"),
     "EFA_CDK_BENCHMARK_STRICT": (NODE, "1: a benchmark problem fails the stack"),
     "EFA_CDK_BENCHMARK_URL": (NODE, "the benchmark wait condition's handle"),
     "EFA_CDK_ON_DEMAND": (NODE, "set by the SSM document that re-runs the benchmarks"),

@@ -147,6 +147,12 @@ def check_benchmarks(it: InstanceType, benchmarks: Sequence[Benchmark]) -> None:
             )
 
 
+#: The collective library each accelerator's jobs use over EFA: NCCL through aws-ofi-nccl on NVIDIA GPUs,
+#: Neuron's collectives (nccom) on Trainium and Inferentia; the guard (node/boot/fabric-guard.sh) checks
+#: NCCL's plugin, and libfabric's efa provider for every kind.
+COLLECTIVES = {AcceleratorKind.NVIDIA_GPU: "nccl", AcceleratorKind.NEURON: "nccom"}
+
+
 def node_settings(it: InstanceType, layout: NicLayout, benchmarks: Sequence[Benchmark]) -> dict[str, str]:
     """The facts a node's scripts need about its type and layout (no tokens: pure and testable)."""
     efa_cards = [layout.instance_type.card(s.network_card_index) for s in layout.interfaces if s.is_efa]
@@ -160,6 +166,8 @@ def node_settings(it: InstanceType, layout: NicLayout, benchmarks: Sequence[Benc
         # One EFA (fi_pingpong) runs no faster than its card, nor than the whole node's line rate.
         "EFA_CDK_CARD_GBPS": f"{min(card_gbps, layout.efa_bandwidth_gbps):g}",
         "EFA_CDK_BENCHMARKS": " ".join(b.value for b in benchmarks),
+        # which collective library the node's jobs use, for the guard against silent fallback
+        "EFA_CDK_COLLECTIVES": COLLECTIVES.get(it.accelerator.kind, "none"),
     }
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .assembly import AssemblyError, assembly_stacks
+from .exits import Exit
 
 #: Every call preflight makes and the IAM action it needs (an AccessDenied names it).
 PERMISSIONS = {
@@ -1224,18 +1225,18 @@ def main(stacks: list[str], out: Path, region: str | None, as_json: bool) -> int
         import boto3  # noqa: F401  (installed? the account extra)
     except ModuleNotFoundError:
         print("error: preflight calls AWS with boto3: pip install 'efa-cdk[account]'", file=sys.stderr)
-        return 2
+        return Exit.CANNOT_RUN
     try:
         checks, regions = _check_assembly(stacks, out, region, as_json)
     except PreflightError as err:
         print(f"error: preflight: {err}", file=sys.stderr)
-        return 2
+        return Exit.CANNOT_RUN
     except Exception as err:  # botocore's NoCredentialsError and kin, raised before any call
         from botocore.exceptions import BotoCoreError
 
         if isinstance(err, BotoCoreError):
             print(f"error: preflight: {err} (set AWS credentials, e.g. AWS_PROFILE)", file=sys.stderr)
-            return 2
+            return Exit.CANNOT_RUN
         raise
     if as_json:
         of_stack = {n: r for r, names in regions.items() for n in names}
@@ -1248,4 +1249,4 @@ def main(stacks: list[str], out: Path, region: str | None, as_json: bool) -> int
     else:
         for c in checks:
             print(c.line())
-    return 1 if any(c.status == "FAIL" for c in checks) else 0
+    return Exit.FOUND if any(c.status == "FAIL" for c in checks) else Exit.OK

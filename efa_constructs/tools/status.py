@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from .exits import Exit
 from .preflight import PreflightError, _aws_call, _Denied, session_for
 
 #: Every call status makes and the IAM action it needs.
@@ -357,18 +358,18 @@ def main(stack: str, region: str | None, as_json: bool, pcluster_name: str | Non
         import boto3  # noqa: F401  (installed? the account extra)
     except ModuleNotFoundError:
         print("error: status calls AWS with boto3: pip install 'efa-cdk[account]'", file=sys.stderr)
-        return 2
+        return Exit.CANNOT_RUN
     try:
         session = session_for(region, Path("cdk.out"), [stack])
         s = cluster_status(session, stack, pcluster_name)
     except PreflightError as err:
         print(f"error: status: {err}", file=sys.stderr)
-        return 2
+        return Exit.CANNOT_RUN
     except _Denied as denied:
         print(
             f"error: status: {denied.check.found}" + (f" ({denied.check.fix})" if denied.check.fix else ""),
             file=sys.stderr,
         )
-        return 2
+        return Exit.CANNOT_RUN
     print(json.dumps(s, indent=2, default=str) if as_json else render(s))
-    return 0
+    return Exit.OK

@@ -333,14 +333,53 @@ def synth_revision(
     return stack_templates(out)
 
 
+@dataclass
+class DiffReport:
+    """Every stack's :class:`StackDiff` between two revisions, as text or JSON (one result, two views)."""
+
+    base: str
+    head: str | None
+    stacks: dict[str, StackDiff]
+
+    @property
+    def stateful_loss(self) -> bool:
+        """True when any stateful resource is deleted or replaced."""
+        return any(d.stateful_losses for d in self.stacks.values())
+
+    def text(self) -> str:
+        """Plain text for a pull-request comment."""
+        lines = [f"Template diff {self.base} -> {self.head or 'working tree'}"]
+        return "\n".join([*lines, *(render(stack, d) for stack, d in self.stacks.items())])
+
+    def to_json(self) -> dict[str, Any]:
+        """The same, for a program: per stack what is added, removed, modified, replaced and lost."""
+        return {
+            "base": self.base,
+            "head": self.head,
+            "stateful_loss": self.stateful_loss,
+            "stacks": {
+                stack: {
+                    "added": d.added,
+                    "removed": d.removed,
+                    "modified": d.modified,
+                    "replaced": d.replaced,
+                    "stateful_losses": d.stateful_losses,
+                    "outputs_changed": d.outputs_changed,
+                    "causes": d.causes,
+                }
+                for stack, d in self.stacks.items()
+            },
+        }
+
+
 def run(
     base: str,
     head: str | None,
     context: Mapping[str, str],
     repo: Path | None = None,
     app: str | None = None,
-) -> tuple[str, bool]:
-    """The whole report, and whether any stateful resource is deleted or replaced."""
+) -> DiffReport:
+    """Every stack's diff between `base` and `head` (None: the working tree)."""
     repo = repo or Path.cwd()
 
     def commit(rev: str) -> str:
@@ -365,9 +404,7 @@ def run(
         old = synth_revision(repo, base, context, Path(tmp) / "base", app)
         same = head_commit == base_commit  # same commit: same templates
         new = old if same else synth_revision(repo, head, context, Path(tmp) / "head", app)
-    reports, loss = [f"Template diff {base} -> {head or 'working tree'}"], False
-    for stack in sorted(set(old) | set(new)):
-        d = diff_templates(old.get(stack, {}), new.get(stack, {}))
-        reports.append(render(stack, d))
-        loss = loss or bool(d.stateful_losses)
-    return "\n".join(reports), loss
+    stacks = {
+        stack: diff_templates(old.get(stack, {}), new.get(stack, {})) for stack in sorted(set(old) | set(new))
+    }
+    return DiffReport(base, head, stacks)

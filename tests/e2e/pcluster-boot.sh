@@ -24,8 +24,9 @@ action() {
   [ -x "$h/actions/$event" ] || return 0
   mapfile -t args <"$h/actions/$event.args"
   echo "$(date +%T) $event ${args[*]}"
-  env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$h/actions/$event" "${args[@]}" \
-    >"$h/$event.log" 2>&1
+  # harness: no EFA device here; libfabric's tcp provider stands in for efa (as in tests/e2e/cluster.py)
+  env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin EFA_CDK_TEST_ONLY_PROVIDER=tcp \
+    "$h/actions/$event" "${args[@]}" >"$h/$event.log" 2>&1
   echo $? >"$h/$event.rc"
   [ "$(cat "$h/$event.rc")" = 0 ]
 }

@@ -122,6 +122,29 @@ def test_an_open_mpi_job_runs_across_the_three_namespaces(healthy: dict[str, Any
     assert dict(line.split() for line in r.stdout.splitlines()) == ip_name, r.stdout
 
 
+def test_the_guard_passed_on_every_node_and_refuses_a_job_that_would_leave_efa(
+    healthy: dict[str, Any],
+) -> None:
+    """Issue 43, the guard against silent fallback with the real libfabric: at boot every node's guard
+    passed with the provider the harness configures (tcp), and the same node, expected to use efa (the
+    harness's stand-in unset), is refused in one line naming it and what it found."""
+    nodes: list[Node] = healthy["nodes"]
+    for n in nodes:
+        name = f"ip-{n.ip.replace('.', '-')}"
+        assert f"efa-cdk guard: {name}: ok: tcp on " in n.log(), n.log()[-2000:]
+    guard = str(nodes[0].root / "opt/efa-cdk/bin/fabric-guard.sh")
+    r = nodes[0].run_as_root("bash", guard)
+    assert r.returncode == 0 and ": ok: tcp on " in r.stdout, r.stdout + r.stderr
+    r = nodes[0].run_as_root("env", "-u", "EFA_CDK_TEST_ONLY_PROVIDER", "bash", guard)
+    name = f"ip-{nodes[0].ip.replace('.', '-')}"
+    # the jobs' FI_PROVIDER=efa, and this machine's libfabric has no efa device to offer
+    assert r.returncode == 1 and r.stdout.startswith(
+        f"efa-cdk guard: {name}: REFUSED: libfabric offers no reliable-datagram endpoint (FI_PROVIDER=efa): "
+        "fi_getinfo: -61"
+    ), r.stdout + r.stderr
+    assert r.stdout.count("\n") == 1
+
+
 def test_the_benchmark_results_reach_the_wait_condition_and_parse(
     cluster: Cluster, healthy: dict[str, Any]
 ) -> None:

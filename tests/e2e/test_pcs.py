@@ -96,6 +96,7 @@ def test_a_node_with_every_efa_writes_the_environment_and_verifies(booted: dict[
     assert "EFA verified" in node.log() and "8 devices" in node.log(), node.log()[-2000:]
     env = (node.root / "etc/efa-cdk/efa.env").read_text()
     assert "FI_PROVIDER=efa" in env and "FI_EFA_USE_DEVICE_RDMA=1" in env  # trn1 reads with RDMA
+    assert "efa-cdk guard: " in node.log() and ": ok: tcp on " in node.log(), node.log()[-2000:]
 
 
 def test_a_node_short_of_an_efa_fails_saying_why(booted: dict[str, Any]) -> None:

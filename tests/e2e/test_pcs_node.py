@@ -111,7 +111,10 @@ def slurm(tmp_path: Path) -> Iterator[Slurm]:
     (root / "opt/efa-cdk/bin").mkdir(parents=True)
     EfaUserData().stage(root / "opt/efa-cdk/bin")  # the node scripts, as the bootstrap fetches them
     prolog = executable(  # the node's tree is under `root` here; on a node EFA_CDK_ROOT is empty
-        tmp_path / "prolog", f"#!/bin/bash\nEFA_CDK_ROOT={root} exec {root}/opt/efa-cdk/bin/slurm-prolog.sh\n"
+        tmp_path / "prolog",
+        # harness: no EFA device here; the guard expects libfabric's tcp stand-in (as tests/e2e/cluster.py)
+        f"#!/bin/bash\nEFA_CDK_ROOT={root} EFA_CDK_TEST_ONLY_PROVIDER=tcp "
+        f"exec {root}/opt/efa-cdk/bin/slurm-prolog.sh\n",
     )
     for d in ("state", "spool", "jobs"):
         (tmp_path / d).mkdir()
@@ -156,6 +159,17 @@ def test_a_node_that_has_not_verified_efa_is_drained_and_runs_no_job(slurm: Slur
     second = slurm.jobs / f"{slurm.submit()}.out"
     slurm.until(lambda: second.exists() and "ran on" in second.read_text(), 60)
     assert second.read_text() == f"ran on {NODE}\n"
+
+    # issue 43: verified, but the jobs' environment now names another provider: the guard in the Prolog
+    # drains the node before a job would run over it, its one line in slurmd's log
+    (slurm.root / "etc/efa-cdk").mkdir(parents=True)
+    (slurm.root / "etc/efa-cdk/efa.env").write_text("FI_PROVIDER=sockets\n")
+    third = slurm.submit()
+    slurm.until(lambda: slurm.sinfo("%T").startswith("drain"), 60)
+    log = (slurm.logs / "slurmd.log").read_text()
+    assert "REFUSED: the jobs' environment sets FI_PROVIDER=sockets: libfabric would use it, not tcp" in log
+    out = slurm.jobs / f"{third}.out"
+    assert not out.exists() or "ran on" not in out.read_text()
 
 
 PREP = ROOT / "efa_constructs/node/pcs/prep.sh"

@@ -19,6 +19,11 @@ minor=${rest%%.*}
 fork_safe=0
 if [ "$major" -lt 5 ] || { [ "$major" -eq 5 ] && [ "$minor" -lt 15 ]; }; then fork_safe=1; fi
 
+# NCCL's EFA plugin where this image has it (its place moved between EFA installer releases), so jobs'
+# NCCL finds it instead of falling back to TCP sockets; the installer's usual place where there is none.
+ofi_nccl=$(nccl_plugin_dir)
+ofi_nccl=${ofi_nccl:-/opt/amazon/ofi-nccl/$libdir}
+
 {
   echo "FI_PROVIDER=efa"
   if [ "${EFA_CDK_RDMA_READ:-0}" = 1 ]; then echo "FI_EFA_USE_DEVICE_RDMA=1"; fi
@@ -32,6 +37,6 @@ if [ "$major" -lt 5 ] || { [ "$major" -eq 5 ] && [ "$minor" -lt 15 ]; }; then fo
   # shellcheck disable=SC2016  # expanded at login, not now
   echo 'export PATH="/opt/amazon/openmpi/bin:/opt/amazon/efa/bin:$PATH"'
   # shellcheck disable=SC2016
-  echo "export LD_LIBRARY_PATH=\"/opt/amazon/efa/$libdir:/opt/amazon/openmpi/$libdir:/opt/amazon/ofi-nccl/$libdir"'${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"'
+  echo "export LD_LIBRARY_PATH=\"/opt/amazon/efa/$libdir:/opt/amazon/openmpi/$libdir:$ofi_nccl"'${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"'
 } >"$R/etc/profile.d/efa-cdk.sh"
 log "environment: $(tr '\n' ' ' <"$ETC/efa.env")(kernel $kernel)"

@@ -20,6 +20,7 @@ problems=()
 fi_info -p "$FABRIC" -t FI_EP_RDM >/dev/null 2>&1 || problems+=("fi_info -p $FABRIC lists no RDM endpoint")
 have=$(efa_devices)
 [ "$have" -eq "${EFA_CDK_EFA_COUNT:?}" ] || problems+=("$have of $EFA_CDK_EFA_COUNT EFA devices")
+guard=$(bash "$(dirname "$0")/fabric-guard.sh" 2>&1) || problems+=("${guard#*REFUSED: }")
 id=$(imds meta-data/instance-id) || die "no instance id from IMDS"
 healthy=1
 [ "${#problems[@]}" -eq 0 ] || healthy=0

@@ -115,6 +115,26 @@ verify_signed() {
   log "$(basename "$file"): signature by $fpr verified"
 }
 
+# NCCL's EFA plugin (aws-ofi-nccl): the names NCCL loads it by, and where images keep it. The EFA
+# installer's place moved between releases (/opt/amazon/ofi-nccl/lib/<arch>-linux-gnu, then lib64), builds
+# from source use their own prefix (/opt/aws-ofi-nccl), NGC-style images /opt/amazon/aws-ofi-nccl: field
+# reports of each (NVIDIA-NeMo/RL#2359, aws/aws-ofi-nccl INSTALL.md's --prefix); NCCL itself finds it only
+# on the loader's path or by NCCL_NET_PLUGIN (NCCL environment variables).
+NCCL_PLUGIN_NAMES="libnccl-net-ofi.so libnccl-net.so libnccl-net-aws-ofi.so"
+# nccl_plugin_dir: the first directory of an installed aws-ofi-nccl plugin, or nothing.
+nccl_plugin_dir() {
+  local dir name
+  for dir in "$R"/opt/amazon/ofi-nccl/lib64 "$R"/opt/amazon/ofi-nccl/lib "$R"/opt/amazon/ofi-nccl/lib/*-linux-gnu \
+    "$R"/opt/amazon/aws-ofi-nccl/lib "$R"/opt/aws-ofi-nccl/lib; do
+    for name in $NCCL_PLUGIN_NAMES; do
+      if [ -e "$dir/$name" ]; then
+        echo "${dir#"$R"}"
+        return 0
+      fi
+    done
+  done
+}
+
 # efa_devices: the number of devices bound to the efa driver (a p6-b200 also lists NVLink
 # controllers under /sys/class/infiniband; they do not count). Lists the others on stderr.
 # rdma_driver NAME: the kernel driver an RDMA device (/sys/class/infiniband/NAME) is bound to.

@@ -10,7 +10,13 @@ if [ -e "$R/opt/efa-cdk/pcs/prep.sh" ] && [ ! -f "$R/var/lib/efa-cdk/imds-restri
   echo "efa-cdk: node ${SLURMD_NODENAME:-?} takes no job (${SLURM_JOB_ID:-?}): instance metadata is not restricted to root; see /var/log/cloud-init-output.log" >&2
   exit 1
 fi
-[ -f "$R/var/lib/efa-cdk/verified" ] && exit 0
+if [ -f "$R/var/lib/efa-cdk/verified" ]; then
+  # Verified at boot; the guard checks again what a job would communicate over now (a changed efa.env, a
+  # device gone): its one line goes to slurmd's log, and the node is drained.
+  bash "$(dirname "$0")/fabric-guard.sh" >&2 && exit 0
+  echo "efa-cdk: node ${SLURMD_NODENAME:-?} takes no job (${SLURM_JOB_ID:-?}): it would not communicate over EFA" >&2
+  exit 1
+fi
 reason=$(cat "$R/var/lib/efa-cdk/failure" 2>/dev/null || echo "the EFA check never completed")
 echo "efa-cdk: node ${SLURMD_NODENAME:-?} takes no job (${SLURM_JOB_ID:-?}): EFA not verified: $reason; see /var/log/efa-cdk.log" >&2
 exit 1

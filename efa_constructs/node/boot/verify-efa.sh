@@ -15,6 +15,9 @@ grep -q "provider: $FABRIC" <<<"$out" || die "fi_info did not list the $FABRIC p
 have=$(efa_devices)
 [ "$have" -eq "$want" ] \
   || die "found $have EFA devices, the launch template attached $want (check the instance's interfaces and the EFA driver)"
+# What a job would communicate over: the jobs' environment, every device's endpoint, NCCL's plugin.
+guard=$(bash "$(dirname "$0")/fabric-guard.sh" 2>&1) || die "${guard#*REFUSED: }"
+log "$guard"
 mkdir -p "$STATE"
 date -u +%FT%TZ >"$STATE/verified"
 log "EFA verified: provider $FABRIC, $have devices"

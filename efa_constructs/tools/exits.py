@@ -1,0 +1,37 @@
+"""The exit codes of every ``efa-cdk`` command, in one table (``efa-cdk --help`` prints it).
+
+A CI job or a script tells "the command found something" from "the command could not run" from "the
+command line is wrong" by these alone; each command returns one of them, never a bare number.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Exit(enum.IntEnum):
+    """An ``efa-cdk`` exit code (:data:`MEANING` says what each means)."""
+
+    OK = 0
+    FOUND = 1
+    USAGE = 2
+    STATEFUL_LOSS = 3
+    CANNOT_RUN = 4
+
+
+#: What each exit code means, written once.
+MEANING = {
+    Exit.OK: "done, and nothing found",
+    Exit.FOUND: "the command found a problem (a preflight FAIL) or refused an input (error: ... names the "
+    "fix); also when the reader of the output stopped early (| head)",
+    Exit.USAGE: "the command line is wrong (an unknown flag, a missing argument)",
+    Exit.STATEFUL_LOSS: "template-diff --strict: a stateful resource (a node, a file system, an address) is "
+    "deleted or replaced",
+    Exit.CANNOT_RUN: "what the command needs is missing or refused it: its extra (boto3, cfn-lint), AWS "
+    "credentials, a cloud assembly, or AWS's answer (denied, throttled, unreachable)",
+}
+
+
+def table() -> str:
+    """The table ``efa-cdk --help`` ends with."""
+    return "exit codes:\n" + "\n".join(f"  {e.value}  {MEANING[e]}" for e in Exit)
