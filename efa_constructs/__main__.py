@@ -190,27 +190,32 @@ def _output_flags() -> argparse.ArgumentParser:
 
 
 def _add_account_commands(sub: Any, output: argparse.ArgumentParser) -> None:
-    """The commands that call AWS with the user's credentials: preflight and status."""
+    """The commands that call AWS with the user's credentials: preflight and status, whose region flag is
+    declared once here (catalogue refresh's --region is another thing: the regions it asks, repeatable)."""
+    account = argparse.ArgumentParser(add_help=False)
+    account.add_argument(
+        "--region",
+        default=None,
+        help="default: each stack's own region in the cloud assembly, else the AWS configuration's",
+    )
     f = sub.add_parser(
         "preflight",
-        parents=[output],
+        parents=[output, account],
         help="check the synthesized stacks against the AWS account before cdk deploy (quotas, zones, "
         "capacity, key pair, image, bootstrap)",
     )
     f.add_argument("stacks", nargs="*", metavar="STACK", help="stacks to check (default: every one in --out)")
     f.add_argument("--out", default="cdk.out", help="the cloud assembly (default: cdk.out)")
-    f.add_argument("--region", default=None, help="default: the AWS configuration's")
     f.add_argument(
         "--permissions", action="store_true", help="list the IAM actions preflight calls, and stop"
     )
     f.set_defaults(func=_preflight)
     s = sub.add_parser(
         "status",
-        parents=[output],
+        parents=[output, account],
         help="a deployed cluster from the account: nodes, benchmarks, alarms, changes",
     )
     s.add_argument("stack", nargs="?", metavar="STACK")
-    s.add_argument("--region", default=None, help="default: the AWS configuration's")
     s.add_argument(
         "--pcluster-name", default=None, help="a ParallelCluster stack: the cluster's name in pcluster"
     )
