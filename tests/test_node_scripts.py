@@ -890,6 +890,22 @@ def test_the_guard_refuses_nccl_without_its_efa_plugin(tmp_path: Path, change: s
     assert r.returncode == 1 and said in r.stdout, r.stdout
 
 
+def test_efa_env_puts_the_plugin_where_the_image_keeps_it_on_the_jobs_path(tmp_path: Path) -> None:
+    """An image that built aws-ofi-nccl into its CUDA tree (older Deep Learning AMIs): efa-env finds it
+    there, so the jobs' NCCL does, and the guard passes instead of refusing a working node."""
+    node = Node(tmp_path, "p5.48xlarge")
+    (node.root / "opt/amazon/ofi-nccl/lib64/libnccl-net-ofi.so").unlink()
+    plugin = node.root / "usr/local/cuda-12.4/efa/lib/libnccl-net.so"
+    plugin.parent.mkdir(parents=True)
+    plugin.write_bytes(b"")
+    node.run("efa-env")
+    assert "/usr/local/cuda-12.4/efa/lib" in node.read("etc/profile.d/efa-cdk.sh")
+    r = guard(node)
+    assert r.returncode == 0 and "NCCL plugin /usr/local/cuda-12.4/efa/lib/libnccl-net.so" in r.stdout, (
+        r.stdout
+    )
+
+
 def test_the_guard_does_not_look_for_nccl_on_trainium(tmp_path: Path) -> None:
     node = Node(tmp_path)  # trn1: Neuron's collectives, no NCCL plugin to find
     (node.root / "opt/amazon/ofi-nccl/lib64/libnccl-net-ofi.so").unlink()

@@ -117,7 +117,8 @@ verify_signed() {
 
 # NCCL's EFA plugin (aws-ofi-nccl): the names NCCL loads it by, and where images keep it. The EFA
 # installer's place moved between releases (/opt/amazon/ofi-nccl/lib/<arch>-linux-gnu, then lib64), builds
-# from source use their own prefix (/opt/aws-ofi-nccl), NGC-style images /opt/amazon/aws-ofi-nccl: field
+# from source use their own prefix (/opt/aws-ofi-nccl; older Deep Learning AMIs and many images built it
+# into the CUDA tree, /usr/local/cuda[-X.Y]/efa/lib), NGC-style images /opt/amazon/aws-ofi-nccl: field
 # reports of each (NVIDIA-NeMo/RL#2359, aws/aws-ofi-nccl INSTALL.md's --prefix); NCCL itself finds it only
 # on the loader's path or by NCCL_NET_PLUGIN (NCCL environment variables).
 NCCL_PLUGIN_NAMES="libnccl-net-ofi.so libnccl-net.so libnccl-net-aws-ofi.so"
@@ -125,7 +126,7 @@ NCCL_PLUGIN_NAMES="libnccl-net-ofi.so libnccl-net.so libnccl-net-aws-ofi.so"
 nccl_plugin_dir() {
   local dir name
   for dir in "$R"/opt/amazon/ofi-nccl/lib64 "$R"/opt/amazon/ofi-nccl/lib "$R"/opt/amazon/ofi-nccl/lib/*-linux-gnu \
-    "$R"/opt/amazon/aws-ofi-nccl/lib "$R"/opt/aws-ofi-nccl/lib; do
+    "$R"/opt/amazon/aws-ofi-nccl/lib "$R"/opt/aws-ofi-nccl/lib "$R"/usr/local/cuda/efa/lib "$R"/usr/local/cuda-*/efa/lib; do
     for name in $NCCL_PLUGIN_NAMES; do
       if [ -e "$dir/$name" ]; then
         echo "${dir#"$R"}"
