@@ -303,6 +303,21 @@ def test_health_check_publishes_the_verdict_and_an_asg_node_asks_to_be_replaced(
 
 
 #: An Auto Scaling node's replacement limits, as EfaClusterMonitoring sets them by default.
+def test_health_check_counts_a_libfabric_that_offers_no_endpoint(tmp_path: Path) -> None:
+    """libfabric's side of the health check is the guard's (node/boot/fabric-guard.sh): when fi_info lists
+    nothing, the node is unhealthy with the guard's reason, once."""
+    node = Node(tmp_path)
+    _monitored(node)
+    node.run("efa-env")
+    r = node.run("health-check", STUB_FI_INFO="broken")
+    assert r.returncode == 1
+    log = node.read("var/log/efa-cdk-health.log")
+    assert (
+        "UNHEALTHY (1 in a row): libfabric offers no reliable-datagram endpoint (FI_PROVIDER=efa): "
+        "fi_getinfo: -61 (No data available)"
+    ) in log, log
+
+
 ASG_LIMITS = {
     "EFA_CDK_UNHEALTHY_AFTER": "3",
     "EFA_CDK_REPLACE_MINUTES": "60",

@@ -187,8 +187,7 @@ class _Parameters:
     (``**node: Unpack[NodeOptions]``, a TypedDict: :mod:`efa_constructs.cdk.options`), read at the first
     call, when every module the annotations name is loaded."""
 
-    def __init__(self, init: Callable[..., None]) -> None:
-        signature = inspect.signature(init)
+    def __init__(self, init: Callable[..., None], signature: inspect.Signature) -> None:
         self.hints = {n: h for n, h in typing.get_type_hints(init).items() if n not in ("scope", "return")}
         self.known = [n for n in signature.parameters if n not in ("self", "scope", "id_")]
         self.options_name: str | None = None
@@ -225,7 +224,7 @@ def checked(init: F) -> F:
     @functools.wraps(init)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> None:
         if not parameters:
-            parameters.append(_Parameters(init))
+            parameters.append(_Parameters(init, signature))
         owner, known = type(self).__name__, parameters[0]
         try:
             bound = signature.bind(self, *args, **kwargs)

@@ -34,12 +34,12 @@ from ..core.pcluster import (
     SlurmQueue,
 )
 from ..core.software import (
-    COLLECTIVES,
     NEURON_REPO_KEY_ID,
     NEURON_SDK_PACKAGES,
     PCLUSTER_HEAD_START_STEPS,
     EfaUserData,
     bootstrap_script,
+    collectives,
     pcluster_compute_steps,
     pcluster_head_steps,
 )
@@ -295,7 +295,7 @@ class EfaParallelCluster(Construct):
         settings = {
             "EFA_CDK_RDMA_READ": "1" if it.rdma_read else "0",
             "EFA_CDK_SLOTS": str(it.mpi_slots),
-            "EFA_CDK_COLLECTIVES": COLLECTIVES.get(it.accelerator.kind, "none"),
+            "EFA_CDK_COLLECTIVES": collectives(it),
             "EFA_CDK_QUEUES": queue_name,
             "EFA_CDK_SHARED_DIR": SHARED_DIR,
             "EFA_CDK_NEURON_PACKAGES": " ".join(NEURON_SDK_PACKAGES),

@@ -153,6 +153,11 @@ def check_benchmarks(it: InstanceType, benchmarks: Sequence[Benchmark]) -> None:
 COLLECTIVES = {AcceleratorKind.NVIDIA_GPU: "nccl", AcceleratorKind.NEURON: "nccom"}
 
 
+def collectives(it: InstanceType) -> str:
+    """``EFA_CDK_COLLECTIVES`` for a type: nccl, nccom or none (:data:`COLLECTIVES`)."""
+    return COLLECTIVES.get(it.accelerator.kind, "none")
+
+
 def node_settings(it: InstanceType, layout: NicLayout, benchmarks: Sequence[Benchmark]) -> dict[str, str]:
     """The facts a node's scripts need about its type and layout (no tokens: pure and testable)."""
     efa_cards = [layout.instance_type.card(s.network_card_index) for s in layout.interfaces if s.is_efa]
@@ -167,7 +172,7 @@ def node_settings(it: InstanceType, layout: NicLayout, benchmarks: Sequence[Benc
         "EFA_CDK_CARD_GBPS": f"{min(card_gbps, layout.efa_bandwidth_gbps):g}",
         "EFA_CDK_BENCHMARKS": " ".join(b.value for b in benchmarks),
         # which collective library the node's jobs use, for the guard against silent fallback
-        "EFA_CDK_COLLECTIVES": COLLECTIVES.get(it.accelerator.kind, "none"),
+        "EFA_CDK_COLLECTIVES": collectives(it),
     }
 
 

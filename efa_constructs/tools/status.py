@@ -195,7 +195,8 @@ def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -
     for r in resources:
         by_type.setdefault(r["ResourceType"], []).append(r)
     verified = _verified(session, by_type)
-    found = _instances_of(session.client("ec2"), verified, by_type, pcluster_name)
+    ec2 = session.client("ec2")
+    found = _instances_of(ec2, verified, by_type, pcluster_name)
     not_launched = [
         " ".join(
             [f"{r['LogicalResourceId']}: {r.get('ResourceStatus', '?')}", r.get("ResourceStatusReason", "")]
@@ -224,7 +225,7 @@ def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -
         "benchmarks_of": {k: newest[k] for k in ("generation", "at")} if newest else "the stack's creation",
         "alarms": alarm_states,
         "changes": changes,
-        "capacity_block": _capacity_block(session.client("ec2"), outputs.get("CapacityBlockId")),
+        "capacity_block": _capacity_block(ec2, outputs.get("CapacityBlockId")),
     }
 
 

@@ -87,12 +87,10 @@ if [ "${EFA_CDK_COLLECTIVES:-none}" = nccl ]; then
   if [ -n "${NCCL_NET_PLUGIN:-}" ] && [ "${NCCL_NET_PLUGIN#/}" != "$NCCL_NET_PLUGIN" ] && [ -e "$R$NCCL_NET_PLUGIN" ]; then
     plugin=$NCCL_NET_PLUGIN
   fi
-  IFS=: read -ra dirs <<<"${LD_LIBRARY_PATH:-}"
-  for dir in "${dirs[@]}"; do
-    for name in $NCCL_PLUGIN_NAMES; do
-      if [ -z "$plugin" ] && [ -n "$dir" ] && [ -e "$R$dir/$name" ]; then plugin="$dir/$name"; fi
-    done
-  done
+  if [ -z "$plugin" ]; then
+    IFS=: read -ra dirs <<<"${LD_LIBRARY_PATH:-}"
+    plugin=$(nccl_plugin_in "${dirs[@]}")
+  fi
   if [ -z "$plugin" ]; then # or in the loader's cache, where dlopen finds it too
     plugin=$(ldconfig -p 2>/dev/null | awk -v names=" $NCCL_PLUGIN_NAMES " 'index(names, " " $1 " ") {print $NF; exit}')
   fi

@@ -122,18 +122,28 @@ verify_signed() {
 # reports of each (NVIDIA-NeMo/RL#2359, aws/aws-ofi-nccl INSTALL.md's --prefix); NCCL itself finds it only
 # on the loader's path or by NCCL_NET_PLUGIN (NCCL environment variables).
 NCCL_PLUGIN_NAMES="libnccl-net-ofi.so libnccl-net.so libnccl-net-aws-ofi.so"
-# nccl_plugin_dir: the first directory of an installed aws-ofi-nccl plugin, or nothing.
-nccl_plugin_dir() {
+# nccl_plugin_in DIR...: the first plugin (a file of NCCL_PLUGIN_NAMES) in these node directories, in
+# their order, as a node path; nothing when none has one.
+nccl_plugin_in() {
   local dir name
-  for dir in "$R"/opt/amazon/ofi-nccl/lib64 "$R"/opt/amazon/ofi-nccl/lib "$R"/opt/amazon/ofi-nccl/lib/*-linux-gnu \
-    "$R"/opt/amazon/aws-ofi-nccl/lib "$R"/opt/aws-ofi-nccl/lib "$R"/usr/local/cuda/efa/lib "$R"/usr/local/cuda-*/efa/lib; do
+  for dir in "$@"; do
     for name in $NCCL_PLUGIN_NAMES; do
-      if [ -e "$dir/$name" ]; then
-        echo "${dir#"$R"}"
+      if [ -n "$dir" ] && [ -e "$R$dir/$name" ]; then
+        echo "$dir/$name"
         return 0
       fi
     done
   done
+}
+# nccl_plugin_dir: the directory of an installed aws-ofi-nccl plugin where images keep it, or nothing.
+nccl_plugin_dir() {
+  local dir dirs=() found
+  for dir in "$R"/opt/amazon/ofi-nccl/lib64 "$R"/opt/amazon/ofi-nccl/lib "$R"/opt/amazon/ofi-nccl/lib/*-linux-gnu \
+    "$R"/opt/amazon/aws-ofi-nccl/lib "$R"/opt/aws-ofi-nccl/lib "$R"/usr/local/cuda/efa/lib "$R"/usr/local/cuda-*/efa/lib; do
+    dirs+=("${dir#"$R"}")
+  done
+  found=$(nccl_plugin_in "${dirs[@]}")
+  [ -z "$found" ] || dirname "$found"
 }
 
 # efa_devices: the number of devices bound to the efa driver (a p6-b200 also lists NVLink
