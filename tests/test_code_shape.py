@@ -45,3 +45,16 @@ def test_no_function_body_is_longer_than_60_lines() -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _body_lines(node) > MAX_BODY_LINES
     ]
     assert not too_long, too_long
+
+
+def test_the_node_scripts_are_shipped_and_granted_one_way() -> None:
+    """Every orchestrator ships its node scripts through ``_shared.NodeScripts`` (the asset and the read
+    of its one object): no other module makes an S3 asset or writes its own read of one."""
+    made_elsewhere = [
+        _name(path, f"line {node.lineno}")
+        for path in SOURCES
+        if path.name != "_shared.py"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute) and node.attr in ("Asset", "arn_for_objects")
+    ]
+    assert not made_elsewhere, made_elsewhere

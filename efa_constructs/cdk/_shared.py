@@ -4,6 +4,8 @@ another orchestrator)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
@@ -76,9 +78,29 @@ def session_manager_role(scope: Construct, id_: str, description: str) -> iam.Ro
     return role
 
 
-def scripts_read_statement(scripts: s3_assets.Asset) -> iam.PolicyStatement:
-    """Read the one object of the node scripts' asset, not its bucket (``Asset.grant_read`` grants
-    more: the bucket's objects and ``s3:List*``)."""
-    return iam.PolicyStatement(
-        actions=["s3:GetObject"], resources=[scripts.bucket.arn_for_objects(scripts.s3_object_key)]
-    )
+class NodeScripts:
+    """The node scripts of one orchestrator's nodes (a staged folder, zipped, or one file) as an S3 asset,
+    and the one read its nodes need: that object, not its bucket (``Asset.grant_read`` grants more: the
+    bucket's objects and ``s3:List*``). Every orchestrator ships its scripts through this."""
+
+    def __init__(self, scope: Construct, id_: str, staged: Path) -> None:
+        self.asset = s3_assets.Asset(scope, id_, path=str(staged))
+
+    @property
+    def url(self) -> str:
+        """The ``s3://`` URL of the object (a token)."""
+        return self.asset.s3_object_url
+
+    @property
+    def location(self) -> tuple[str, str]:
+        """(bucket name, object key): what ParallelCluster's ``S3Access`` grants."""
+        return self.asset.s3_bucket_name, self.asset.s3_object_key
+
+    def grant_read(self, role: iam.IRole) -> None:
+        """Let `role` read the object, and nothing else of the bucket."""
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["s3:GetObject"],
+                resources=[self.asset.bucket.arn_for_objects(self.asset.s3_object_key)],
+            )
+        )

@@ -30,6 +30,7 @@ from ..core.monitoring import (
     dashboard_body,
 )
 from ..core.options import check_email
+from ..core.settings import NodeEnv
 from .acknowledgements import acknowledge, nag_resource
 from .arguments import checked
 
@@ -114,7 +115,7 @@ class EfaClusterMonitoring(Construct):
         self.dashboard, self.dashboard_url = self._dashboard(namespace, cluster_name)
         self.benchmark_document = self._benchmark_document(namespace)
         #: Settings the node software needs (the monitoring step and the health timer).
-        self.settings = {
+        self.settings: NodeEnv = {
             "EFA_CDK_METRICS_NAMESPACE": namespace,
             "EFA_CDK_AGENT_CONFIG": Stack.of(self).to_json_string(
                 agent_config(namespace, self.log_group.log_group_name, accelerator)

@@ -3,17 +3,17 @@ user data) and `BenchmarkReport` (the leader's benchmark results, as a wait cond
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from aws_cdk import Aws, CfnOutput, CfnResource, CfnWaitCondition, CfnWaitConditionHandle, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from ..core.settings import NodeEnv
 from ..core.software import Benchmark, EfaUserData
-from ._shared import scripts_read_statement
+from ._shared import NodeScripts
 from .acknowledgements import REASONS, acknowledge
 from .arguments import checked
 
@@ -143,7 +143,7 @@ class NodeSoftwareInstallation(Construct):
         id_: str,
         *,
         software: EfaUserData,
-        settings: Mapping[str, str],
+        settings: NodeEnv,
         role: iam.IRole,
         user_data: ec2.UserData,
         node_count: int,
@@ -178,9 +178,9 @@ class NodeSoftwareInstallation(Construct):
             "Results", "benchmark-results", "none",
             f"Benchmark results of EFA cluster {cluster}'s newest generation (JSON)",
         )  # fmt: skip
-        scripts = s3_assets.Asset(self, "Scripts", path=str(software.stage()))
+        scripts = NodeScripts(self, "Scripts", software.stage())
         self._grant(role, scripts)
-        node_settings = {
+        node_settings: NodeEnv = {
             **settings,
             "EFA_CDK_KEY_PAIR_ID": self.ssh_key.key_pair_id,
             "EFA_CDK_NODE_COUNT_PARAMETER": self.node_count_parameter.parameter_name,
@@ -189,10 +189,10 @@ class NodeSoftwareInstallation(Construct):
         }
         if benchmark_url is not None:
             node_settings["EFA_CDK_BENCHMARK_URL"] = benchmark_url
-        script = software.render(node_settings, scripts_s3_url=scripts.s3_object_url, benchmarks=benchmarks)
+        script = software.render(node_settings, scripts_s3_url=scripts.url, benchmarks=benchmarks)
         user_data.add_commands(script.split("\n", 1)[1])  # for_linux() writes the #! line
 
-    def _grant(self, role: iam.IRole, scripts: s3_assets.Asset) -> None:
+    def _grant(self, role: iam.IRole, scripts: NodeScripts) -> None:
         """What the node software does with the nodes' role: read the SSH key and the cluster's
         parameters, write the formed generation and results, read the scripts, signal the stack, and
         describe instances and their topology (read-only, no resource)."""
@@ -219,7 +219,7 @@ class NodeSoftwareInstallation(Construct):
                 resources=[self.formed_parameter.parameter_arn, self.results_parameter.parameter_arn],
             )
         )
-        role.add_to_principal_policy(scripts_read_statement(scripts))
+        scripts.grant_read(role)
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=["cloudformation:SignalResource"], resources=[Aws.STACK_ID])
         )

@@ -16,7 +16,6 @@ import jsii
 from aws_cdk import Aws, CfnOutput, CfnStack, CustomResource, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 from typing_extensions import Unpack
 
@@ -33,6 +32,7 @@ from ..core.pcluster import (
     SharedStorage,
     SlurmQueue,
 )
+from ..core.settings import NodeEnv
 from ..core.software import (
     NEURON_REPO_KEY_ID,
     NEURON_SDK_PACKAGES,
@@ -44,6 +44,7 @@ from ..core.software import (
     pcluster_head_steps,
 )
 from ._node_base import EfaNodeBase
+from ._shared import NodeScripts
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .network import EfaNetwork, known_cidr
@@ -292,7 +293,7 @@ class EfaParallelCluster(Construct):
         ParallelCluster attaches the compute nodes' EFAs itself: no EFA count is set, and the guard in
         the job templates checks an endpoint on every EFA the node has."""
         staged = EfaUserData().stage()
-        settings = {
+        settings: NodeEnv = {
             "EFA_CDK_RDMA_READ": "1" if it.rdma_read else "0",
             "EFA_CDK_SLOTS": str(it.mpi_slots),
             "EFA_CDK_COLLECTIVES": collectives(it),
@@ -302,10 +303,10 @@ class EfaParallelCluster(Construct):
             "EFA_CDK_NEURON_KEY_ID": NEURON_REPO_KEY_ID,
         }
         (staged / PCLUSTER_BOOTSTRAP).write_text(bootstrap_script(settings))
-        scripts = s3_assets.Asset(self, "NodeScripts", path=str(staged))
-        entry = s3_assets.Asset(self, "Bootstrap", path=str(staged / PCLUSTER_BOOTSTRAP))
-        self._scripts_url, self._entry_url = scripts.s3_object_url, entry.s3_object_url
-        self._read = tuple((a.s3_bucket_name, a.s3_object_key) for a in (scripts, entry))
+        scripts = NodeScripts(self, "NodeScripts", staged)
+        entry = NodeScripts(self, "Bootstrap", staged / PCLUSTER_BOOTSTRAP)
+        self._scripts_url, self._entry_url = scripts.url, entry.url
+        self._read = (scripts.location, entry.location)
 
     def _bootstrap_args(self, steps: str) -> tuple[str, ...]:
         return (

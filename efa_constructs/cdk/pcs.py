@@ -44,7 +44,6 @@ from aws_cdk import Aws, Names, RemovalPolicy, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_pcs as pcs
-from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 from typing_extensions import Unpack
 
@@ -68,9 +67,10 @@ from ..core.pcs import (
     check_user_names,
     pcs_cloud_config,
 )
+from ..core.settings import NodeEnv
 from ..core.software import EfaUserData, bootstrap_script, node_settings
 from ._node_base import EfaNodeBase
-from ._shared import scripts_read_statement, session_manager_statement
+from ._shared import NodeScripts, session_manager_statement
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .launch_template import EfaLaunchTemplate
@@ -415,12 +415,12 @@ class EfaPcsCluster(Construct):
     def _efa_check(self) -> ec2.UserData:
         """The shell part of an EFA node: efa-cdk's bootstrap running the EFA environment and check."""
         staged = EfaUserData().stage()
-        scripts = s3_assets.Asset(self, "NodeScripts", path=str(staged))
-        self.role.add_to_principal_policy(scripts_read_statement(scripts))
-        settings = {
+        scripts = NodeScripts(self, "NodeScripts", staged)
+        scripts.grant_read(self.role)
+        settings: NodeEnv = {
             **node_settings(self.plan.instance_type, self.plan.layout, ()),
             "EFA_CDK_REGION": Aws.REGION,
-            "EFA_CDK_SCRIPTS_URL": scripts.s3_object_url,
+            "EFA_CDK_SCRIPTS_URL": scripts.url,
             "EFA_CDK_STEPS": ",".join(PCS_COMPUTE_STEPS),
         }
         shell = ec2.UserData.for_linux()

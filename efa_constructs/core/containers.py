@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from .catalogue import AcceleratorKind, InstanceType
 from .errors import EfaConfigError
+from .settings import NodeEnv
 
 #: The port of the SSH server inside the containers (the Gaudi guide's 3022: the host's sshd keeps 22).
 DEFAULT_SSH_PORT = 3022
@@ -100,7 +101,7 @@ class ContainerRun:
             *self.accelerator_args(it),
         ]
 
-    def settings(self, it: InstanceType) -> dict[str, str]:
+    def settings(self, it: InstanceType) -> NodeEnv:
         """The node settings of the ``container`` step."""
         return {
             "EFA_CDK_CONTAINER_IMAGE": self.image,

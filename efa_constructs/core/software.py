@@ -20,7 +20,7 @@ import enum
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from .catalogue import AcceleratorKind, InstanceType
 from .errors import EfaConfigError, parse_choice
 from .layout import NicLayout
+from .settings import NodeEnv
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -158,7 +159,7 @@ def collectives(it: InstanceType) -> str:
     return COLLECTIVES.get(it.accelerator.kind, "none")
 
 
-def node_settings(it: InstanceType, layout: NicLayout, benchmarks: Sequence[Benchmark]) -> dict[str, str]:
+def node_settings(it: InstanceType, layout: NicLayout, benchmarks: Sequence[Benchmark]) -> NodeEnv:
     """The facts a node's scripts need about its type and layout (no tokens: pure and testable)."""
     efa_cards = [layout.instance_type.card(s.network_card_index) for s in layout.interfaces if s.is_efa]
     card_gbps = max((c.peak_bandwidth_gbps for c in efa_cards), default=0)
@@ -223,7 +224,7 @@ class EfaInstaller:
                 fix="pass 40 uppercase hex digits",
             )
 
-    def settings(self) -> dict[str, str]:
+    def settings(self) -> NodeEnv:
         """The installer's node settings."""
         flags = [f for f, on in (("--skip-kmod", self.skip_kmod), ("--minimal", self.minimal)) if on]
         return {
@@ -388,9 +389,7 @@ class EfaUserData:
             path.chmod(0o755)
         return out
 
-    def render(
-        self, settings: Mapping[str, str], *, scripts_s3_url: str, benchmarks: Sequence[Benchmark]
-    ) -> str:
+    def render(self, settings: NodeEnv, *, scripts_s3_url: str, benchmarks: Sequence[Benchmark]) -> str:
         """The user data script: ``node/boot/bootstrap.sh`` with the settings, scripts and steps."""
         steps = " ".join(
             self.step_names(
@@ -401,7 +400,7 @@ class EfaUserData:
         )
         return bootstrap_script({**settings, "EFA_CDK_SCRIPTS_URL": scripts_s3_url, "EFA_CDK_STEPS": steps})
 
-    def settings(self, it: InstanceType, layout: NicLayout, login_user: str) -> dict[str, str]:
+    def settings(self, it: InstanceType, layout: NicLayout, login_user: str) -> NodeEnv:
         """Settings from the type, the layout and this builder (no deploy-time values)."""
         return {
             **node_settings(it, layout, self.benchmarks_for(it)),
@@ -425,10 +424,10 @@ def node_files() -> list[Traversable]:
     return sorted(out, key=lambda e: e.name)
 
 
-def bootstrap_script(settings: Mapping[str, str]) -> str:
+def bootstrap_script(settings: NodeEnv) -> str:
     """``node/boot/bootstrap.sh`` with `settings` written in as ``EFA_CDK_*='value'`` lines."""
     for key, value in settings.items():
-        if not _SETTING.match(key) or "\n" in value or "'" in value:
+        if not _SETTING.match(key) or not isinstance(value, str) or "\n" in value or "'" in value:
             raise EfaConfigError(
                 "settings",
                 code="efa-cdk:setting-form",
