@@ -152,6 +152,10 @@ def _preflight(args: argparse.Namespace) -> int:
         for action, why in preflight.PERMISSIONS.items():
             print(f"{action:<40} {why}")
         return 0
+    if args.list_checks:
+        rules = [{"id": r.id, "applies_to": r.applies_to, "title": r.title} for r in preflight.RULES]
+        print(json.dumps(rules, indent=2) if args.output == "json" else preflight.rules_text())
+        return 0
     return preflight.main(args.stacks, Path(args.out), args.region, args.output == "json")
 
 
@@ -209,6 +213,7 @@ def _add_account_commands(sub: Any, output: argparse.ArgumentParser) -> None:
     f.add_argument(
         "--permissions", action="store_true", help="list the IAM actions preflight calls, and stop"
     )
+    f.add_argument("--list-checks", action="store_true", help="list the checks preflight runs, and stop")
     f.set_defaults(func=_preflight)
     s = sub.add_parser(
         "status",

@@ -1127,3 +1127,95 @@ def test_preflight_holds_each_written_template_to_cloudformations_limits(tmp_pat
         assert ("FAIL template: S: 501 resources; CloudFormation allows 500" in run.stdout) == (rc == 1), (
             run.stdout
         )
+
+
+@pytest.fixture
+def throttling_endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """An endpoint that answers every call as EC2 does when it throttles (HTTP 503, RequestLimitExceeded:
+    EC2 API reference, "Error codes"); the list holds each request's action, in order."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[str] = []
+
+    class Throttle(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"])).decode()
+            seen.append(next(p.split("=", 1)[1] for p in body.split("&") if p.startswith("Action=")))
+            answer = (
+                b"<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>Request limit exceeded."
+                b"</Message></Error></Errors><RequestID>1</RequestID></Response>"
+            )
+            self.send_response(503)
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *_args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Throttle)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "x",
+        "AWS_SECRET_ACCESS_KEY": "x",
+        "AWS_DEFAULT_REGION": REGION,
+    }.items():
+        monkeypatch.setenv(key, value)
+    for key in ("AWS_PROFILE", "AWS_RETRY_MODE", "AWS_MAX_ATTEMPTS", "AWS_CONFIG_FILE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/dev/null")  # no profile's retry settings from this machine
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{server.server_port}")
+    yield seen
+    server.shutdown()
+
+
+def test_a_throttled_call_is_retried_by_botocores_standard_mode_then_is_one_line(
+    throttling_endpoint: list[str],
+) -> None:
+    """botocore's standard retry mode makes 3 attempts (botocore's "Retries" guide: max_attempts 3, where
+    legacy mode made 5), whatever botocore's own default in the range this package accepts."""
+    pf = Preflight(boto3.session.Session(region_name=REGION))
+    group = NodeGroup("S", "Cluster", "trn1.32xlarge", 2, zone="us-east-1c")
+    check = pf._guard("offered", lambda: pf.offered(group))
+    assert check is not None and "was throttled (RequestLimitExceeded)" in check.line(), check
+    assert throttling_endpoint == ["DescribeInstanceTypeOfferings"] * 3
+    assert pf.client("ec2").meta.config.retries["mode"] == "standard"
+
+
+def test_a_retry_mode_the_user_chose_is_kept(
+    throttling_endpoint: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_RETRY_MODE", "legacy")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")
+    session = boto3.session.Session(region_name=REGION)
+    pf = Preflight(session)
+    pf._guard("offered", lambda: pf.offered(NodeGroup("S", "Cluster", "trn1.32xlarge", 2, zone="us-east-1c")))
+    assert throttling_endpoint == ["DescribeInstanceTypeOfferings"] * 2
+    assert pf.client("ec2").meta.config.retries.get("mode", "legacy") == "legacy"
+
+
+def test_every_check_is_registered_once_and_preflight_runs_the_register(
+    account: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The register is the one list of checks: each check method in it once, none outside it, and
+    ``run`` runs what it holds, each line named by the rule's id."""
+    methods = {
+        name
+        for name, value in vars(Preflight).items()
+        if callable(value) and not name.startswith("_") and name not in ("client", "run")
+    }
+    registered = [rule.check.__name__ for rule in preflight.RULES]
+    assert sorted(registered) == sorted(methods)
+    assert len({rule.id for rule in preflight.RULES}) == len(preflight.RULES)
+    ran: list[str] = []
+
+    def probe(_pf: Preflight, g: NodeGroup) -> preflight.Check:
+        ran.append(g.name)
+        return preflight.Check("anything", "PASS", "seen")
+
+    monkeypatch.setattr(
+        preflight, "RULES", (preflight.Rule("probe", "a probe", preflight.NODE_GROUP, probe),)
+    )
+    checks = Preflight(account["session"]).run([NodeGroup("S", "Cluster", "trn1.32xlarge", 2)], {})
+    assert [c.name for c in checks] == ["probe [S/Cluster (2 x trn1.32xlarge)]"] and ran == ["Cluster"]

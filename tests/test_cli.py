@@ -175,3 +175,18 @@ def test_catalogue_refresh_prints_json_and_takes_its_old_file_flag_with_a_warnin
     assert main(["catalogue", "refresh", "--output", str(tmp_path / "old.json")]) == 0
     err = capsys.readouterr().err
     assert "catalogue refresh --output FILE is now --to FILE" in err and (tmp_path / "old.json").exists()
+
+
+def test_preflight_lists_its_registered_checks_without_aws(capsys: Any, monkeypatch: Any) -> None:
+    """``--list-checks`` prints the register (text, or JSON), needing no credentials or assembly."""
+    from efa_constructs.tools.preflight import RULES
+
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(key, raising=False)
+    assert main(["preflight", "--list-checks", "--output", "json", "--out", "/nonexistent"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [c["id"] for c in listed] == [r.id for r in RULES]
+    assert {c["applies_to"] for c in listed} == {"account", "bootstrap qualifier", "node group"}
+    assert main(["preflight", "--list-checks"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(RULES) and lines[0].startswith("credentials") and "quota" in lines[4]

@@ -42,3 +42,16 @@ def test_the_readme_context_table_is_generated_from_the_field_table() -> None:
     start, end = "<!-- context-table: python -m stacks.params -->\n", "\n<!-- /context-table -->"
     assert start in readme and end in readme
     assert readme.split(start, 1)[1].split(end, 1)[0] == context_table()
+
+
+def test_the_preflight_checks_table_is_the_register() -> None:
+    """docs/deploy.md's table of preflight's checks is made from the register (``rules_table()``)."""
+    from efa_constructs.tools.preflight import rules_table
+
+    page = (ROOT / "docs" / "deploy.md").read_text()
+    start, end = (
+        "<!-- preflight-checks: efa_constructs.tools.preflight.rules_table() -->\n",
+        "\n<!-- /preflight-checks -->",
+    )
+    assert start in page and end in page
+    assert page.split(start, 1)[1].split(end, 1)[0] == rules_table()

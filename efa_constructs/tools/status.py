@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from .aws import aws_client
 from .exits import Exit
 from .preflight import PreflightError, _aws_call, _Denied, session_for
 
@@ -69,7 +70,7 @@ def _verified(session: Any, by_type: dict[str, list[dict[str, Any]]]) -> dict[st
         if r.get("PhysicalResourceId")
     ]
     if groups:
-        asg = session.client("autoscaling")
+        asg = aws_client(session, "autoscaling")
         for g in _aws_call(
             "nodes",
             "autoscaling:DescribeAutoScalingGroups",
@@ -161,7 +162,7 @@ def _changes(
 ) -> list[str]:
     """What the cluster changed on its own: the group's last replacement, replacements held back."""
     changes = []
-    ssm = session.client("ssm")
+    ssm = aws_client(session, "ssm")
     for r in by_type.get("AWS::SSM::Parameter", []):
         if r["PhysicalResourceId"].endswith("/last-replacement"):
             asked = partial(ssm.get_parameter, Name=r["PhysicalResourceId"])
@@ -179,8 +180,8 @@ def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -
     """The cluster `stack` as the account shows it (a JSON-able dict). `pcluster_name`: the name given to
     ``pcluster create-cluster`` for a ParallelCluster stack, whose nodes ParallelCluster launches and
     tags ``parallelcluster:cluster-name``."""
-    cfn = session.client("cloudformation")
-    cw = session.client("cloudwatch")
+    cfn = aws_client(session, "cloudformation")
+    cw = aws_client(session, "cloudwatch")
     described = _aws_call(
         "stack", "cloudformation:DescribeStacks", lambda: cfn.describe_stacks(StackName=stack)
     )
@@ -195,7 +196,7 @@ def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -
     for r in resources:
         by_type.setdefault(r["ResourceType"], []).append(r)
     verified = _verified(session, by_type)
-    ec2 = session.client("ec2")
+    ec2 = aws_client(session, "ec2")
     found = _instances_of(ec2, verified, by_type, pcluster_name)
     not_launched = [
         " ".join(
@@ -269,7 +270,7 @@ def _newest_results(session: Any, by_type: dict[str, list[dict[str, Any]]]) -> d
     ]
     if not names:
         return None
-    ssm = session.client("ssm")
+    ssm = aws_client(session, "ssm")
     raw = _aws_call(
         "benchmarks", "ssm:GetParameter", lambda: ssm.get_parameter(Name=names[0])["Parameter"]["Value"]
     )

@@ -60,6 +60,8 @@ def load_live(regions: Iterable[str]) -> tuple[dict[str, dict[str, Any]], str]:
     try:
         import boto3
         from botocore.exceptions import BotoCoreError, ClientError
+
+        from ...tools.aws import aws_client
     except ImportError as exc:
         raise CatalogueGenerationError(
             "live refresh calls EC2 with boto3: pip install 'efa-cdk[refresh]'"
@@ -69,7 +71,7 @@ def load_live(regions: Iterable[str]) -> tuple[dict[str, dict[str, Any]], str]:
     answer: dict[str, dict[str, Any]] = {}
     for region in regions:
         try:
-            ec2 = boto3.client("ec2", region_name=region)
+            ec2 = aws_client(boto3.session.Session(), "ec2", region)
             pages = ec2.get_paginator("describe_instance_types").paginate(
                 Filters=[{"Name": "network-info.efa-supported", "Values": ["true"]}]
             )
