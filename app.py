@@ -7,75 +7,53 @@ A refused configuration prints one line (stack, key, value, why, fix) to stderr 
 """
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import aws_cdk as cdk
 
 from efa_constructs.core import EfaConfigError, refusals_in_one_line
 from efa_constructs.core.limits import written_violations
-from stacks.cluster_stack import READY_CLUSTERS, EfaClusterStack, stack_context
-from stacks.parallel_cluster_stack import READY_PCLUSTERS, EfaParallelClusterStack
+from stacks.base import ReadyStackBase
+from stacks.cluster_stack import EfaClusterStack, stack_context
+from stacks.parallel_cluster_stack import EfaParallelClusterStack
 from stacks.params import (
     CLUSTER,
     CONTEXT_KEY_OF_OPTION,
+    PARAMS,
     PCLUSTER,
     PCS,
-    ClusterParams,
-    PclusterParams,
-    PcsParams,
+    READY_STACKS,
     check_context_keys,
     plain_key_hint,
+    renamed_keys,
 )
-from stacks.pcs_stack import READY_PCS, EfaPcsClusterStack
+from stacks.pcs_stack import EfaPcsClusterStack
+
+#: The stack class that builds each kind of ready stack (the table is stacks.params.READY_STACKS).
+STACKS: dict[str, type[ReadyStackBase]] = {
+    CLUSTER: EfaClusterStack,
+    PCLUSTER: EfaParallelClusterStack,
+    PCS: EfaPcsClusterStack,
+}
 
 
 def build(app: cdk.App) -> cdk.App:
     """Add every ready stack to `app`; a refusal names the stack it happened in."""
-    context = app.node.get_all_context()
-    check_context_keys(
-        context,
-        {
-            **dict.fromkeys(READY_CLUSTERS, CLUSTER),
-            **dict.fromkeys(READY_PCLUSTERS, PCLUSTER),
-            **dict.fromkeys(READY_PCS, PCS),
-        },
-    )
-
-    def add(name: str, make: Callable[[dict[str, Any]], object]) -> None:
-        ctx = stack_context(context, name)
+    context, renamed = renamed_keys(app.node.get_all_context())
+    for warning in renamed:
+        print(f"warning: {warning}", file=sys.stderr)
+    check_context_keys(context, {r.name: r.kind for r in READY_STACKS})
+    for ready in READY_STACKS:
         try:
-            make(ctx)
+            params = PARAMS[ready.kind].from_context(
+                stack_context(context, ready.name), default_instance_type=ready.default_type
+            )
+            stack = STACKS[ready.kind]
+            stack(app, ready.name, params=params, description=stack.describe(ready.name, params))
         except EfaConfigError as err:
             plain = {k: v for k, v in context.items() if ":" not in k}
             key = CONTEXT_KEY_OF_OPTION.get(err.what)  # the key the user typed, not the construct's option
-            raise err.in_stack(name, fix_suffix=plain_key_hint(plain, err), what=key) from None
-
-    for name, default_type in READY_CLUSTERS.items():
-
-        def cluster(ctx: dict[str, Any], name: str = name, default_type: str = default_type) -> object:
-            params = ClusterParams.from_context(ctx, default_instance_type=default_type)
-            description = f"efa-cdk {name}: EFA cluster of {params.node_count} x {params.instance_type}"
-            return EfaClusterStack(app, name, params=params, description=description)
-
-        add(name, cluster)
-    for name, default_type in READY_PCLUSTERS.items():
-
-        def pcluster(ctx: dict[str, Any], name: str = name, default_type: str = default_type) -> object:
-            params = PclusterParams.from_context(ctx, default_instance_type=default_type)
-            description = f"efa-cdk {name}: ParallelCluster network, storage, config ({params.instance_type})"
-            return EfaParallelClusterStack(app, name, params=params, description=description)
-
-        add(name, pcluster)
-    for name, default_type in READY_PCS.items():
-
-        def pcs(ctx: dict[str, Any], name: str = name, default_type: str = default_type) -> object:
-            params = PcsParams.from_context(ctx, default_instance_type=default_type)
-            description = f"efa-cdk {name}: AWS PCS Slurm cluster with EFA nodes ({params.instance_type})"
-            return EfaPcsClusterStack(app, name, params=params, description=description)
-
-        add(name, pcs)
+            raise err.in_stack(ready.name, fix_suffix=plain_key_hint(plain, err), what=key) from None
     return app
 
 

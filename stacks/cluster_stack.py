@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import Annotations, CfnOutput, Environment, Fn, Stack
+from aws_cdk import Annotations, CfnOutput, Fn
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
@@ -14,24 +14,17 @@ from efa_constructs.core import CapacityKind, EfaUserData, Layout, PublicIp, ins
 from efa_constructs.core.catalogue import CARDS_SOURCE, AcceleratorKind
 from efa_constructs.core.containers import ContainerRun
 
+from .base import ReadyStackBase
 from .existing import (
-    availability_zone_parameter,
     existing_key_pair,
     existing_network,
     existing_placement_group,
     image_id_parameter,
 )
-from .params import ClusterParams
+from .params import CLUSTER, ClusterParams, ready
 
-#: Ready stacks and the instance type each one launches by default.
-READY_CLUSTERS: dict[str, str] = {
-    "Trn1EfaCluster": "trn1.32xlarge",
-    "Trn1nEfaCluster": "trn1n.32xlarge",
-    "P4dEfaCluster": "p4d.24xlarge",
-    "P5EfaCluster": "p5.48xlarge",
-    "P3dnEfaCluster": "p3dn.24xlarge",
-    "Dl1EfaCluster": "dl1.24xlarge",
-}
+#: The ready cluster stacks and the instance type each launches by default (of the one table).
+READY_CLUSTERS = ready(CLUSTER)
 
 
 def stack_context(all_context: Mapping[str, Any], stack_name: str) -> dict[str, Any]:
@@ -46,18 +39,18 @@ def stack_context(all_context: Mapping[str, Any], stack_name: str) -> dict[str, 
     return ctx
 
 
-class EfaClusterStack(Stack):
+class EfaClusterStack(ReadyStackBase):
     """A VPC (or an existing one) and an :class:`EfaCluster`, with the nodes' IPs as outputs.
 
     Args:
         params: validated parameters (see :class:`ClusterParams`).
     """
 
+    DESCRIBES = "EFA cluster of {node_count} x {instance_type}"
+
     def __init__(self, scope: Construct, id_: str, *, params: ClusterParams, **kwargs: Any) -> None:
-        if params.region and "env" not in kwargs:
-            kwargs["env"] = Environment(region=params.region)
-        super().__init__(scope, id_, **kwargs)
-        self.params = params
+        super().__init__(scope, id_, params=params, **kwargs)
+        self.params: ClusterParams = params
         vpc, subnet, public_subnet = self._network(params)
         self.cluster = EfaCluster(
             self,
@@ -69,7 +62,7 @@ class EfaClusterStack(Stack):
             node_count=params.node_count,
             nic_layout=Layout.mode(params.nic_layout, efa_count=params.efa_count),
             key_pair=existing_key_pair(self, params.key_pair),
-            ssh_peers=[ssh_peer(c) for c in params.ssh_cidr],
+            ssh_peers=[ssh_peer(c) for c in params.ssh_peers],
             internet_egress=params.internet_egress,
             root_volume_gib=params.root_volume_gib,
             public_ip=params.public_ip,
@@ -87,7 +80,7 @@ class EfaClusterStack(Stack):
             container=ContainerRun(params.container_image, params.container_ssh_port)
             if params.container_image
             else None,
-            node_replacements=dict(params.replace_nodes),
+            node_replacements=dict(params.node_replacements),
         )
         self._restate_warnings(params)
         self._outputs(params)
@@ -96,11 +89,11 @@ class EfaClusterStack(Stack):
         """The construct's warnings that name its arguments, said once more in the context keys the user
         typed (the construct's own acknowledged, so each is said once)."""
         restated = {}
-        if params.ssh_cidr and not params.key_pair:
+        if params.ssh_peers and not params.key_pair:
             restated["efa-cdk:ssh-without-key-pair"] = (
-                f"-c ssh_cidr={','.join(params.ssh_cidr)} opens TCP 22 but no -c key_pair=<name> is given: "
+                f"-c ssh_peers={','.join(params.ssh_peers)} opens TCP 22 but no -c key_pair=<name> is given: "
                 "your own SSH login needs one; without it only the cluster's own key, kept in SSM, logs in. "
-                "Leave ssh_cidr out to keep port 22 closed and use Session Manager."
+                "Leave ssh_peers out to keep port 22 closed and use Session Manager."
             )
         if (
             params.container_image
@@ -124,8 +117,7 @@ class EfaClusterStack(Stack):
         """The existing VPC and subnets named by the context, or a new :class:`EfaNetwork`."""
         self.network: EfaNetwork | None = None
         if not (params.vpc_id and params.subnet_id and params.availability_zone):
-            zone = params.availability_zone or availability_zone_parameter(self, params.instance_type)
-            self.network = EfaNetwork(self, "Network", availability_zone=zone)
+            self.network = EfaNetwork(self, "Network", availability_zone=self.zone())
             return self.network.vpc, self.network.private_subnet, self.network.public_subnet
         return existing_network(
             self,
@@ -198,7 +190,7 @@ class EfaClusterStack(Stack):
                 self,
                 "NodePublicIps",
                 value=Fn.join(",", [ip or "-" for ip in self.cluster.public_ips]),
-                description="Elastic IP of each node, in node order ('-': none); SSH needs -c ssh_cidr=...",
+                description="Elastic IP of each node, in node order ('-': none); SSH needs -c ssh_peers=...",
             )
         self.cluster.benchmark_output(self)
         if self.cluster.monitoring is not None:

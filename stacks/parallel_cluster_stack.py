@@ -5,36 +5,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Environment, Stack
+from aws_cdk import CfnOutput
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from efa_constructs.cdk import EfaParallelCluster, ssh_peer
 from efa_constructs.core.options import SHARED_DIR
 
+from .base import ReadyStackBase
 from .existing import (
-    availability_zone_parameter,
     existing_key_pair,
     existing_network,
     existing_placement_group,
 )
-from .params import PclusterParams
+from .params import PCLUSTER, PclusterParams, ready
 
-#: Ready ParallelCluster stacks and the compute instance type of each.
-READY_PCLUSTERS: dict[str, str] = {"Trn1ParallelCluster": "trn1.32xlarge"}
+#: Ready ParallelCluster stacks and the compute instance type of each (of the one table).
+READY_PCLUSTERS = ready(PCLUSTER)
 
 
-class EfaParallelClusterStack(Stack):
+class EfaParallelClusterStack(ReadyStackBase):
     """An :class:`EfaParallelCluster` with its configuration in the outputs.
 
     Args:
         params: validated parameters (see :class:`PclusterParams`).
     """
 
+    DESCRIBES = "ParallelCluster network, storage, config ({instance_type})"
+
     def __init__(self, scope: Construct, id_: str, *, params: PclusterParams, **kwargs: Any) -> None:
-        if params.region and "env" not in kwargs:
-            kwargs["env"] = Environment(region=params.region)
-        super().__init__(scope, id_, **kwargs)
+        super().__init__(scope, id_, params=params, **kwargs)
         vpc: ec2.IVpc | None = None
         compute_subnet: ec2.ISubnet | None = None
         head_subnet: ec2.ISubnet | None = None
@@ -55,12 +55,11 @@ class EfaParallelClusterStack(Stack):
             instance_type=ec2.InstanceType(params.instance_type),
             min_count=params.min_count,
             max_count=params.max_count,
-            availability_zone=params.availability_zone
-            or (availability_zone_parameter(self, params.instance_type) if vpc is None else None),
+            availability_zone=self.zone(chosen_at_deploy=vpc is None),
             head_node_instance_type=ec2.InstanceType(params.head_node_instance_type),
             image_os=params.image_os,
             key_pair=existing_key_pair(self, params.key_pair),
-            ssh_peers=[ssh_peer(c) for c in params.ssh_cidr],
+            ssh_peers=[ssh_peer(c) for c in params.ssh_peers],
             efs_throughput_mibps=params.efs_throughput_mibps,
             fsx_lustre_capacity_gib=params.fsx_lustre_gib,
             capacity=params.capacity,

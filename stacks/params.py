@@ -49,6 +49,34 @@ READER_NAMES = {CLUSTER: "cluster", PCLUSTER: "ParallelCluster", PCS: "PCS"}
 Parser = Callable[[str, Any], Any]
 
 
+@dataclass(frozen=True)
+class ReadyStack:
+    """One ready stack of the app: its name, its kind (which parameters it reads, which stack class
+    builds it) and the instance type it launches unless ``instance_type`` is given."""
+
+    name: str
+    kind: str
+    default_type: str
+
+
+#: Every ready stack, once: the app builds these, in this order; `cdk ls` lists them.
+READY_STACKS = (
+    ReadyStack("Trn1EfaCluster", CLUSTER, "trn1.32xlarge"),
+    ReadyStack("Trn1nEfaCluster", CLUSTER, "trn1n.32xlarge"),
+    ReadyStack("P4dEfaCluster", CLUSTER, "p4d.24xlarge"),
+    ReadyStack("P5EfaCluster", CLUSTER, "p5.48xlarge"),
+    ReadyStack("P3dnEfaCluster", CLUSTER, "p3dn.24xlarge"),
+    ReadyStack("Dl1EfaCluster", CLUSTER, "dl1.24xlarge"),
+    ReadyStack("Trn1ParallelCluster", PCLUSTER, "trn1.32xlarge"),
+    ReadyStack("Trn1PcsCluster", PCS, "trn1.32xlarge"),
+)
+
+
+def ready(kind: str) -> dict[str, str]:
+    """The ready stacks of one kind: name -> default instance type."""
+    return {r.name: r.default_type for r in READY_STACKS if r.kind == kind}
+
+
 def whole(key: str, raw: Any) -> int:
     """A whole number >= 0 (an int from cdk.json, or digits from ``-c``)."""
     if isinstance(raw, bool) or not (
@@ -169,7 +197,7 @@ FIELDS: tuple[Field, ...] = (
           "none: `cdk deploy` asks for the AvailabilityZone parameter", ALL),
     Field("key_pair", "name of an existing EC2 key pair for SSH", text(r"^[\x20-\x7e]{1,255}$",
           "an EC2 key pair name", "my-key"), "cluster: none (Session Manager); pcluster: one is created"),
-    Field("ssh_cidr", "comma-separated CIDRs or prefix-list ids allowed to SSH (ParallelCluster: one)",
+    Field("ssh_peers", "comma-separated CIDRs or prefix-list ids allowed to SSH (ParallelCluster: one)",
           ssh_sources, "none"),
     Field("capacity_reservation", "Capacity Reservation id (cr-...) or reservation resource-group ARN",
           any_text, "none (On-Demand)", ALL),
@@ -211,7 +239,7 @@ FIELDS: tuple[Field, ...] = (
     Field("container_ssh_port", "the SSH port inside the containers", whole, "3022", frozenset({CLUSTER})),
     Field("node_group", "explicit (an instance resource per node) | asg (one Auto Scaling group)",
           choice(NodeGroup.parse), "explicit", frozenset({CLUSTER})),
-    Field("replace_nodes", "explicit nodes to replace, INDEX:LABEL,... (a new label launches a new "
+    Field("node_replacements", "explicit nodes to replace, INDEX:LABEL,... (a new label launches a new "
           "instance; keep it in cdk.json: removing it replaces the node again)", replacements, "none",
           frozenset({CLUSTER})),
     Field("placement_group", "existing placement group to launch into (e.g. the reservation's)",
@@ -337,12 +365,34 @@ def check_context_keys(ctx: Mapping[str, Any], stacks: Mapping[str, str]) -> Non
 
 
 #: A construct option the ready stacks fill from a context key of another name: a refusal names the key
-#: the user typed (-c ssh_cidr=...), never the construct's argument.
-CONTEXT_KEY_OF_OPTION = {
-    "ssh_peers": "ssh_cidr",
-    "fsx_lustre_capacity_gib": "fsx_lustre_gib",
-    "node_replacements": "replace_nodes",
-}
+#: the user typed (-c fsx_lustre_gib=...), never the construct's argument.
+CONTEXT_KEY_OF_OPTION = {"fsx_lustre_capacity_gib": "fsx_lustre_gib"}
+
+#: Context keys renamed to the constructs' option names (0.2.0): the old key still works, with a warning
+#: naming the new one.
+RENAMED = {"ssh_cidr": "ssh_peers", "replace_nodes": "node_replacements"}
+
+
+def renamed_keys(ctx: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The context with every renamed key (plain or ``Stack:key``) under its new name, and a warning per
+    old key given; the old and the new key for the same stacks together are refused (which one counts?)."""
+    out, warnings = dict(ctx), []
+    for name in ctx:
+        prefix, sep, key = name.rpartition(":")
+        if key not in RENAMED or _is_cdk_key(name):
+            continue
+        new = f"{prefix}{sep}{RENAMED[key]}"
+        if new in ctx:
+            raise EfaConfigError(
+                "context",
+                code="efa-cdk:context-key-renamed-and-new",
+                value=name,
+                why=f"{key} is the old name of {RENAMED[key]}, and {new} is given too",
+                fix=f"drop -c {name}",
+            )
+        out[new] = out.pop(name)
+        warnings.append(f"-c {name} is renamed {RENAMED[key]} (the construct's option): write -c {new}=...")
+    return out, warnings
 
 
 def plain_key_hint(ctx: Mapping[str, Any], err: EfaConfigError) -> str:
@@ -441,7 +491,7 @@ class ClusterParams:
     efa_count: int | None = None
     availability_zone: str | None = None
     key_pair: str | None = None
-    ssh_cidr: tuple[str, ...] = ()
+    ssh_peers: tuple[str, ...] = ()
     internet_egress: InternetEgress = InternetEgress.WEB
     vpc_id: str | None = None
     subnet_id: str | None = None
@@ -461,7 +511,7 @@ class ClusterParams:
     alarm_email: str | None = None
     container_image: str | None = None
     container_ssh_port: int = 3022
-    replace_nodes: tuple[tuple[int, str], ...] = ()
+    node_replacements: tuple[tuple[int, str], ...] = ()
     #: The instance type's catalogue record, read once by :meth:`from_context` (not a context key).
     catalogue_entry: InstanceType | None = field(default=None, compare=False, repr=False)
 
@@ -515,7 +565,7 @@ class PclusterParams:
     head_node_instance_type: str = DEFAULT_HEAD_NODE_TYPE
     image_os: str = "ubuntu2204"
     key_pair: str | None = None
-    ssh_cidr: tuple[str, ...] = ()
+    ssh_peers: tuple[str, ...] = ()
     efs_throughput_mibps: int | None = None
     fsx_lustre_gib: int | None = None
     capacity: Capacity = field(default_factory=Capacity.on_demand)
@@ -571,6 +621,14 @@ class PcsParams:
         check_given_with(v, "ami_os", "ami_id", "it describes ami_id", example="ami-...")
         capacity = pop_capacity(v)
         return PcsParams(**{"instance_type": default_instance_type, **v, "capacity": capacity})
+
+
+#: The parameters each kind of ready stack reads from its context.
+PARAMS: dict[str, type[ClusterParams] | type[PclusterParams] | type[PcsParams]] = {
+    CLUSTER: ClusterParams,
+    PCLUSTER: PclusterParams,
+    PCS: PcsParams,
+}
 
 
 def context_table() -> str:

@@ -4,26 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Environment, Stack
+from aws_cdk import CfnOutput
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from efa_constructs.cdk import EfaPcsCluster, OsFamily
 from efa_constructs.core.options import SHARED_DIR
 
+from .base import ReadyStackBase
 from .existing import (
-    availability_zone_parameter,
     existing_network,
     existing_placement_group,
     image_id_parameter,
 )
-from .params import PcsParams
+from .params import PCS, PcsParams, ready
 
 #: Ready PCS stacks and the compute instance type of each.
-READY_PCS: dict[str, str] = {"Trn1PcsCluster": "trn1.32xlarge"}
+READY_PCS = ready(PCS)
 
 
-class EfaPcsClusterStack(Stack):
+class EfaPcsClusterStack(ReadyStackBase):
     """An :class:`EfaPcsCluster`; without ``ami_id`` it asks for an ``ImageId`` at deploy (PCS
     publishes no parameter for an image with its agent, Slurm, EFA and the Neuron driver).
 
@@ -31,10 +31,10 @@ class EfaPcsClusterStack(Stack):
         params: validated parameters (see :class:`PcsParams`).
     """
 
+    DESCRIBES = "AWS PCS Slurm cluster with EFA nodes ({instance_type})"
+
     def __init__(self, scope: Construct, id_: str, *, params: PcsParams, **kwargs: Any) -> None:
-        if params.region and "env" not in kwargs:
-            kwargs["env"] = Environment(region=params.region)
-        super().__init__(scope, id_, **kwargs)
+        super().__init__(scope, id_, params=params, **kwargs)
         vpc: ec2.IVpc | None = None
         subnet: ec2.ISubnet | None = None
         if params.vpc_id and params.subnet_id and params.availability_zone:
@@ -56,8 +56,7 @@ class EfaPcsClusterStack(Stack):
             max_count=params.max_count,
             vpc=vpc,
             subnet=subnet,
-            availability_zone=params.availability_zone
-            or (availability_zone_parameter(self, params.instance_type) if vpc is None else None),
+            availability_zone=self.zone(chosen_at_deploy=vpc is None),
             slurm_version=params.slurm_version,
             size=params.pcs_size,
             login_instance_type=ec2.InstanceType(params.login_instance_type)

@@ -120,3 +120,30 @@ def test_a_refusal_names_the_context_key_the_user_typed(capsys: pytest.CaptureFi
     assert "fsx_lustre_capacity_gib" not in err
     code, err = run_app(capsys, fsx_lustre_gib="1000")
     assert "write -c <StackName>:fsx_lustre_gib=..." in err, err
+
+
+def test_a_renamed_key_still_works_and_warns_with_the_new_name(capsys: pytest.CaptureFixture[str]) -> None:
+    """0.2.0 named two context keys as the constructs' options (ssh_cidr -> ssh_peers, replace_nodes ->
+    node_replacements): the old keys are read as the new ones, each with one warning naming the new key."""
+    app = app_module.build(
+        new_app({"Trn1EfaCluster:ssh_cidr": "203.0.113.0/24", "replace_nodes": "1:2026-11-26"})
+    )
+    err = capsys.readouterr().err
+    assert "warning: -c Trn1EfaCluster:ssh_cidr is renamed ssh_peers" in err
+    assert "write -c Trn1EfaCluster:ssh_peers=..." in err
+    assert "warning: -c replace_nodes is renamed node_replacements" in err and err.count("\n") == 2, err
+    stacks = {s.node.id: s for s in app.node.children}
+    assert stacks["Trn1EfaCluster"].params.ssh_peers == ("203.0.113.0/24",)  # type: ignore[attr-defined]
+    assert stacks["P4dEfaCluster"].params.ssh_peers == ()  # type: ignore[attr-defined]
+    assert stacks["P5EfaCluster"].params.node_replacements == ((1, "2026-11-26"),)  # type: ignore[attr-defined]
+
+
+def test_an_old_and_a_new_key_for_the_same_stacks_are_refused() -> None:
+    from efa_constructs.core import EfaConfigError
+    from stacks.params import renamed_keys
+
+    with pytest.raises(EfaConfigError, match="ssh_cidr is the old name of ssh_peers, and ssh_peers is given"):
+        renamed_keys({"ssh_cidr": "10.0.0.0/8", "ssh_peers": "10.0.0.0/16"})
+    # one stack's old key beside the plain new key: two settings for two scopes, as before
+    ctx, said = renamed_keys({"P5EfaCluster:ssh_cidr": "10.0.0.0/8", "ssh_peers": "10.0.0.0/16"})
+    assert ctx == {"P5EfaCluster:ssh_peers": "10.0.0.0/8", "ssh_peers": "10.0.0.0/16"} and len(said) == 1

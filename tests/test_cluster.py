@@ -150,12 +150,12 @@ def test_ssh_without_a_key_pair_is_warned(make_stack: Any, with_key: bool) -> No
 
 @pytest.mark.parametrize("with_key", [False, True])
 def test_a_ready_stack_warns_of_ssh_without_a_key_pair_in_its_context_keys(with_key: bool) -> None:
-    """The same warning once, in the keys the user typed (-c ssh_cidr, -c key_pair), not the construct's."""
+    """The same warning once, in the keys the user typed (-c ssh_peers, -c key_pair), not the construct's."""
     from stacks.cluster_stack import EfaClusterStack
     from stacks.params import ClusterParams
     from tests.helpers import new_app
 
-    context = {"ssh_cidr": "203.0.113.0/24", "node_software": "false"} | (
+    context = {"ssh_peers": "203.0.113.0/24", "node_software": "false"} | (
         {"key_pair": "mine"} if with_key else {}
     )
     params = ClusterParams.from_context(context, default_instance_type="trn1.32xlarge")
@@ -165,9 +165,9 @@ def test_a_ready_stack_warns_of_ssh_without_a_key_pair_in_its_context_keys(with_
     if found:
         said = str(found[0].entry.data)
         assert (
-            found[0].id == "/Ready" and "-c ssh_cidr=203.0.113.0/24" in said and "-c key_pair=<name>" in said
+            found[0].id == "/Ready" and "-c ssh_peers=203.0.113.0/24" in said and "-c key_pair=<name>" in said
         )
-        assert "ssh_peers" not in said
+        assert "ec2.KeyPair" not in said and "Pass no ssh_peers" not in said  # not the construct's words
 
 
 def test_help_shows_our_docstrings_not_constructs_own() -> None:

@@ -33,9 +33,9 @@ def test_strings_from_the_command_line() -> None:
         nic_layout="legacy",
         efa_count="4",
         availability_zone="us-east-2b",
-        ssh_cidr=" 10.0.0.0/8 ",
+        ssh_peers=" 10.0.0.0/8 ",
     )
-    assert (p.node_count, p.nic_layout, p.efa_count, p.region, p.ssh_cidr) == (
+    assert (p.node_count, p.nic_layout, p.efa_count, p.region, p.ssh_peers) == (
         16,
         LayoutMode.LEGACY,
         4,

@@ -456,7 +456,7 @@ def test_capacity_block_queue() -> None:
         ({"instance_type": "m5.large"}, "instance_type", "does not support EFA"),
         ({"image_os": "alinux2"}, "image_os", "no longer supported"),
         ({"min_count": "3", "max_count": "2"}, "max_count", "MinCount <= MaxCount"),
-        ({"ssh_cidr": "10.0.0.0/8,192.168.0.0/16"}, "ssh_peers", "takes one CIDR"),
+        ({"ssh_peers": "10.0.0.0/8,192.168.0.0/16"}, "ssh_peers", "takes one CIDR"),
         ({"create_cluster": "yes"}, "create_cluster", "not true or false"),
         ({"fsx_lustre_gib": "1000"}, "fsx_lustre_capacity_gib", "multiple of 2400"),
         (
@@ -780,7 +780,7 @@ def test_an_existing_vpc_is_used_as_given() -> None:
         subnet_id="subnet-0123456789abcdef1",
         public_subnet_id="subnet-0123456789abcdef2",
         availability_zone="us-east-1d",
-        ssh_cidr="203.0.113.0/24",
+        ssh_peers="203.0.113.0/24",
     )
     assert not by_type(t, "AWS::EC2::VPC") and not by_type(t, "AWS::EC2::NatGateway")
     text = "".join(

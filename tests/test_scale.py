@@ -112,7 +112,7 @@ def test_a_replacement_label_replaces_that_node_and_nothing_else() -> None:
     """Issue 23 item 4: CloudFormation never recreates an instance deleted outside it; a label on node 1
     gives it a new logical id (a new instance, the old one deleted), and only a new label does it again."""
     old = synth(node_count="3")
-    labelled = synth(node_count="3", replace_nodes="1:2026-11-24")
+    labelled = synth(node_count="3", node_replacements="1:2026-11-24")
     d = diff_templates(old, labelled)
     before, after = node_ids(old), node_ids(labelled)
     assert d.removed == {before["1"]: "AWS::EC2::Instance"} and d.added == {after["1"]: "AWS::EC2::Instance"}
@@ -120,15 +120,15 @@ def test_a_replacement_label_replaces_that_node_and_nothing_else() -> None:
     assert after["1"].startswith(before["1"]) and after["1"] != before["1"]
     tags = {t["Key"]: t["Value"] for t in labelled["Resources"][after["1"]]["Properties"]["Tags"]}
     assert tags["efa-cdk:logical-id"] == after["1"]  # the node signals its own CreationPolicy
-    assert diff_templates(labelled, synth(node_count="3", replace_nodes="1:2026-11-24")).removed == {}
-    again = node_ids(synth(node_count="3", replace_nodes="1:2026-12-01"))
+    assert diff_templates(labelled, synth(node_count="3", node_replacements="1:2026-11-24")).removed == {}
+    again = node_ids(synth(node_count="3", node_replacements="1:2026-12-01"))
     assert again["1"] not in (before["1"], after["1"])
 
 
 def test_a_replacement_label_also_renews_the_elastic_ip_interface() -> None:
     """A public node's pre-created interface is held by the old instance: it is replaced with it."""
     old = synth(node_count="2", public_ip="all")
-    new = synth(node_count="2", public_ip="all", replace_nodes="0:r1")
+    new = synth(node_count="2", public_ip="all", node_replacements="0:r1")
     d = diff_templates(old, new)
     assert (
         sorted(d.removed.values())
@@ -290,7 +290,7 @@ def test_a_replacement_in_a_reservation_without_a_spare_instance_is_warned(
 ) -> None:
     """Issue 34 item 2: CloudFormation creates the new instance before it deletes the old one, so in a
     reservation or Capacity Block exactly the cluster's size the new one cannot launch."""
-    context: dict[str, Any] = {"node_count": str(nodes), "replace_nodes": "1:2026-11-24"}
+    context: dict[str, Any] = {"node_count": str(nodes), "node_replacements": "1:2026-11-24"}
     if capacity:
         context |= {
             capacity: "cr-0123456789abcdef0",
@@ -300,7 +300,7 @@ def test_a_replacement_in_a_reservation_without_a_spare_instance_is_warned(
     params = ClusterParams.from_context(context, default_instance_type="trn1.32xlarge")
     stack = EfaClusterStack(new_app(), "Reserved", params=params)
     found = assertions.Annotations.from_stack(stack).find_warning(
-        "*", assertions.Match.string_like_regexp("replace_nodes")
+        "*", assertions.Match.string_like_regexp("node_replacements")
     )
     texts = [str(m.entry.data) for m in found]
     if warned and instances == nodes:

@@ -28,7 +28,7 @@ def test_every_ready_stack_has_no_unacknowledged_finding() -> None:
 def test_the_gate_can_fail() -> None:
     """SSH from the whole internet, asked for explicitly, is reported (AwsSolutions-EC23)."""
     with pytest.raises(RuntimeError, match="AwsSolutions-EC23"):
-        nag({"ssh_cidr": "0.0.0.0/0"})
+        nag({"ssh_peers": "0.0.0.0/0"})
 
 
 def test_every_acknowledgement_has_a_reason_a_reviewer_can_judge() -> None:

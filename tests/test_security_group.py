@@ -84,7 +84,7 @@ def test_security_group_ssh_from_named_sources_only(make_stack: Any) -> None:
 
 
 @pytest.mark.parametrize("bad", ["10.0.0.1/8", "10.0.0.0/33", "my-laptop", "10.0.0.0/8;rm"])
-def test_malformed_ssh_cidr(bad: str) -> None:
+def test_malformed_ssh_peers(bad: str) -> None:
     with pytest.raises(EfaConfigError) as err:
         ssh_peer(bad)
     assert repr(bad) in str(err.value)

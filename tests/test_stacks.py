@@ -171,8 +171,8 @@ def test_existing_vpc_creates_no_network() -> None:
     assert {n["SubnetId"] for n in nics} == {"subnet-0123456789abcdef0"}
 
 
-def test_key_pair_and_ssh_cidr() -> None:
-    t = _synth(key_pair="my-key", ssh_cidr="198.51.100.0/24,pl-0abc1234")
+def test_key_pair_and_ssh_peers() -> None:
+    t = _synth(key_pair="my-key", ssh_peers="198.51.100.0/24,pl-0abc1234")
     (lt,) = by_type(t, "AWS::EC2::LaunchTemplate")
     assert lt["Properties"]["LaunchTemplateData"]["KeyName"] == "my-key"
     (sg,) = by_type(t, "AWS::EC2::SecurityGroup")

@@ -283,7 +283,7 @@ class EfaParallelCluster(Construct):
                 why="the existing VPC's CIDR is not known at synth, and ParallelCluster opens SSH to "
                 "0.0.0.0/0 when AllowedIps is missing",
                 fix="pass one SSH source (ssh_peers: the VPC's CIDR, or your address/32)",
-                context_fix="-c ssh_cidr=<the VPC's CIDR, or your address>/32",
+                context_fix="-c ssh_peers=<the VPC's CIDR, or your address>/32",
             )
         return cidr
 

@@ -135,7 +135,7 @@ def replacement_without_spare(r: ClusterRequest) -> str | None:
     what = "Capacity Block" if r.capacity.kind is CapacityKind.CAPACITY_BLOCK else "reservation"
     nodes = ", ".join(str(index) for index, _ in r.node_replacements)
     return (
-        f"replace_nodes (node {nodes}): the {what} {r.capacity.target} holds {count} instances for "
+        f"node_replacements (node {nodes}): the {what} {r.capacity.target} holds {count} instances for "
         f"{r.node_count} nodes, and CloudFormation launches a replacement before it deletes the old node, "
         "so the new one would find no capacity. Terminate the node first (aws ec2 terminate-instances "
         "--instance-ids <its id>), then deploy the label."

@@ -141,7 +141,7 @@ def parse_ssh_source(source: str) -> str:
         return str(ipaddress.ip_network(text, strict=True))
     except ValueError as exc:
         raise EfaConfigError(
-            "ssh_cidr",
+            "ssh_peers",
             code="efa-cdk:ssh-source-form",
             value=source,
             why=f"not a CIDR block or prefix list id ({exc})",

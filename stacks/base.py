@@ -1,0 +1,53 @@
+"""The base every ready stack extends: what the three kinds of ready stack do the same way."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from aws_cdk import Environment, Stack
+from constructs import Construct
+
+from .existing import availability_zone_parameter
+
+
+class Params(Protocol):
+    """What the base reads of a ready stack's parameters (:mod:`stacks.params`)."""
+
+    @property
+    def instance_type(self) -> str: ...
+
+    @property
+    def availability_zone(self) -> str | None: ...
+
+    @property
+    def region(self) -> str | None: ...
+
+
+class ReadyStackBase(Stack):
+    """A ready stack: deployed to the region of the zone its context names (else environment-agnostic),
+    its parameters kept as ``params``.
+
+    Args:
+        params: the stack's validated parameters (:mod:`stacks.params`).
+    """
+
+    #: What the stack makes, for its description (``{name}`` and the params' fields are filled in).
+    DESCRIBES = ""
+
+    def __init__(self, scope: Construct, id_: str, *, params: Params, **kwargs: Any) -> None:
+        if params.region and "env" not in kwargs:
+            kwargs["env"] = Environment(region=params.region)
+        super().__init__(scope, id_, **kwargs)
+        self.params = params
+
+    @classmethod
+    def describe(cls, name: str, params: Params) -> str:
+        """The stack's CloudFormation description."""
+        return f"efa-cdk {name}: " + cls.DESCRIBES.format(**vars(params))
+
+    def zone(self, *, chosen_at_deploy: bool = True) -> str | None:
+        """The nodes' zone: the one the context names, else (`chosen_at_deploy`) an ``AvailabilityZone``
+        parameter `cdk deploy` asks for, else None (an existing subnet decides)."""
+        if self.params.availability_zone or not chosen_at_deploy:
+            return self.params.availability_zone
+        return availability_zone_parameter(self, self.params.instance_type)
