@@ -259,13 +259,15 @@ def test_every_orchestrator_takes_the_catalogues_record_as_the_type(
     orchestrator: Orchestrator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The record a caller already looked up (a ready stack does, to check its context) is used as given:
-    the catalogue is not read again for it."""
+    the catalogue is not read again for it, nor by the ParallelCluster configuration the construct writes."""
     from efa_constructs import instance_type
     from efa_constructs.cdk import options
+    from efa_constructs.core import pcluster
 
     record = instance_type(TYPE)
     reads: list[str] = []
-    monkeypatch.setattr(options, "lookup", lambda name: reads.append(name) or instance_type(name))
+    for module in (options, pcluster):
+        monkeypatch.setattr(module, "lookup", lambda name: reads.append(name) or instance_type(name))
     _, _, nodes = make(orchestrator, instance_type=record)
     assert nodes.plan.instance_type is record and reads == []
     _, _, nodes = make(orchestrator)  # by name: looked up once

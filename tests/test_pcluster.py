@@ -879,3 +879,12 @@ def test_a_parallelcluster_node_tells_the_guard_its_collectives_and_passes_with_
         guard.stdout + guard.stderr
     )
     assert "NCCL plugin /opt/amazon/ofi-nccl/lib64/libnccl-net-ofi.so" in guard.stdout
+
+
+def test_a_compute_resource_uses_the_records_given_and_refuses_others() -> None:
+    from efa_constructs import instance_type
+
+    trn1, p4d = instance_type("trn1.32xlarge"), instance_type("p4d.24xlarge")
+    assert ComputeResource("c", ("trn1.32xlarge",), catalogue=(trn1,)).types[0] is trn1
+    with pytest.raises(EfaConfigError, match=r"catalogue=\['p4d.24xlarge'\]: the records are not those of"):
+        ComputeResource("c", ("trn1.32xlarge",), catalogue=(p4d,))

@@ -222,6 +222,7 @@ class EfaParallelCluster(Construct):
         compute = ComputeResource(
             name=instance_type.replace(".", "-")[:25],
             instance_types=(instance_type,),
+            catalogue=(self.plan.instance_type,),
             min_count=min_count,
             max_count=max_count,
             capacity_reservation_id=capacity.target,

@@ -45,6 +45,8 @@ class ComputeResource:
         min_count: static nodes, always running. max_count: static + dynamic nodes.
         efa: enable EFA. Default: when every type supports it (from the catalogue).
         capacity_reservation_id: an On-Demand Capacity Reservation or Capacity Block (``cr-...``).
+        catalogue: the catalogue's records of `instance_types`, when the caller has them (used as given,
+            as the constructs use a record passed as ``instance_type``); else each is looked up.
     """
 
     name: str
@@ -53,6 +55,7 @@ class ComputeResource:
     max_count: int = DEFAULT_MAX_COUNT
     efa: bool | None = None
     capacity_reservation_id: str | None = None
+    catalogue: tuple[InstanceType, ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _check_name("compute resource name", self.name)
@@ -64,7 +67,15 @@ class ComputeResource:
                 why="a compute resource needs an instance type",
                 fix="pass one",
             )
-        types = [lookup(t) for t in self.instance_types]  # unknown / non-EFA types fail here
+        if self.catalogue and [t.name for t in self.catalogue] != list(self.instance_types):
+            raise EfaConfigError(
+                "catalogue",
+                code="efa-cdk:pcluster-catalogue-of-other-types",
+                value=[t.name for t in self.catalogue],
+                why=f"the records are not those of instance_types {list(self.instance_types)}",
+                fix="pass the records of instance_types, in their order (or none: they are looked up)",
+            )
+        types = self.types  # unknown / non-EFA types fail here
         if not 0 <= self.min_count <= self.max_count or self.max_count < 1:
             raise EfaConfigError(
                 "max_count",
@@ -88,7 +99,7 @@ class ComputeResource:
     @property
     def types(self) -> list[InstanceType]:
         """Catalogue entries of the instance types."""
-        return [lookup(t) for t in self.instance_types]
+        return list(self.catalogue) or [lookup(t) for t in self.instance_types]
 
     @property
     def efa_enabled(self) -> bool:
