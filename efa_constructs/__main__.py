@@ -99,9 +99,10 @@ def _types(args: argparse.Namespace) -> int:
 def _refresh(args: argparse.Namespace) -> int:
     from .core import catalogue
     from .core.catalogue import generate
+    from .tools import catalogue_live
 
     try:
-        answer, source = generate.load_live(args.region) if args.live else generate.load_moto_snapshot()
+        answer, source = catalogue_live.load_live(args.region) if args.live else generate.load_moto_snapshot()
         doc = generate.build(answer, source)
     except generate.CatalogueGenerationError as err:
         print(f"error: catalogue refresh: {err}", file=sys.stderr)

@@ -255,7 +255,7 @@ def test_a_live_refresh_error_is_one_line_naming_the_region(
         expected_params={"Filters": [{"Name": "network-info.efa-supported", "Values": ["true"]}]},
     )
     stubber.activate()
-    monkeypatch.setattr("efa_constructs.tools.aws.aws_client", lambda *_a, **_k: client)
+    monkeypatch.setattr("efa_constructs.tools.catalogue_live.aws_client", lambda *_a, **_k: client)
     assert main(["catalogue", "refresh", "--live", "--region", "us-west-2", "--to", "/dev/null"]) == 4
     err = capsys.readouterr().err
     assert err.startswith(f"error: catalogue refresh: {says}") and err.count("\n") == 1, err

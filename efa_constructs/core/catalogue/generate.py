@@ -3,7 +3,8 @@
 Two sources give the same API answer:
 
 * ``live``: ``ec2.describe_instance_types`` through boto3, in the regions you name (needs
-  credentials). The live answer wins over anything in ``supplements.json``.
+  credentials; read by ``efa_constructs.tools.catalogue_live``, with the commands' other AWS calls).
+  The live answer wins over anything in ``supplements.json``.
 * ``moto``: the credential-free snapshot of that answer shipped inside the ``moto`` package
   (``moto/ec2/resources/instance_types.json.gz``). Offline and repeatable.
 
@@ -17,7 +18,7 @@ import gzip
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,44 +53,6 @@ def load_moto_snapshot() -> tuple[dict[str, dict[str, Any]], str]:
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         data: dict[str, dict[str, Any]] = json.load(fh)
     return data, f"moto {moto.__version__} DescribeInstanceTypes snapshot"
-
-
-def load_live(regions: Iterable[str]) -> tuple[dict[str, dict[str, Any]], str]:
-    """EFA-capable types from live DescribeInstanceTypes in each region (needs credentials). An AWS
-    error (no credentials, a denied call, an unknown region) is one line naming the region and the fix."""
-    try:
-        import boto3
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        from ...tools.aws import aws_client
-    except ImportError as exc:
-        raise CatalogueGenerationError(
-            "live refresh calls EC2 with boto3: pip install 'efa-cdk[refresh]'"
-        ) from exc
-
-    regions = list(regions)
-    answer: dict[str, dict[str, Any]] = {}
-    for region in regions:
-        try:
-            ec2 = aws_client(boto3.session.Session(), "ec2", region)
-            pages = ec2.get_paginator("describe_instance_types").paginate(
-                Filters=[{"Name": "network-info.efa-supported", "Values": ["true"]}]
-            )
-            for page in pages:
-                for it in page["InstanceTypes"]:
-                    answer.setdefault(it["InstanceType"], it)
-        except ClientError as exc:
-            error = exc.response.get("Error", {})
-            raise CatalogueGenerationError(
-                f"DescribeInstanceTypes in {region} failed: {error.get('Code')}: {error.get('Message')} "
-                "(the refresh needs ec2:DescribeInstanceTypes in every region it asks)"
-            ) from None
-        except BotoCoreError as exc:
-            raise CatalogueGenerationError(
-                f"DescribeInstanceTypes in {region} failed: {exc} (set AWS credentials, e.g. AWS_PROFILE, "
-                "or refresh offline without --live)"
-            ) from None
-    return answer, f"live DescribeInstanceTypes in {', '.join(regions)}"
 
 
 def _card_types(
