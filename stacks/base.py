@@ -5,9 +5,13 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from aws_cdk import Environment, Stack
+from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from .existing import availability_zone_parameter
+from efa_constructs.cdk import NodeOptions
+from efa_constructs.core import Capacity, InstanceType
+
+from .existing import availability_zone_parameter, existing_placement_group
 
 
 class Params(Protocol):
@@ -21,6 +25,15 @@ class Params(Protocol):
 
     @property
     def region(self) -> str | None: ...
+
+    @property
+    def capacity(self) -> Capacity: ...
+
+    @property
+    def placement_group(self) -> str | None: ...
+
+    @property
+    def catalogue_entry(self) -> InstanceType | None: ...
 
 
 class ReadyStackBase(Stack):
@@ -51,3 +64,14 @@ class ReadyStackBase(Stack):
         if self.params.availability_zone or not chosen_at_deploy:
             return self.params.availability_zone
         return availability_zone_parameter(self, self.params.instance_type)
+
+    def node_options(self) -> NodeOptions:
+        """The node options every orchestrator takes (:class:`~efa_constructs.cdk.NodeOptions`), read from
+        the context in one place: the type (the catalogue's record when the parameters looked it up), the
+        capacity, and an existing placement group by name."""
+        p = self.params
+        return NodeOptions(
+            instance_type=p.catalogue_entry or ec2.InstanceType(p.instance_type),
+            capacity=p.capacity,
+            placement_group=existing_placement_group(self, p.placement_group),
+        )

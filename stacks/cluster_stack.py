@@ -18,7 +18,6 @@ from .base import ReadyStackBase
 from .existing import (
     existing_key_pair,
     existing_network,
-    existing_placement_group,
     image_id_parameter,
 )
 from .params import CLUSTER, ClusterParams, ready
@@ -57,7 +56,6 @@ class EfaClusterStack(ReadyStackBase):
             "Cluster",
             vpc=vpc,
             subnet=subnet,
-            instance_type=params.catalogue_entry or ec2.InstanceType(params.instance_type),
             machine_image=self._machine_image(params),
             node_count=params.node_count,
             nic_layout=Layout.mode(params.nic_layout, efa_count=params.efa_count),
@@ -73,8 +71,7 @@ class EfaClusterStack(ReadyStackBase):
             if params.node_software
             else NodeSoftware.none(),
             node_group=params.node_group,
-            capacity=params.capacity,
-            placement_group=existing_placement_group(self, params.placement_group),
+            **self.node_options(),
             monitoring=params.monitoring,
             alarm_email=params.alarm_email,
             container=ContainerRun(params.container_image, params.container_ssh_port)

@@ -16,7 +16,6 @@ from .base import ReadyStackBase
 from .existing import (
     existing_key_pair,
     existing_network,
-    existing_placement_group,
 )
 from .params import PCLUSTER, PclusterParams, ready
 
@@ -52,7 +51,6 @@ class EfaParallelClusterStack(ReadyStackBase):
             vpc=vpc,
             head_node_subnet=head_subnet,
             compute_subnet=compute_subnet,
-            instance_type=ec2.InstanceType(params.instance_type),
             min_count=params.min_count,
             max_count=params.max_count,
             availability_zone=self.zone(chosen_at_deploy=vpc is None),
@@ -62,8 +60,7 @@ class EfaParallelClusterStack(ReadyStackBase):
             ssh_peers=[ssh_peer(c) for c in params.ssh_peers],
             efs_throughput_mibps=params.efs_throughput_mibps,
             fsx_lustre_capacity_gib=params.fsx_lustre_gib,
-            capacity=params.capacity,
-            placement_group=existing_placement_group(self, params.placement_group),
+            **self.node_options(),
             create_cluster=params.create_cluster,
         )
         self._outputs()

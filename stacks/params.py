@@ -575,6 +575,9 @@ class PclusterParams:
     public_subnet_id: str | None = None
     create_cluster: bool = False
 
+    #: The instance type's catalogue record when looked up here (not a context key); else None.
+    catalogue_entry: InstanceType | None = field(default=None, compare=False, repr=False)
+
     @property
     def region(self) -> str | None:
         """The region the AZ belongs to, or None."""
@@ -607,6 +610,9 @@ class PcsParams:
     placement_group: str | None = None
     vpc_id: str | None = None
     subnet_id: str | None = None
+
+    #: The instance type's catalogue record when looked up here (not a context key); else None.
+    catalogue_entry: InstanceType | None = field(default=None, compare=False, repr=False)
 
     @property
     def region(self) -> str | None:

@@ -14,7 +14,6 @@ from efa_constructs.core.options import SHARED_DIR
 from .base import ReadyStackBase
 from .existing import (
     existing_network,
-    existing_placement_group,
     image_id_parameter,
 )
 from .params import PCS, PcsParams, ready
@@ -49,7 +48,6 @@ class EfaPcsClusterStack(ReadyStackBase):
         self.pcs = EfaPcsCluster(
             self,
             "Pcs",
-            instance_type=ec2.InstanceType(params.instance_type),
             ami_id=ami_id,
             ami_os=OsFamily.parse(params.ami_os),
             min_count=params.min_count,
@@ -63,8 +61,7 @@ class EfaPcsClusterStack(ReadyStackBase):
             if params.login_instance_type
             else None,
             efs_throughput_mibps=params.efs_throughput_mibps,
-            capacity=params.capacity,
-            placement_group=existing_placement_group(self, params.placement_group),
+            **self.node_options(),
         )
         self._outputs()
 

@@ -276,3 +276,22 @@ def test_p3dn_asks_for_an_image_and_takes_one_from_context() -> None:
         data["ImageId"] == {"Ref": "ImageId"} and data["BlockDeviceMappings"][0]["DeviceName"] == "/dev/xvda"
     )
     assert "EFA_CDK_USER='ec2-user'" in json.dumps(data["UserData"])
+
+
+def test_the_ready_stacks_read_the_node_options_in_one_place() -> None:
+    """Every ready stack hands its construct the node options through ``ReadyStackBase.node_options``
+    (efa_constructs.cdk.NodeOptions, read from the context once): no stack module passes one of them
+    itself."""
+    import ast
+
+    from efa_constructs.cdk import NodeOptions
+    from tests.helpers import ROOT
+
+    own = [
+        f"{path.name}:{node.lineno} {node.arg}"
+        for path in sorted((ROOT / "stacks").glob("*.py"))
+        if path.name != "base.py"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.keyword) and node.arg in NodeOptions.__annotations__
+    ]
+    assert not own, own
