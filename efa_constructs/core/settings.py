@@ -92,6 +92,8 @@ class NodeEnv(TypedDict, total=False):
     EFA_CDK_TEST_ONLY_PROVIDER: Annotated[
         str, KNOB, "a libfabric provider for the one-machine cluster (tests)"
     ]
+    EFA_CDK_SWEEP_BYTES: Annotated[str, KNOB, "the fabric sweep's message size (default 4 MiB)"]
+    EFA_CDK_SWEEP_ITERATIONS: Annotated[str, KNOB, "the fabric sweep's round trips per pair (default 50)"]
     EFA_CDK_CONTAINER_EFA: Annotated[str, KNOB, "0 lets a Slurm job without EFA through the Enroot hook"]
 
 

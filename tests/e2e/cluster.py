@@ -155,6 +155,25 @@ class Node:
         return path.read_text(errors="replace") if path.exists() else "(no log)"
 
 
+def throttle(aws_ns: str, node: Node, rate: str | None) -> None:
+    """Slow one node's link with Linux traffic control: a ``tbf`` rate limit on both ends of its veth
+    (the node's eth0, and the bridge's end in the AWS namespace), so its traffic is limited both ways;
+    `rate` None takes the limits off. This machine's kernel has tbf and htb, not netem (no added delay)."""
+    link = sh("ip", "-n", node.ns, "-o", "link", "show", "eth0").stdout
+    peer = re.search(r"eth0@if(\d+)", link)
+    assert peer, link
+    bridge_end = next(
+        line.split(":")[1].strip().split("@")[0]
+        for line in sh("ip", "-n", aws_ns, "-o", "link").stdout.splitlines()
+        if line.split(":")[0] == peer.group(1)
+    )
+    for ns, dev in ((node.ns, "eth0"), (aws_ns, bridge_end)):
+        sh("ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev, "root", check=False)
+        if rate is not None:
+            sh("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root",
+               "tbf", "rate", rate, "burst", "64kb", "latency", "50ms")  # fmt: skip
+
+
 @dataclass
 class Cluster:
     """The harness: namespaces, the AWS endpoint, stacks and nodes; `close()` stops everything.

@@ -25,6 +25,7 @@ from tests.e2e.cluster import (
     kill_namespace,
     missing_capabilities,
     synthesize_cluster,
+    throttle,
 )
 
 MISSING = missing_capabilities()
@@ -143,6 +144,32 @@ def test_the_guard_passed_on_every_node_and_refuses_a_job_that_would_leave_efa(
         "fi_getinfo: -61"
     ), r.stdout + r.stderr
     assert r.stdout.count("\n") == 1
+
+
+SWEEP = ("env", "EFA_CDK_SWEEP_BYTES=1048576", "EFA_CDK_SWEEP_ITERATIONS=10")
+
+
+def test_the_fabric_sweep_names_no_node_of_a_healthy_cluster_and_the_slowed_node_alone(
+    cluster: Cluster, healthy: dict[str, Any]
+) -> None:
+    """Issue 43, the fabric sweep with the real tools (sshd, libfabric's fi_pingpong over tcp, tc): the
+    healthy cluster names none; with one node's link slowed by a tbf rate limit on both ends of its veth
+    (100 Mbit/s, against the bridge's Gbit/s), the sweep names that node, with its figure, and no other."""
+    nodes: list[Node] = healthy["nodes"]
+    sweep = str(nodes[0].root / "opt/efa-cdk/bin/fabric-sweep.sh")
+    r = nodes[0].run_as_root(*SWEEP, "bash", sweep, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines()[-1].startswith("efa-cdk sweep: 3 nodes, 3 pairs in 3 rounds, ")
+    assert r.stdout.endswith("; none named\n"), r.stdout
+    throttle(cluster.aws_ns, nodes[1], "100mbit")
+    try:
+        r = nodes[0].run_as_root(*SWEEP, "bash", sweep, timeout=300)
+    finally:
+        throttle(cluster.aws_ns, nodes[1], None)
+    assert r.returncode == 1, r.stdout + r.stderr
+    named, summary = r.stdout.splitlines()
+    assert named.startswith(f"efa-cdk sweep: SLOW node {nodes[1].ip}: "), r.stdout
+    assert summary.endswith("; 1 named") and "4 pairs in 4 rounds" in summary, summary  # ring 3, narrowing 1
 
 
 def test_the_benchmark_results_reach_the_wait_condition_and_parse(

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""The fabric sweep's plan and verdict: which node, or which link between two nodes, is slow.
+
+Runs on the nodes (Python 3 standard library only; ``fabric-sweep.sh`` drives it) and in the tests.
+
+Every node is measured against its two neighbours on a ring of the hostfile's nodes. The ring's edges
+are coloured so that no node is in two pairs of one round, and each round's pairs run at once: two
+rounds for an even count of nodes, three for an odd one, however many nodes there are. Every round is
+filled up with pairs of the nodes it leaves idle, so every round loads the fabric alike (figures taken
+under different loads do not compare: on a shared host, one pair alone runs several times faster than
+one of two at once) and each extra pair is one more figure. A node none of
+whose pairs reached ``THRESHOLD`` of the fastest pair is a suspect; in one more round (more only when the
+suspects outnumber the nodes known fast) each suspect is measured against a node known fast, which
+tells a slow node from a slow neighbour. Each node's figure is its best pair's; a node whose figure is
+below ``THRESHOLD`` of the cluster's median is named, with its figure; a ring pair below it between two
+nodes that are fast elsewhere is named as a link.
+
+    sweep.py rounds HOST...                 the ring's rounds, filled up: one line per round, "A:B A:B ..."
+    sweep.py next FIGURES.json HOST...      the narrowing rounds, the same way (none: nothing printed)
+    sweep.py verdict FIGURES.json HOST...   JSON (median, each node's figure, what is named); exit 1
+                                            when a node or link is named, or no pair was fast
+    sweep.py figure LOG                     the Gbps of a fi_pingpong client log (its best row)
+
+FIGURES.json: {"A:B": Gbps, ...}, one entry per pair measured (client A, server B).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+#: A node below this fraction of the cluster's median is named (and a pair below it of the fastest pair
+#: makes its nodes suspects). Half: far outside the spread of a healthy fabric's pairs.
+THRESHOLD = 0.5
+
+Pair = tuple[str, str]
+
+
+def ring_rounds(hosts: list[str]) -> list[list[Pair]]:
+    """The ring's edges (node i with node i+1, the last with the first) in rounds of disjoint pairs:
+    even edges, then odd ones; with an odd count the last edge (which meets the first) runs alone."""
+    n = len(hosts)
+    if n < 2:
+        return []
+    if n == 2:
+        return [[(hosts[0], hosts[1])]]
+    edges = [(hosts[i], hosts[(i + 1) % n]) for i in range(n)]
+    rounds = [edges[0 : n - n % 2 : 2], edges[1::2]]
+    if n % 2:
+        rounds.append([edges[-1]])
+    return rounds
+
+
+def padded(rounds: list[list[Pair]], hosts: list[str]) -> list[list[Pair]]:
+    """Each round with the nodes it leaves idle paired among themselves, in hostfile order (one stays
+    idle when their count is odd)."""
+    out = []
+    for r in rounds:
+        busy = {h for pair in r for h in pair}
+        idle = [h for h in hosts if h not in busy]
+        out.append(r + list(zip(idle[0::2], idle[1::2], strict=False)))
+    return out
+
+
+def _key(pair: Pair) -> str:
+    return f"{pair[0]}:{pair[1]}"
+
+
+def _measured(figures: dict[str, float]) -> dict[Pair, float]:
+    out: dict[Pair, float] = {}
+    for key, gbps in figures.items():
+        a, _, b = key.partition(":")
+        out[(a, b)] = float(gbps)
+    return out
+
+
+def _best(hosts: list[str], measured: dict[Pair, float]) -> dict[str, float]:
+    """Each node's figure: its best pair's (0 when no pair of it was measured, or all failed)."""
+    return {h: max((g for p, g in measured.items() if h in p), default=0.0) for h in hosts}
+
+
+def known_fast(hosts: list[str], figures: dict[str, float], threshold: float = THRESHOLD) -> list[str]:
+    """The nodes of a pair that reached `threshold` of the fastest pair, in hostfile order."""
+    measured = _measured(figures)
+    top = max(measured.values(), default=0.0)
+    fast = {h for p, g in measured.items() if top > 0 and g >= threshold * top for h in p}
+    return [h for h in hosts if h in fast]
+
+
+def narrowing_rounds(
+    hosts: list[str], figures: dict[str, float], threshold: float = THRESHOLD
+) -> list[list[Pair]]:
+    """Each suspect (a node of no fast pair) against a node known fast, a distinct one per suspect in
+    each round: one round while the suspects are no more than the fast nodes. None when every node is
+    fast, or when no pair was (nothing to measure against)."""
+    fast = known_fast(hosts, figures, threshold)
+    suspects = [h for h in hosts if h not in fast]
+    if not fast or not suspects:
+        return []
+    rounds: list[list[Pair]] = []
+    for k, suspect in enumerate(suspects):
+        if k % len(fast) == 0:
+            rounds.append([])
+        rounds[-1].append((suspect, fast[k % len(fast)]))
+    return rounds
+
+
+def verdict(hosts: list[str], figures: dict[str, float], threshold: float = THRESHOLD) -> dict[str, Any]:
+    """Each node's figure against the median of them all: the slow nodes, with their figures, and the
+    slow pairs between nodes that are fast elsewhere (a slow link)."""
+    measured = _measured(figures)
+    best = _best(hosts, measured)
+    median = statistics.median(best.values()) if best else 0.0
+    slow_nodes = {h: g for h, g in best.items() if g < threshold * median}
+    slow_links = {
+        _key(p): g for p, g in measured.items() if g < threshold * median and not set(p) & slow_nodes.keys()
+    }
+    return {
+        "median_gbps": round(median, 3),
+        "threshold": threshold,
+        "nodes": {h: round(g, 3) for h, g in best.items()},
+        "slow_nodes": {h: round(g, 3) for h, g in slow_nodes.items()},
+        "slow_links": {p: round(g, 3) for p, g in slow_links.items()},
+        "pairs": len(measured),
+        "no_fast_pair": median == 0.0 or not known_fast(hosts, figures, threshold),
+    }
+
+
+def figure(log: str) -> float:
+    """A fi_pingpong client log's best MB/sec row, in Gbps (0 when it has none)."""
+    best = 0.0
+    for line in log.splitlines():
+        tok = line.split()
+        if len(tok) == 8 and tok[0] != "bytes":
+            try:
+                best = max(best, float(tok[5]) * 8 / 1000)
+            except ValueError:
+                continue
+    return best
+
+
+def _print_rounds(rounds: list[list[Pair]]) -> None:
+    for r in rounds:
+        print(" ".join(_key(p) for p in r))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("command", choices=("rounds", "next", "verdict", "figure"))
+    parser.add_argument("args", nargs="*")
+    parser.add_argument("--threshold", type=float, default=THRESHOLD)
+    a = parser.parse_args(argv)
+    if a.command == "figure":
+        print(f"{figure(Path(a.args[0]).read_text()):.3f}")
+        return 0
+    if a.command == "rounds":
+        _print_rounds(padded(ring_rounds(a.args), a.args))
+        return 0
+    figures = json.loads(Path(a.args[0]).read_text())
+    hosts = a.args[1:]
+    if a.command == "next":
+        _print_rounds(padded(narrowing_rounds(hosts, figures, a.threshold), hosts))
+        return 0
+    found = verdict(hosts, figures, a.threshold)
+    print(json.dumps(found, separators=(",", ":")))
+    return 1 if found["slow_nodes"] or found["slow_links"] or found["no_fast_pair"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
