@@ -7,6 +7,7 @@
                                            [--output json]
     python -m efa_constructs preflight [STACK ...] [--out cdk.out] [--output json]   (needs AWS credentials)
     python -m efa_constructs status STACK [--output json]                           (needs AWS credentials)
+    python -m efa_constructs sweep STACK [--output json]                            (needs AWS credentials)
 
 The layout and types commands are pure Python: no CDK, no Node, no AWS.
 """
@@ -178,6 +179,16 @@ def _status(args: argparse.Namespace) -> int:
     return status.main(args.stack, args.region, args.output == "json", args.pcluster_name)
 
 
+def _sweep(args: argparse.Namespace) -> int:
+    from .tools import sweep
+
+    if args.permissions:
+        for action, why in sweep.PERMISSIONS.items():
+            print(f"{action:<40} {why}")
+        return 0
+    return sweep.main(args.stack, args.region, args.output == "json")
+
+
 def _dashboard(_args: argparse.Namespace) -> int:
     from .core.monitoring import dashboard_body, dashboard_svg
 
@@ -227,6 +238,14 @@ def _add_account_commands(sub: Any, output: argparse.ArgumentParser) -> None:
     )
     s.add_argument("--permissions", action="store_true", help="list the IAM actions status calls, and stop")
     s.set_defaults(func=_status)
+    w = sub.add_parser(
+        "sweep",
+        parents=[output, account],
+        help="run a deployed cluster's benchmarks and fabric sweep now, and show which node or link is slow",
+    )
+    w.add_argument("stack", metavar="STACK")
+    w.add_argument("--permissions", action="store_true", help="list the IAM actions sweep calls, and stop")
+    w.set_defaults(func=_sweep)
 
 
 def _add_repository_commands(sub: Any, output: argparse.ArgumentParser) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import Annotations, CfnOutput, Fn
+from aws_cdk import Annotations, CfnOutput, Duration, Fn
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
@@ -74,6 +74,7 @@ class EfaClusterStack(ReadyStackBase):
             **self.node_options(),
             monitoring=params.monitoring,
             alarm_email=params.alarm_email,
+            sweep_interval=None if params.sweep_minutes is None else Duration.minutes(params.sweep_minutes),
             container=ContainerRun(params.container_image, params.container_ssh_port)
             if params.container_image
             else None,

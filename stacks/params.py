@@ -231,6 +231,8 @@ FIELDS: tuple[Field, ...] = (
           "true", frozenset({CLUSTER})),
     Field("monitoring", "true | false: CloudWatch agent with EFA metrics, health timer, dashboard, alarms",
           boolean, "true (with the node software)", frozenset({CLUSTER})),
+    Field("sweep_minutes", "the leader's health timer runs the fabric sweep this often (it uses the fabric "
+          "while it runs)", whole, "none: at formation and on demand (efa-cdk sweep)", frozenset({CLUSTER})),
     Field("alarm_email", "an address subscribed to the cluster's alarms (it must confirm)",
           text(r"^[^@\s]+@[^@\s]+\.[^@\s]+$", "an email address", "ops@example.com"), "none",
           frozenset({CLUSTER})),
@@ -366,7 +368,7 @@ def check_context_keys(ctx: Mapping[str, Any], stacks: Mapping[str, str]) -> Non
 
 #: A construct option the ready stacks fill from a context key of another name: a refusal names the key
 #: the user typed (-c fsx_lustre_gib=...), never the construct's argument.
-CONTEXT_KEY_OF_OPTION = {"fsx_lustre_capacity_gib": "fsx_lustre_gib"}
+CONTEXT_KEY_OF_OPTION = {"fsx_lustre_capacity_gib": "fsx_lustre_gib", "sweep_interval": "sweep_minutes"}
 
 #: Context keys renamed to the constructs' option names (0.2.0): the old key still works, with a warning
 #: naming the new one.
@@ -508,6 +510,7 @@ class ClusterParams:
     ami_os: str = "ubuntu"
     ami_refresh: str = ""
     monitoring: bool | None = None
+    sweep_minutes: int | None = None
     alarm_email: str | None = None
     container_image: str | None = None
     container_ssh_port: int = 3022

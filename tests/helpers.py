@@ -246,6 +246,7 @@ case "$args" in
       *) exit 99 ;;
     esac ;;
   *" get-parameter "*"/formed"*) cat "$STUB_DIR/formed" 2>/dev/null || echo no ;;
+  *" get-parameter "*"/benchmark-results"*) cat "$STUB_DIR/results" 2>/dev/null || echo none ;;
   *" get-parameter "*) cat "$STUB_DIR/node-count" ;;
   *" describe-instances --instance-ids "*)  # this node's Auto Scaling group (column 4)
     id=${args#* --instance-ids }; id=${id%% *}

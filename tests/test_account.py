@@ -1219,3 +1219,75 @@ def test_every_check_is_registered_once_and_preflight_runs_the_register(
     )
     checks = Preflight(account["session"]).run([NodeGroup("S", "Cluster", "trn1.32xlarge", 2)], {})
     assert [c.name for c in checks] == ["probe [S/Cluster (2 x trn1.32xlarge)]"] and ran == ["Cluster"]
+
+
+def test_status_shows_the_fabric_sweeps_verdict() -> None:
+    """The sweep's result (efa_constructs/node/sweep.py ``result``) in the benchmarks: its median when
+    nothing is named, the named node and its figure when one is."""
+    from efa_constructs.node import sweep
+
+    healthy = sweep.result(
+        {"median_gbps": 96.5, "slow_nodes": {}, "slow_links": {}, "rounds": 3, "seconds": 40}
+    )
+    slow = sweep.result(
+        {"median_gbps": 96.5, "slow_nodes": {"10.0.64.5": 9.1}, "slow_links": {}, "rounds": 4, "seconds": 52}
+    )
+    base = {"stack": "S", "status": "CREATE_COMPLETE", "nodes": [], "alarms": [], "changes": []}
+    text = status.render({**base, "benchmarks": status._benchmarks({}, {"data": [healthy]})})
+    assert "  fabric-sweep: median pair 96.5 Gbps, no slow node or link" in text
+    text = status.render({**base, "benchmarks": status._benchmarks({}, {"data": [slow]})})
+    assert "  fabric-sweep: FAILED (slow node 10.0.64.5: 9.1 Gbps (the cluster's median 96.5 Gbps))" in text
+
+
+def test_sweep_runs_the_document_on_the_stacks_instances_waits_and_shows_what_it_named() -> None:
+    """`efa-cdk sweep` (Stubber, against botocore's models of CloudFormation and SSM): the stack's
+    BenchmarkDocument sent by the stack-name tag, the invocations waited for until every one is done, and
+    the leader's newest results read as status reads them; without the document, one line saying what to
+    run instead."""
+    from efa_constructs.tools import sweep
+
+    when = datetime(2026, 11, 26, tzinfo=timezone.utc)
+    s = _StubbedSession()
+    cfn, ssm = s.stubs["cloudformation"], s.stubs["ssm"]
+    outputs = [{"OutputKey": "BenchmarkDocument", "OutputValue": "S-ClusterMonitoringBenchmarkDocument-1"}]
+    cfn.add_response("describe_stacks", {"Stacks": [{"StackName": "S", "CreationTime": when,
+                     "StackStatus": "CREATE_COMPLETE", "Outputs": outputs}]}, {"StackName": "S"})  # fmt: skip
+    targets = [{"Key": "tag:aws:cloudformation:stack-name", "Values": ["S"]}]
+    command = "0e2e0000-0000-4000-8000-000000000001"
+    ssm.add_response("send_command", {"Command": {"CommandId": command}}, {
+        "DocumentName": "S-ClusterMonitoringBenchmarkDocument-1", "Targets": targets,
+        "Comment": "efa-cdk sweep S"})  # fmt: skip
+    for states in (("InProgress", "Success"), ("Success", "Success")):
+        ssm.add_response("list_command_invocations", {"CommandInvocations": [
+            {"InstanceId": "i-0aaaaaaaaaaaaaaa0", "Status": states[0]},
+            {"InstanceId": "i-0bbbbbbbbbbbbbbb0", "Status": states[1]}]}, {"CommandId": command})  # fmt: skip
+    cfn.add_response("list_stack_resources", {"StackResourceSummaries": [
+        {"LogicalResourceId": "Results", "ResourceType": "AWS::SSM::Parameter", "LastUpdatedTimestamp": when,
+         "ResourceStatus": "CREATE_COMPLETE", "PhysicalResourceId": "/efa-cdk/S/Cluster/benchmark-results"}]},
+        {"StackName": "S"})  # fmt: skip
+    named = {"benchmark": "fabric-sweep", "ok": False, "median_gbps": 96.5, "slow_nodes": {"10.0.64.5": 9.1},
+             "reason": "slow node 10.0.64.5: 9.1 Gbps (the cluster's median 96.5 Gbps)"}  # fmt: skip
+    kept = {"generation": "g", "at": "2026-11-26T06:00:00Z", "status": "SUCCESS", "data": [named]}
+    ssm.add_response("get_parameter", {"Parameter": {"Name": "/efa-cdk/S/Cluster/benchmark-results",
+                     "Value": json.dumps(kept), "Type": "String"}},
+                     {"Name": "/efa-cdk/S/Cluster/benchmark-results"})  # fmt: skip
+    for stub in s.stubs.values():
+        stub.activate()
+    waited: list[float] = []
+    found = sweep.sweep(s, "S", pause=waited.append)
+    for stub in s.stubs.values():
+        stub.assert_no_pending_responses()
+    both = ["i-0aaaaaaaaaaaaaaa0", "i-0bbbbbbbbbbbbbbb0"]
+    assert waited == [10] and found["invocations"] == dict.fromkeys(both, "Success")
+    assert found["sweep"]["slow_nodes"] == {"10.0.64.5": 9.1}
+    assert status.render_benchmark(found["sweep"]).startswith(
+        "fabric-sweep: FAILED (slow node 10.0.64.5: 9.1 Gbps"
+    )
+    bare = _StubbedSession()
+    bare_stack = {"StackName": "S", "CreationTime": when, "StackStatus": "CREATE_COMPLETE", "Outputs": []}
+    bare.stubs["cloudformation"].add_response("describe_stacks", {"Stacks": [bare_stack]}, {"StackName": "S"})
+    bare.stubs["cloudformation"].activate()
+    with pytest.raises(
+        preflight.PreflightError, match=r"S has no BenchmarkDocument output .*/fabric-sweep\.sh on its leader"
+    ):
+        sweep.sweep(bare, "S")

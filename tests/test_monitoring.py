@@ -446,10 +446,14 @@ def test_benchmarks_publish_their_figures_and_on_demand_posts_nothing_to_cloudfo
     published = (node.stub_dir / "metrics.log").read_text()
     assert "BenchmarkPeakGBps" in published and "BenchmarkLineRateFraction" in published
     (node.stub_dir / "posted.json").unlink()
+    node.setting("EFA_CDK_RESULTS_PARAMETER", "/efa-cdk/Trn1EfaCluster/Cluster/benchmark-results")
     r = node.run("benchmarks", EFA_CDK_ON_DEMAND="1")
     assert r.returncode == 0, r.log
     assert not (node.stub_dir / "posted.json").exists()  # the wait condition is not touched
     assert list((node.root / "var/lib/efa-cdk").glob("benchmarks-*.json"))  # a dated copy
+    # the newest results are kept (status shows them, the health checks read a fabric sweep's verdict)
+    kept = json.loads((node.stub_dir / "results").read_text())
+    assert [r["benchmark"] for r in kept["data"]] == ["fi_pingpong"]
 
 
 # --- topology ---------------------------------------------------------------------------------
@@ -634,3 +638,60 @@ def test_an_image_without_the_agent_gets_it_installed_and_is_not_called_old(tmp_
     for f in ("ubuntu/amd64/latest/amazon-cloudwatch-agent.deb", "assets/amazon-cloudwatch-agent.gpg"):
         assert any(f"{regional}/{f}" in c for c in node.calls("curl")), node.calls("curl")
     assert "the image's CloudWatch agent" not in r.log  # there was none to call old
+
+
+@pytest.mark.parametrize("group", ["explicit", "asg"])
+def test_a_node_the_fabric_sweep_named_fails_its_health_check_and_is_replaced_like_one_without_efa(
+    tmp_path: Path, group: str
+) -> None:
+    """Issue 43: the leader's newest results (the results parameter) name this node slow: its health check
+    fails with the sweep's figures, and an Auto Scaling node asks to be replaced, as when an EFA is gone;
+    a sweep that named another node leaves it healthy."""
+    node = Node(tmp_path)
+    results = "/efa-cdk/S/Cluster/benchmark-results"
+    _monitored(node, EFA_CDK_NODE_GROUP=group, EFA_CDK_RESULTS_PARAMETER=results, **ASG_LIMITS)
+    (node.root / "var/lib/efa-cdk/verified").write_text("2026-11-24T00:00:00Z\n")
+    node.setting("EFA_CDK_UNHEALTHY_AFTER", "1")
+
+    def kept(slow: dict[str, float]) -> None:
+        result = {"benchmark": "fabric-sweep", "ok": not slow, "median_gbps": 96.5, "slow_nodes": slow}
+        (node.stub_dir / "results").write_text(json.dumps({"generation": "g", "data": [result]}))
+
+    this = (node.stub_dir / "local-ipv4").read_text().strip()  # IMDS's local-ipv4, as in the hostfile
+    kept({"10.0.1.11": 9.1})
+    assert node.run("health-check").returncode == 0, node.read("var/log/efa-cdk-health.log")
+    kept({this: 9.1})
+    assert node.run("health-check").returncode == 1
+    said = "UNHEALTHY (1 in a row): the fabric sweep measured it at 9.1 Gbps, the cluster's median 96.5 Gbps"
+    assert said in node.read("var/log/efa-cdk-health.log")
+    assert (node.stub_dir / "health.log").exists() is (group == "asg")
+
+
+def test_the_leaders_health_timer_runs_the_fabric_sweep_at_its_interval_and_no_other_node_does(
+    tmp_path: Path,
+) -> None:
+    """EFA_CDK_SWEEP_MINUTES (EfaCluster's sweep_interval): the leader's health check starts the sweep
+    (the benchmarks step with the sweep alone, on demand) when it is due, not again within the interval;
+    a follower never does. Two nodes here: the step says a sweep needs three (its run with three is the
+    one-machine cluster's, tests/e2e)."""
+    leader, follower = Node(tmp_path / "0", index=0), Node(tmp_path / "1", index=1)
+    for node in (leader, follower):
+        _monitored(node, EFA_CDK_SWEEP_MINUTES="60")
+        assert node.run("hostfile").returncode == 0, node.read("var/log/efa-cdk.log")
+    leader.run("health-check")
+    said = leader.read("var/log/efa-cdk-health.log")
+    assert (
+        "fabric sweep due (every 60 minutes)" in said and "a fabric sweep needs three nodes: 2 here" in said
+    )
+    leader.run("health-check")
+    assert leader.read("var/log/efa-cdk-health.log").count("fabric sweep due") == 1  # not again within 60
+    follower.run("health-check")
+    assert "fabric sweep" not in follower.read("var/log/efa-cdk-health.log")
+
+
+def test_the_sweep_interval_reaches_the_nodes_settings() -> None:
+    user_data = json.dumps(by_type(_stack("trn1.32xlarge", sweep_minutes="360"), "AWS::EC2::LaunchTemplate"))
+    assert "EFA_CDK_SWEEP_MINUTES='360'" in user_data
+    assert "EFA_CDK_SWEEP_MINUTES" not in json.dumps(
+        by_type(_stack("trn1.32xlarge"), "AWS::EC2::LaunchTemplate")
+    )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Environment
+from aws_cdk import Duration, Environment
 from aws_cdk import aws_ec2 as ec2
 
 from efa_constructs import (
@@ -114,6 +114,27 @@ ROWS: list[Row] = [
         "container",
         "the node software starts the image",
         "efa-cdk:container-needs-node-software",
+    ),
+    (
+        "a fabric sweep interval without monitoring",
+        cluster(monitoring=False, sweep_interval=Duration.hours(6)),
+        "sweep_interval",
+        "the leader's health timer runs the fabric sweep, and the monitoring (with the timer) is off",
+        "efa-cdk:sweep-interval-needs-monitoring",
+    ),
+    (
+        "a fabric sweep interval without monitoring, from context",
+        ctx(monitoring="false", sweep_minutes="360"),
+        "sweep_interval",
+        "the monitoring (with the timer) is off",
+        "efa-cdk:sweep-interval-needs-monitoring",
+    ),
+    (
+        "a fabric sweep interval shorter than the health timer's",
+        cluster(sweep_interval=Duration.minutes(2)),
+        "sweep_interval",
+        "the health timer that runs it ticks every 5 minutes",
+        "efa-cdk:sweep-interval-range",
     ),
     (
         "monitoring without node software",

@@ -153,3 +153,19 @@ def test_the_command_line_is_what_the_node_script_reads(
     assert json.loads(capsys.readouterr().out)["slow_nodes"] == {nodes[2]: SLOW}
     figures.write_text(json.dumps(measure(nodes, set())))
     assert sweep.main(["verdict", str(figures), *nodes]) == 0
+
+
+def test_the_verdict_is_a_benchmark_result_with_its_metrics() -> None:
+    """As the leader reports it (benchmarks.sh): one result among the benchmarks', failing with the named
+    node when there is one; CloudWatch gets the count of slow nodes and the median."""
+    from efa_constructs.node import bench_parse
+
+    nodes = hosts(4)
+    found = sweep.verdict(nodes, measure(nodes, {nodes[3]})) | {"rounds": 3, "seconds": 12}
+    r = sweep.result(found)
+    assert r["ok"] is False and r["reason"].startswith(f"slow node {nodes[3]}: 2 Gbps (the cluster's median ")
+    metrics = {m["MetricName"]: m["Value"] for m in bench_parse.metric_data([r])}
+    assert metrics == {"FabricSweepSlowNodes": 1, "FabricSweepMedianGbps": found["median_gbps"]}
+    body = bench_parse.signal_body([r], strict=False)
+    assert body["Status"] == "SUCCESS" and body["Reason"].startswith("fabric-sweep: slow node")
+    assert bench_parse.signal_body([r], strict=True)["Status"] == "FAILURE"

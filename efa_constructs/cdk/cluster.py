@@ -48,6 +48,11 @@ __all__ = ["EfaCluster", "NodeGroup", "PublicIp"]
 _EFA_SOFTWARE = NodeSoftware.efa()
 
 
+def _minutes(interval: Duration | None) -> int | None:
+    """A duration in whole minutes (None stays None)."""
+    return None if interval is None else int(interval.to_minutes())
+
+
 @jsii.implements(ec2.IConnectable, iam.IGrantable)
 class EfaCluster(PlannedNodes, Construct):
     """Nodes wired for EFA: security group, placement group, launch template, instances, software.
@@ -94,6 +99,9 @@ class EfaCluster(PlannedNodes, Construct):
             alarms and on-demand benchmarks (:class:`EfaClusterMonitoring`, ``Monitoring``); needs the
             node software. Default: on with the node software.
         alarm_email: an address subscribed to the alarms. Default: none (subscribe to the topic).
+        sweep_interval: how often the leader's health timer runs the fabric sweep (which node or link is
+            slow; docs/operate.md), at least 5 minutes; needs the monitoring. It uses the fabric while it
+            runs: hours suit a cluster that trains. Default: none (at formation and on demand only).
         container: run this image on every node, with every EFA device, SSH inside for mpirun, and
             EFA checked inside it (:class:`ContainerRun`); needs the node software. Default: none.
         node_replacements: explicit nodes to replace, as node index -> label (``{1: "2026-11-24"}``):
@@ -124,6 +132,7 @@ class EfaCluster(PlannedNodes, Construct):
         node_group: NodeGroup = NodeGroup.EXPLICIT,
         monitoring: bool | None = None,
         alarm_email: str | None = None,
+        sweep_interval: Duration | None = None,
         container: ContainerRun | None = None,
         node_replacements: Mapping[int, str] | None = None,
         **node: Unpack[NodeTemplateOptions],
@@ -144,8 +153,9 @@ class EfaCluster(PlannedNodes, Construct):
         self.subnet = subnet or self._default_subnet(vpc)
         eip_subnet = public_subnet or (vpc.public_subnets[0] if vpc.public_subnets else None)
         self._replacements = dict(node_replacements or {})
+        sweep_minutes = _minutes(sweep_interval)
         self._check(node_count, eip_subnet, internet_egress, node_software, placement_group,
-                    use_placement_group, monitoring)  # fmt: skip
+                    use_placement_group, monitoring, sweep_minutes)  # fmt: skip
         self.machine_image = machine_image or EfaMachineImage.default_for(self.instance_type)
         self._warn(vpc, node_count, ssh_peers, key_pair)
         # 2. what every node shares
@@ -180,7 +190,7 @@ class EfaCluster(PlannedNodes, Construct):
         for launched in self._launched:
             launched.node.add_dependency(self.subnet.internet_connectivity_established)
         on = self.node_software is not None if monitoring is None else monitoring
-        self.monitoring = self._monitoring(alarm_email) if on else None
+        self.monitoring = self._monitoring(alarm_email, sweep_minutes) if on else None
         benchmarks = self.node_software.benchmarks_for(self.instance_type) if self.node_software else ()
         self.benchmark_report = self._benchmark_report(benchmarks)
         self.software = self._add_node_software(node_count, benchmarks) if self.node_software else None
@@ -206,6 +216,7 @@ class EfaCluster(PlannedNodes, Construct):
         placement_group: ec2.IPlacementGroup | None,
         use_placement_group: bool,
         monitoring: bool | None,
+        sweep_minutes: int | None,
     ) -> None:
         """Every refusal, before any child exists: the subnets belong to the VPC, explicit nodes are
         counted at synth, and the request passes :func:`check_cluster` (the core's one list of checks)."""
@@ -234,6 +245,7 @@ class EfaCluster(PlannedNodes, Construct):
             public_subnet_availability_zone=_known(eip_subnet.availability_zone) if eip_subnet else None,
             root_volume_gib=_known(self.plan.root_volume_gib),
             monitoring=monitoring,
+            sweep_minutes=sweep_minutes,
             container=self.container is not None,
             node_replacements=tuple(self._replacements.items()),
             region=_known(Stack.of(self).region),
@@ -264,7 +276,7 @@ class EfaCluster(PlannedNodes, Construct):
             "Session Manager.",
         )
 
-    def _monitoring(self, alarm_email: str | None) -> EfaClusterMonitoring:
+    def _monitoring(self, alarm_email: str | None, sweep_minutes: int | None) -> EfaClusterMonitoring:
         """Metrics, dashboard, alarms and on-demand benchmarks (``Monitoring``), in the cluster's own
         CloudWatch namespace ``EfaCdk/<stack>/<path in stack>``."""
         group = self.auto_scaling_group.auto_scaling_group if self.auto_scaling_group else None
@@ -278,6 +290,7 @@ class EfaCluster(PlannedNodes, Construct):
             auto_scaling_group=group,
             alarm_email=alarm_email,
             parameter_path=self.parameter_path,
+            sweep_minutes=sweep_minutes,
         )
 
     def _subnet_is_one_of(self, subnets: Sequence[ec2.ISubnet]) -> bool:

@@ -62,6 +62,8 @@ class EfaClusterMonitoring(Construct):
             Default: 60 minutes.
         parameter_path: the SSM path under which the group's last replacement is kept
             (``<path>/last-replacement``). Default: a name CloudFormation generates.
+        sweep_minutes: the leader's health timer runs the fabric sweep this often (EfaCluster's
+            ``sweep_interval``). Default: none.
     """
 
     @checked
@@ -80,6 +82,7 @@ class EfaClusterMonitoring(Construct):
         unhealthy_after: int = 3,
         replacement_interval: Duration | None = None,
         parameter_path: str | None = None,
+        sweep_minutes: int | None = None,
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
@@ -125,6 +128,8 @@ class EfaClusterMonitoring(Construct):
             "EFA_CDK_CW_AGENT_MIN_VERSION": CW_AGENT_MIN_VERSION,
             "EFA_CDK_NODE_GROUP": "asg" if auto_scaling_group is not None else "explicit",
         }
+        if sweep_minutes is not None:
+            self.settings["EFA_CDK_SWEEP_MINUTES"] = str(sweep_minutes)
         if self.last_replacement is not None:
             interval = replacement_interval or Duration.minutes(60)
             self.settings |= {

@@ -194,8 +194,9 @@ class NodeSoftwareInstallation(Construct):
 
     def _grant(self, role: iam.IRole, scripts: NodeScripts) -> None:
         """What the node software does with the nodes' role: read the SSH key and the cluster's
-        parameters, write the formed generation and results, read the scripts, signal the stack, and
-        describe instances and their topology (read-only, no resource)."""
+        parameters (the newest results too: the fabric sweep's verdict), write the formed generation and
+        results, read the scripts, signal the stack, and describe instances and their topology
+        (read-only, no resource)."""
         stack = Stack.of(self)
         role.add_to_principal_policy(
             iam.PolicyStatement(
@@ -209,6 +210,8 @@ class NodeSoftwareInstallation(Construct):
                     ),
                     self.node_count_parameter.parameter_arn,
                     self.formed_parameter.parameter_arn,
+                    # the health check reads whether the leader's newest fabric sweep named its node
+                    self.results_parameter.parameter_arn,
                 ],
             )
         )

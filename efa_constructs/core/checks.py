@@ -49,6 +49,7 @@ class ClusterRequest:
     public_subnet_availability_zone: str | None = None
     root_volume_gib: int | None = DEFAULT_ROOT_VOLUME_GIB
     monitoring: bool | None = None
+    sweep_minutes: int | None = None  # the fabric sweep's interval, run by the leader's health timer
     container: bool = False
     node_replacements: tuple[tuple[int, str], ...] = ()
     region: str | None = None  # the stack's, when it is known at synth
@@ -75,6 +76,41 @@ def check_monitoring(r: ClusterRequest) -> None:
             value=True,
             why="the CloudWatch agent and the health timer are installed by the node software, which is off",
             fix="turn the node software on, or leave monitoring unset (it follows the node software)",
+        )
+
+
+#: The health timer's interval (EfaClusterMonitoring's default): the fabric sweep runs at its ticks.
+HEALTH_MINUTES = 5
+
+
+def check_sweep_interval(r: ClusterRequest) -> None:
+    """The leader's health timer runs the fabric sweep: it needs the monitoring (the timer), and runs it
+    at most once a tick."""
+    if r.sweep_minutes is None:
+        return
+    monitored = r.node_software if r.monitoring is None else r.monitoring
+    if not monitored:
+        raise EfaConfigError(
+            "sweep_interval",
+            code="efa-cdk:sweep-interval-needs-monitoring",
+            value=f"{r.sweep_minutes} minutes",
+            why="the leader's health timer runs the fabric sweep, and the monitoring (with the timer) is off",
+            fix="turn the monitoring on, or drop sweep_interval (run it on demand: efa-cdk sweep <stack>)",
+            context_fix="-c monitoring=true, or drop -c sweep_minutes",
+        )
+    if (
+        isinstance(r.sweep_minutes, bool)
+        or not isinstance(r.sweep_minutes, int)
+        or r.sweep_minutes < HEALTH_MINUTES
+    ):
+        raise EfaConfigError(
+            "sweep_interval",
+            code="efa-cdk:sweep-interval-range",
+            value=f"{r.sweep_minutes} minutes",
+            why=f"the health timer that runs it ticks every {HEALTH_MINUTES} minutes",
+            fix=f"pass Duration.minutes({HEALTH_MINUTES}) or more (a sweep uses the fabric: hours suit a "
+            "cluster that trains)",
+            context_fix=f"-c sweep_minutes={HEALTH_MINUTES} or more",
         )
 
 
@@ -287,6 +323,7 @@ def check_root_volume_gib(size: int | None) -> None:
 CLUSTER_CHECKS: tuple[Callable[[ClusterRequest], None], ...] = (
     check_node_count,
     check_monitoring,
+    check_sweep_interval,
     check_container,
     check_explicit_node_limit,
     check_node_replacements,

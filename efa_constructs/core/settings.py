@@ -76,6 +76,7 @@ class NodeEnv(TypedDict, total=False):
     EFA_CDK_NODE_GROUP: Annotated[str, NODE, "explicit or asg (health replacement)"]
     EFA_CDK_UNHEALTHY_AFTER: Annotated[str, NODE, "failed checks in a row before a replacement"]
     EFA_CDK_REPLACE_MINUTES: Annotated[str, NODE, "at most one replacement per group in this time"]
+    EFA_CDK_SWEEP_MINUTES: Annotated[str, NODE, "the leader's health timer runs the fabric sweep this often"]
     EFA_CDK_REPLACEMENT_PARAMETER: Annotated[str, NODE, "SSM parameter with the group's last replacement"]
     # knobs with defaults
     EFA_CDK_ROOT: Annotated[str, KNOB, "a scratch root for tests (empty on a node)"]
@@ -94,6 +95,9 @@ class NodeEnv(TypedDict, total=False):
     ]
     EFA_CDK_SWEEP_BYTES: Annotated[str, KNOB, "the fabric sweep's message size (default 4 MiB)"]
     EFA_CDK_SWEEP_ITERATIONS: Annotated[str, KNOB, "the fabric sweep's round trips per pair (default 50)"]
+    EFA_CDK_SWEEP_ONLY: Annotated[
+        str, KNOB, "1: the benchmarks step runs the fabric sweep alone (health timer)"
+    ]
     EFA_CDK_CONTAINER_EFA: Annotated[str, KNOB, "0 lets a Slurm job without EFA through the Enroot hook"]
 
 

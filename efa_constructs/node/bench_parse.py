@@ -173,7 +173,7 @@ def signal_body(results: list[dict[str, Any]], *, strict: bool = True) -> dict[s
     data = json.dumps(results, separators=(",", ":"), sort_keys=True)
     if len(data) > MAX_DATA_CHARS:
         data = json.dumps(
-            [{k: r[k] for k in ("benchmark", "ok", "peak_gbytes_s") if k in r} for r in results]
+            [{k: r[k] for k in ("benchmark", "ok", "peak_gbytes_s", "slow_nodes") if k in r} for r in results]
         )
     bad = "; ".join(f"{r['benchmark']}: {r.get('reason', 'failed')}" for r in results if not r.get("ok"))
     return {
@@ -186,9 +186,16 @@ def signal_body(results: list[dict[str, Any]], *, strict: bool = True) -> dict[s
 
 def metric_data(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """CloudWatch ``put-metric-data`` entries for the results that produced figures: peak bus
-    bandwidth (GB/s) and its fraction of line rate, per benchmark."""
+    bandwidth (GB/s) and its fraction of line rate, per benchmark; the fabric sweep's count of slow
+    nodes and its median pair (Gbps)."""
     out = []
     for r in results:
+        if r.get("benchmark") == "fabric-sweep" and "slow_nodes" in r:  # the sweep: what it named
+            dims = [{"Name": "Benchmark", "Value": "fabric-sweep"}]
+            out.append({"MetricName": "FabricSweepSlowNodes", "Dimensions": dims,
+                        "Value": len(r["slow_nodes"]), "Unit": "Count"})  # fmt: skip
+            out.append({"MetricName": "FabricSweepMedianGbps", "Dimensions": dims,
+                        "Value": r["median_gbps"], "Unit": "None"})  # fmt: skip
         if not r.get("ok") or "peak_gbytes_s" not in r:
             continue
         dims = [{"Name": "Benchmark", "Value": r["benchmark"]}]

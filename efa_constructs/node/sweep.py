@@ -20,6 +20,9 @@ nodes that are fast elsewhere is named as a link.
     sweep.py verdict FIGURES.json HOST...   JSON (median, each node's figure, what is named); exit 1
                                             when a node or link is named, or no pair was fast
     sweep.py figure LOG                     the Gbps of a fi_pingpong client log (its best row)
+    sweep.py result VERDICT.json            the verdict as a benchmark result (bench_parse.py's form)
+    sweep.py named HOST < RESULTS           what the newest sweep in the leader's kept results (stdin:
+                                            the results parameter's value) says of HOST, if it named it
 
 FIGURES.json: {"A:B": Gbps, ...}, one entry per pair measured (client A, server B).
 """
@@ -143,6 +146,48 @@ def figure(log: str) -> float:
     return best
 
 
+def result(found: dict[str, Any]) -> dict[str, Any]:
+    """The verdict as one benchmark result (bench_parse.py's form: benchmark, ok, reason), for the
+    stack's BenchmarkResults output, `efa-cdk status` and the nodes' health checks."""
+    named = [f"slow node {h}: {g:g} Gbps" for h, g in found["slow_nodes"].items()]
+    named += [f"slow link {p.replace(':', ' <-> ')}: {g:g} Gbps" for p, g in found["slow_links"].items()]
+    if found.get("no_fast_pair"):
+        named.append("no pair measured fast")
+    out = {
+        "benchmark": "fabric-sweep",
+        "ok": not named,
+        "median_gbps": found["median_gbps"],
+        "slow_nodes": found["slow_nodes"],
+        "slow_links": found["slow_links"],
+        "rounds": found.get("rounds"),
+        "seconds": found.get("seconds"),
+    }
+    if named:
+        out["reason"] = f"{'; '.join(named)} (the cluster's median {found['median_gbps']:g} Gbps)"
+    return out
+
+
+def named(host: str, kept: str) -> str:
+    """What the fabric sweep among the leader's kept results (``{"data": [result, ...]}``, the results
+    parameter's value) says of `host` when it named it slow, else empty (no sweep, nothing named, or the
+    value is not the leader's results yet)."""
+    try:
+        data = json.loads(kept).get("data", [])
+    except (ValueError, AttributeError):
+        return ""
+    for r in data if isinstance(data, list) else []:
+        if (
+            isinstance(r, dict)
+            and r.get("benchmark") == "fabric-sweep"
+            and host in (r.get("slow_nodes") or {})
+        ):
+            return (
+                f"the fabric sweep measured it at {r['slow_nodes'][host]:g} Gbps, the cluster's median "
+                f"{r.get('median_gbps', 0):g} Gbps"
+            )
+    return ""
+
+
 def _print_rounds(rounds: list[list[Pair]]) -> None:
     for r in rounds:
         print(" ".join(_key(p) for p in r))
@@ -152,12 +197,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("command", choices=("rounds", "next", "verdict", "figure"))
+    parser.add_argument("command", choices=("rounds", "next", "verdict", "figure", "result", "named"))
     parser.add_argument("args", nargs="*")
     parser.add_argument("--threshold", type=float, default=THRESHOLD)
     a = parser.parse_args(argv)
     if a.command == "figure":
         print(f"{figure(Path(a.args[0]).read_text()):.3f}")
+        return 0
+    if a.command == "named":
+        print(named(a.args[0], sys.stdin.read()))
+        return 0
+    if a.command == "result":
+        print(json.dumps(result(json.loads(Path(a.args[0]).read_text())), separators=(",", ":")))
         return 0
     if a.command == "rounds":
         _print_rounds(padded(ring_rounds(a.args), a.args))

@@ -326,6 +326,19 @@ def _line_rate(outputs: dict[str, str]) -> float | None:
         return float(rate.group(1)) if rate else None
 
 
+def render_benchmark(b: dict[str, Any]) -> str:
+    """One benchmark result as a line: its figure, or why it failed (the fabric sweep: what it named)."""
+    figure = (
+        f"FAILED ({b.get('reason') or b.get('note', '')})"
+        if not b.get("ok")
+        else f"median pair {b.get('median_gbps')} Gbps, no slow node or link"
+        if b.get("benchmark") == "fabric-sweep"
+        else f"{b.get('peak_gbytes_s')} GB/s peak"
+    )
+    share = f", {b['line_rate_fraction']:.0%} of the EFA line rate" if "line_rate_fraction" in b else ""
+    return _CONTROL.sub("?", f"{b.get('benchmark')}: {figure}{share}")
+
+
 def render(s: dict[str, Any]) -> str:
     lines = [f"{s['stack']}: {s['status']}", f"nodes ({len(s['nodes'])}):"]
     lines += [f"  not running: {m}" for m in s.get("missing_nodes", [])]
@@ -337,14 +350,7 @@ def render(s: dict[str, Any]) -> str:
     of = s.get("benchmarks_of")
     when = f" (generation {of['generation']}, {of['at']})" if isinstance(of, dict) else ""
     lines.append(f"benchmarks{when}:" if s["benchmarks"] else "benchmarks: none reported")
-    for b in s["benchmarks"]:
-        figure = (
-            f"{b.get('peak_gbytes_s')} GB/s peak"
-            if b.get("ok")
-            else f"FAILED ({b.get('reason') or b.get('note', '')})"
-        )
-        share = f", {b['line_rate_fraction']:.0%} of the EFA line rate" if "line_rate_fraction" in b else ""
-        lines.append(f"  {b.get('benchmark')}: {figure}{share}")
+    lines += [f"  {render_benchmark(b)}" for b in s["benchmarks"]]
     lines.append("alarms:" if s["alarms"] else "alarms: none")
     lines += [f"  {a['state']:<17} {a['name']}" for a in s["alarms"]]
     lines += ["since the deploy:", *[f"  {c}" for c in s["changes"] or ["nothing recorded"]]]

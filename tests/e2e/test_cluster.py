@@ -146,7 +146,7 @@ def test_the_guard_passed_on_every_node_and_refuses_a_job_that_would_leave_efa(
     assert r.stdout.count("\n") == 1
 
 
-SWEEP = ("env", "EFA_CDK_SWEEP_BYTES=1048576", "EFA_CDK_SWEEP_ITERATIONS=10")
+SWEEP = ("env", "EFA_CDK_SWEEP_BYTES=1048576", "EFA_CDK_SWEEP_ITERATIONS=30")
 
 
 def test_the_fabric_sweep_names_no_node_of_a_healthy_cluster_and_the_slowed_node_alone(
@@ -178,8 +178,11 @@ def test_the_benchmark_results_reach_the_wait_condition_and_parse(
     body = cluster.handle(healthy["stack"]["handle"])
     assert body is not None, explain(healthy["nodes"])
     assert body["Status"] == "SUCCESS" and body["UniqueId"] == "benchmarks", body
-    (result,) = json.loads(body["Data"])
+    result, sweep = json.loads(body["Data"])
     assert result["benchmark"] == "fi_pingpong" and result["ok"] is True, result
+    # the fabric sweep ran at formation too (three nodes): nothing named on the healthy cluster
+    assert sweep["benchmark"] == "fabric-sweep" and sweep["ok"] is True, sweep
+    assert sweep["slow_nodes"] == {} and sweep["median_gbps"] > 0 and sweep["rounds"] == 3
     assert result["provider"] == "tcp"  # the stand-in, said so in the results too
     assert result["peak_gbytes_s"] > 0 and result["latency_us"] > 0
 
@@ -347,4 +350,5 @@ def test_a_new_generation_of_every_node_forms_again_and_benchmarks_the_new_fabri
         assert aws["ssm"].get_parameter(Name=formed_name)["Parameter"]["Value"] == new_generation
         kept = json.loads(aws["ssm"].get_parameter(Name=results_name)["Parameter"]["Value"])
     assert kept["generation"] == new_generation
-    assert [r["benchmark"] for r in kept["data"]] == ["fi_pingpong"] and kept["data"][0]["ok"], kept
+    assert [r["benchmark"] for r in kept["data"]] == ["fi_pingpong", "fabric-sweep"], kept
+    assert all(r["ok"] for r in kept["data"]), kept  # the new fabric benchmarked and swept

@@ -144,8 +144,9 @@ def test_the_benchmark_ran_inside_the_image_and_names_it(cluster: Cluster, healt
     body = cluster.handle(healthy["stack"]["handle"])
     assert body is not None, explain(healthy["nodes"])
     assert body["Status"] == "SUCCESS", body
-    (result,) = json.loads(body["Data"])
+    result, sweep = json.loads(body["Data"])
     assert result["ok"] is True, (result, explain(healthy["nodes"]))  # a failure's reason, when there is one
+    assert sweep["benchmark"] == "fabric-sweep" and sweep["ok"] is True, sweep
     assert (result["benchmark"], result["image"]) == ("fi_pingpong", healthy["image"])
     assert result["provider"] == "tcp" and result["peak_gbytes_s"] > 0
 

@@ -15,7 +15,7 @@ MISSING = missing_capabilities()
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"this machine lacks: {', '.join(MISSING)}")
 
 #: Small pairs: the one-machine cluster's tcp stand-in (about 2 Gbit/s here) against 100 Mbit/s slowed.
-SWEEP = ("env", "EFA_CDK_SWEEP_BYTES=1048576", "EFA_CDK_SWEEP_ITERATIONS=10")
+SWEEP = ("env", "EFA_CDK_SWEEP_BYTES=1048576", "EFA_CDK_SWEEP_ITERATIONS=30")
 
 
 def boot_cluster(cluster: Cluster, out: Any, name: str, count: int, key: str) -> list[Node]:

@@ -46,6 +46,7 @@ report() { # report JSON...: publish the figures, and (at creation) post them to
   fi
   if [ "${EFA_CDK_ON_DEMAND:-0}" = 1 ]; then # re-run by hand or SSM: keep a dated copy, post nothing
     cp "$out/signal.json" "$STATE/benchmarks-$(date -u +%Y%m%dT%H%M%SZ).json"
+    keep_results # the newest figures (and fabric sweep) are what status shows and health checks read
     log "on demand: $(cat "$out/signal.json")"
   else
     cp "$out/signal.json" "$STATE/benchmarks.json"
@@ -79,7 +80,12 @@ if [ "${#hosts[@]}" -lt 2 ]; then
   exit 0
 fi
 
-log "${#hosts[@]} nodes (the hostfile step saw each verify EFA); running: ${EFA_CDK_BENCHMARKS:?}"
+benchmarks=${EFA_CDK_BENCHMARKS:?}
+if [ "${EFA_CDK_SWEEP_ONLY:-0}" = 1 ]; then # the health timer's sweep: no benchmark, the sweep alone
+  benchmarks=""
+  [ "${#hosts[@]}" -ge 3 ] || { log "a fabric sweep needs three nodes: ${#hosts[@]} here"; exit 0; }
+fi
+log "${#hosts[@]} nodes (the hostfile step saw each verify EFA); running: ${benchmarks:-the fabric sweep}"
 
 nodes=${#hosts[@]}
 slots=${EFA_CDK_SLOTS:?}
@@ -162,7 +168,7 @@ run_hccl_demo() { # HabanaAI/hccl_demo's MPI mode over the hostfile (README "Exa
 }
 
 results=()
-for bench in $EFA_CDK_BENCHMARKS; do
+for bench in $benchmarks; do
   log "running $bench"
   fn="run_${bench//-/_}"
   if ! declare -F "$fn" >/dev/null; then
@@ -179,6 +185,20 @@ for bench in $EFA_CDK_BENCHMARKS; do
   log "$bench: $(cat "$out/$bench.json")"
   results+=("$out/$bench.json")
 done
+# The fabric sweep (fabric-sweep.sh): which node or link is slow, from three nodes up (two cannot tell
+# which of them it is). Its verdict is one more result: reported, published, and in strict mode fatal.
+if [ "$nodes" -ge 3 ]; then
+  log "running the fabric sweep"
+  bash "$here/fabric-sweep.sh" >"$out/fabric-sweep.log" 2>&1 || true
+  if [ -s "$STATE/sweep/verdict.json" ]; then
+    python3 "$here/sweep.py" result "$STATE/sweep/verdict.json" >"$out/fabric-sweep.json"
+  else
+    reason=$(tail -n1 "$out/fabric-sweep.log" | tr -d "\"\\\\" | cut -c1-200)
+    printf '{"benchmark":"fabric-sweep","ok":false,"reason":"did not finish: %s"}\n' "$reason" >"$out/fabric-sweep.json"
+  fi
+  log "fabric-sweep: $(cat "$out/fabric-sweep.json")"
+  results+=("$out/fabric-sweep.json")
+fi
 report "${results[@]}" || die "benchmarks failed: $(python3 -c 'import json,sys; print(json.load(sys.stdin)["Reason"])' <"$out/signal.json")"
 if grep -q '"ok":false' "$out/signal.json"; then
   log "benchmark problems reported as data (EFA_CDK_BENCHMARK_STRICT=1 fails the stack on them)"

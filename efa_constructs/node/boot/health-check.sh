@@ -22,12 +22,35 @@ have=$(efa_devices)
 # libfabric's endpoints, in the jobs' environment, on every device (the guard; it also says when fi_info
 # lists none)
 guard=$(bash "$(dirname "$0")/fabric-guard.sh" 2>&1) || problems+=("${guard#*REFUSED: }")
+# The leader's newest fabric sweep (its results, kept in EFA_CDK_RESULTS_PARAMETER) named this node slow:
+# a node the fabric sweep marks bad counts as a failed check, as a missing EFA does.
+if [ -n "${EFA_CDK_RESULTS_PARAMETER:-}" ]; then
+  swept=$(aws_ ssm get-parameter --name "$EFA_CDK_RESULTS_PARAMETER" --query Parameter.Value 2>/dev/null || true)
+  slow=$(printf '%s' "$swept" | python3 "$(dirname "$0")/sweep.py" named "$(imds meta-data/local-ipv4 || true)") || true
+  [ -z "$slow" ] || problems+=("$slow")
+fi
 id=$(imds meta-data/instance-id) || die "no instance id from IMDS"
 healthy=1
 [ "${#problems[@]}" -eq 0 ] || healthy=0
 retry 3 5 aws_ cloudwatch put-metric-data --namespace "${EFA_CDK_METRICS_NAMESPACE:?}" --metric-data \
   "MetricName=EfaHealthy,Dimensions=[{Name=InstanceId,Value=$id}],Value=$healthy" \
   "MetricName=EfaUnhealthyNodes,Value=$((1 - healthy))" || log "could not publish the health metrics"
+# The fabric sweep every EFA_CDK_SWEEP_MINUTES, run here on the leader (the hostfile's first node) as the
+# benchmarks on demand run it, publishing and keeping its verdict: what every node's next check reads.
+sweep_due() {
+  [ -n "${EFA_CDK_SWEEP_MINUTES:-}" ] && [ -r "$ETC/hostfile" ] || return 1
+  [ "$(awk 'NF {print $1; exit}' "$ETC/hostfile")" = "$(imds meta-data/local-ipv4 || true)" ] || return 1
+  local last
+  last=$(cat "$STATE/sweep-at" 2>/dev/null || echo 0)
+  [ $(($(date +%s) - last)) -ge $((EFA_CDK_SWEEP_MINUTES * 60)) ]
+}
+if sweep_due; then
+  mkdir -p "$STATE"
+  date +%s >"$STATE/sweep-at"
+  log "fabric sweep due (every $EFA_CDK_SWEEP_MINUTES minutes)"
+  EFA_CDK_ON_DEMAND=1 EFA_CDK_SWEEP_ONLY=1 bash "$(dirname "$0")/run-steps.sh" benchmarks \
+    || log "the fabric sweep named a node or link, or did not finish: see /var/lib/efa-cdk/sweep"
+fi
 failures="$STATE/health-failures"
 if [ "$healthy" = 1 ]; then
   rm -f "$failures"
