@@ -13,13 +13,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OLD, NEW = '"P4dEfaCluster": "p4d.24xlarge"', '"P4dEfaCluster": "p4de.24xlarge"'
+OLD, NEW = '"P4dEfaCluster", CLUSTER, "p4d.24xlarge"', '"P4dEfaCluster", CLUSTER, "p4de.24xlarge"'
 
 
 def main(workdir: Path) -> None:
     repo = workdir / "repo"
     subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(repo)], check=True)
-    stacks = repo / "stacks" / "cluster_stack.py"
+    stacks = repo / "stacks" / "params.py"  # the table of ready stacks
     text = stacks.read_text()
     assert OLD in text, f"{stacks} no longer says {OLD}"
     stacks.write_text(text.replace(OLD, NEW))

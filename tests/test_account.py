@@ -1214,9 +1214,10 @@ def test_every_check_is_registered_once_and_preflight_runs_the_register(
         ran.append(g.name)
         return preflight.Check("anything", "PASS", "seen")
 
-    monkeypatch.setattr(
-        preflight, "RULES", (preflight.Rule("probe", "a probe", preflight.NODE_GROUP, probe),)
+    probe_rule = preflight.Rule(
+        "probe", "a probe", preflight.NODE_GROUP, probe, asks="nothing", fails="never"
     )
+    monkeypatch.setattr(preflight, "RULES", (probe_rule,))
     checks = Preflight(account["session"]).run([NodeGroup("S", "Cluster", "trn1.32xlarge", 2)], {})
     assert [c.name for c in checks] == ["probe [S/Cluster (2 x trn1.32xlarge)]"] and ran == ["Cluster"]
 

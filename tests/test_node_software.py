@@ -246,7 +246,9 @@ def test_role_is_least_privilege(default_cluster: dict[str, Any]) -> None:
         '"ssm:PutParameter"',
     }
     params = json.dumps(by_action['"ssm:GetParameter"'])
-    assert "ec2/keypair/" in params and "KeyPairId" in params and len(by_action['"ssm:GetParameter"']) == 3
+    # the key, the node count, the formed generation, the newest results (the fabric sweep's verdict)
+    assert "ec2/keypair/" in params and "KeyPairId" in params and len(by_action['"ssm:GetParameter"']) == 4
+    assert "SoftwareResults" in params
     # the one parameter the nodes write: whether the cluster formed (the leader sets it)
     (formed,) = [
         k

@@ -3,17 +3,18 @@
 
 Runs on the nodes (Python 3 standard library only; ``fabric-sweep.sh`` drives it) and in the tests.
 
-Every node is measured against its two neighbours on a ring of the hostfile's nodes. The ring's edges
-are coloured so that no node is in two pairs of one round, and each round's pairs run at once: two
-rounds for an even count of nodes, three for an odd one, however many nodes there are. Every round is
-filled up with pairs of the nodes it leaves idle, so every round loads the fabric alike (figures taken
-under different loads do not compare: on a shared host, one pair alone runs several times faster than
-one of two at once) and each extra pair is one more figure. A node none of
-whose pairs reached ``THRESHOLD`` of the fastest pair is a suspect; in one more round (more only when the
-suspects outnumber the nodes known fast) each suspect is measured against a node known fast, which
-tells a slow node from a slow neighbour. Each node's figure is its best pair's; a node whose figure is
-below ``THRESHOLD`` of the cluster's median is named, with its figure; a ring pair below it between two
-nodes that are fast elsewhere is named as a link.
+Every node is measured against its two neighbours on a ring of the hostfile's nodes. The ring's edges are
+coloured so that no node is in two pairs of one round, and each round's pairs run at once: two rounds for
+an even count of nodes, three for an odd one, however many nodes there are. Every round is filled up with
+pairs of the nodes it leaves idle, so every round loads the fabric alike (figures taken under different
+loads do not compare: on a shared host, one pair alone runs several times faster than one of two at once)
+and each extra pair is one more figure. A node none of whose pairs reached ``THRESHOLD`` of the fastest
+pair is a suspect; in one more round (more only when the suspects outnumber the nodes known fast) each
+suspect is measured against a node known fast, which tells a slow node from a slow neighbour, and a slow
+pair of two nodes known fast is measured again the other way: one slow figure is no verdict on a link.
+Each node's figure is its best pair's; a node whose figure is below ``THRESHOLD`` of the cluster's median
+is named, with its figure; a pair below it both ways between two nodes that are fast elsewhere is named as
+a link.
 
     sweep.py rounds HOST...                 the ring's rounds, filled up: one line per round, "A:B A:B ..."
     sweep.py next FIGURES.json HOST...      the narrowing rounds, the same way (none: nothing printed)
@@ -97,31 +98,49 @@ def known_fast(hosts: list[str], figures: dict[str, float], threshold: float = T
 def narrowing_rounds(
     hosts: list[str], figures: dict[str, float], threshold: float = THRESHOLD
 ) -> list[list[Pair]]:
-    """Each suspect (a node of no fast pair) against a node known fast, a distinct one per suspect in
-    each round: one round while the suspects are no more than the fast nodes. None when every node is
-    fast, or when no pair was (nothing to measure against)."""
+    """Each suspect (a node of no fast pair) against a node known fast, and each slow pair of two nodes
+    known fast measured again the other way (one slow figure is no verdict on a link), packed into rounds
+    where no node is twice: one round while they are fewer than the fast nodes. None when nothing is
+    suspect, or when no pair was fast (nothing to measure against)."""
     fast = known_fast(hosts, figures, threshold)
+    measured = _measured(figures)
+    top = max(measured.values(), default=0.0)
+    links = [(b, a) for (a, b), g in measured.items() if g < threshold * top and a in fast and b in fast]
     suspects = [h for h in hosts if h not in fast]
-    if not fast or not suspects:
-        return []
     rounds: list[list[Pair]] = []
-    for k, suspect in enumerate(suspects):
-        if k % len(fast) == 0:
-            rounds.append([])
-        rounds[-1].append((suspect, fast[k % len(fast)]))
+    while fast and (links or suspects):
+        busy: set[str] = set()
+        this: list[Pair] = []
+        for a, b in list(links):
+            if not {a, b} & busy:
+                this.append((a, b))
+                busy |= {a, b}
+                links.remove((a, b))
+        for suspect in list(suspects):
+            partner = next((f for f in fast if f not in busy), None)
+            if partner is None:
+                break
+            this.append((suspect, partner))
+            busy |= {suspect, partner}
+            suspects.remove(suspect)
+        rounds.append(this)
     return rounds
 
 
 def verdict(hosts: list[str], figures: dict[str, float], threshold: float = THRESHOLD) -> dict[str, Any]:
     """Each node's figure against the median of them all: the slow nodes, with their figures, and the
-    slow pairs between nodes that are fast elsewhere (a slow link)."""
+    slow links: pairs of nodes fast elsewhere measured slow both ways (the narrowing round measures a
+    slow pair again), named with their better figure."""
     measured = _measured(figures)
     best = _best(hosts, measured)
     median = statistics.median(best.values()) if best else 0.0
     slow_nodes = {h: g for h, g in best.items() if g < threshold * median}
-    slow_links = {
-        _key(p): g for p, g in measured.items() if g < threshold * median and not set(p) & slow_nodes.keys()
-    }
+    slow_links: dict[str, float] = {}
+    for (a, b), g in measured.items():  # a link: slow both ways between nodes that are fast elsewhere
+        again = measured.get((b, a))
+        if again is not None and max(g, again) < threshold * median and not {a, b} & slow_nodes.keys():
+            first = (a, b) if hosts.index(a) < hosts.index(b) else (b, a)
+            slow_links.setdefault(_key(first), max(g, again))
     return {
         "median_gbps": round(median, 3),
         "threshold": threshold,

@@ -12,6 +12,7 @@ and a node that never comes up makes the leader report FAILURE naming it.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -159,7 +160,10 @@ def test_the_fabric_sweep_names_no_node_of_a_healthy_cluster_and_the_slowed_node
     sweep = str(nodes[0].root / "opt/efa-cdk/bin/fabric-sweep.sh")
     r = nodes[0].run_as_root(*SWEEP, "bash", sweep, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.splitlines()[-1].startswith("efa-cdk sweep: 3 nodes, 3 pairs in 3 rounds, ")
+    # the ring's 3 rounds, and one more where a moment of load made a pair look slow (measured again)
+    assert re.match(r"efa-cdk sweep: 3 nodes, [3-5] pairs in [3-5] rounds, ", r.stdout.splitlines()[-1]), (
+        r.stdout
+    )
     assert r.stdout.endswith("; none named\n"), r.stdout
     throttle(cluster.aws_ns, nodes[1], "100mbit")
     try:
@@ -169,7 +173,8 @@ def test_the_fabric_sweep_names_no_node_of_a_healthy_cluster_and_the_slowed_node
     assert r.returncode == 1, r.stdout + r.stderr
     named, summary = r.stdout.splitlines()
     assert named.startswith(f"efa-cdk sweep: SLOW node {nodes[1].ip}: "), r.stdout
-    assert summary.endswith("; 1 named") and "4 pairs in 4 rounds" in summary, summary  # ring 3, narrowing 1
+    assert summary.endswith("; 1 named"), summary
+    assert re.search(r"3 nodes, [4-6] pairs in [4-6] rounds", summary), summary  # ring 3, narrowing 1 (or 2)
 
 
 def test_the_benchmark_results_reach_the_wait_condition_and_parse(
@@ -182,7 +187,7 @@ def test_the_benchmark_results_reach_the_wait_condition_and_parse(
     assert result["benchmark"] == "fi_pingpong" and result["ok"] is True, result
     # the fabric sweep ran at formation too (three nodes): nothing named on the healthy cluster
     assert sweep["benchmark"] == "fabric-sweep" and sweep["ok"] is True, sweep
-    assert sweep["slow_nodes"] == {} and sweep["median_gbps"] > 0 and sweep["rounds"] == 3
+    assert sweep["slow_nodes"] == {} and sweep["median_gbps"] > 0 and sweep["rounds"] >= 3
     assert result["provider"] == "tcp"  # the stand-in, said so in the results too
     assert result["peak_gbytes_s"] > 0 and result["latency_us"] > 0
 
