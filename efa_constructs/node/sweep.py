@@ -9,8 +9,8 @@ an even count of nodes, three for an odd one, however many nodes there are. Ever
 pairs of the nodes it leaves idle, so every round loads the fabric alike (figures taken under different
 loads do not compare: on a shared host, one pair alone runs several times faster than one of two at once)
 and each extra pair is one more figure. A node none of whose pairs reached ``THRESHOLD`` of the fastest
-pair is a suspect; in one more round (more only when the suspects outnumber the nodes known fast) each
-suspect is measured against a node known fast, which tells a slow node from a slow neighbour, and a slow
+pair is a suspect; in two more rounds (more only when the suspects outnumber the nodes known fast) each
+suspect is measured against two nodes known fast, which tells a slow node from a slow neighbour, and a slow
 pair of two nodes known fast is measured again the other way: one slow figure is no verdict on a link.
 Each node's figure is its best pair's; a node whose figure is below ``THRESHOLD`` of the cluster's median
 is named, with its figure; a pair below it both ways between two nodes that are fast elsewhere is named as
@@ -98,33 +98,44 @@ def known_fast(hosts: list[str], figures: dict[str, float], threshold: float = T
 def narrowing_rounds(
     hosts: list[str], figures: dict[str, float], threshold: float = THRESHOLD
 ) -> list[list[Pair]]:
-    """Each suspect (a node of no fast pair) against a node known fast, and each slow pair of two nodes
-    known fast measured again the other way (one slow figure is no verdict on a link), packed into rounds
-    where no node is twice: one round while they are fewer than the fast nodes. None when nothing is
-    suspect, or when no pair was fast (nothing to measure against)."""
+    """Each suspect (a node of no fast pair) against two nodes known fast (one figure taken in a moment of
+    load names no node), and each slow pair of two nodes known fast measured again the other way (nor one a
+    link), packed into rounds where no node is twice: two rounds while the suspects are fewer than the
+    fast nodes. None when nothing is suspect, or when no pair was fast (nothing to measure against)."""
     fast = known_fast(hosts, figures, threshold)
     measured = _measured(figures)
     top = max(measured.values(), default=0.0)
     links = [(b, a) for (a, b), g in measured.items() if g < threshold * top and a in fast and b in fast]
     suspects = [h for h in hosts if h not in fast]
+    return _packed(links, suspects, fast, tries=min(2, len(fast))) if fast else []
+
+
+def _packed(links: list[Pair], suspects: list[str], fast: list[str], *, tries: int) -> list[list[Pair]]:
+    """The links, and each suspect with `tries` distinct fast nodes, in rounds where no node is twice."""
+    met: dict[str, set[str]] = {s: set() for s in suspects}
     rounds: list[list[Pair]] = []
-    while fast and (links or suspects):
-        busy: set[str] = set()
+    while links or any(len(m) < tries for m in met.values()):
         this: list[Pair] = []
-        for a, b in list(links):
-            if not {a, b} & busy:
-                this.append((a, b))
-                busy |= {a, b}
-                links.remove((a, b))
-        for suspect in list(suspects):
-            partner = next((f for f in fast if f not in busy), None)
-            if partner is None:
-                break
-            this.append((suspect, partner))
-            busy |= {suspect, partner}
-            suspects.remove(suspect)
+        for pair in list(links):  # the links first: each pair as it was, the other way round
+            if not set(pair) & {h for p in this for h in p}:
+                this.append(pair)
+                links.remove(pair)
+        this += _suspects_round(met, fast, tries, busy={h for p in this for h in p})
         rounds.append(this)
     return rounds
+
+
+def _suspects_round(met: dict[str, set[str]], fast: list[str], tries: int, busy: set[str]) -> list[Pair]:
+    """One round's suspect pairs: each suspect still short of `tries` with a fast node it has not met, those
+    with the most still to meet first, while free fast nodes last (`met` and `busy` are updated)."""
+    out: list[Pair] = []
+    for suspect, partners in sorted(met.items(), key=lambda item: len(item[1])):
+        partner = next((f for f in fast if f not in busy and f not in partners), None)
+        if len(partners) < tries and suspect not in busy and partner is not None:
+            out.append((suspect, partner))
+            busy |= {suspect, partner}
+            partners.add(partner)
+    return out
 
 
 def verdict(hosts: list[str], figures: dict[str, float], threshold: float = THRESHOLD) -> dict[str, Any]:
