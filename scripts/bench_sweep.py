@@ -3,7 +3,6 @@ on 3 to 8 nodes of one booted cluster, and its planned rounds on larger clusters
 
 from __future__ import annotations
 
-import math
 import re
 import sys
 import tempfile
@@ -18,12 +17,15 @@ SUMMARY = re.compile(r"(\d+) nodes, (\d+) pairs in (\d+) rounds, (\d+) s; median
 
 
 def planned() -> None:
-    """The ring's rounds and, with 1% of the nodes slow (at least one), the narrowing rounds."""
+    """The ring's rounds and the narrowing rounds with 1% of the nodes slow (at least one; every 100th),
+    as sweep.py plans them from the ring's figures."""
     print(f"{'nodes':>6} {'ring rounds':>11} {'narrowing rounds (1% slow)':>27}")
     for n in (16, 64, 256, 1024, 4096):
-        slow = max(1, n // 100)
-        fast = n - slow
-        print(f"{n:>6} {len(sweep.ring_rounds([str(i) for i in range(n)])):>11} {math.ceil(slow / fast):>27}")
+        nodes = [f"n{i}" for i in range(n)]
+        slow = {nodes[i] for i in range(0, n, 100)}
+        ring = sweep.padded(sweep.ring_rounds(nodes), nodes)
+        figures = {f"{a}:{b}": 1.0 if {a, b} & slow else 100.0 for r in ring for a, b in r}
+        print(f"{n:>6} {len(ring):>11} {len(sweep.narrowing_rounds(nodes, figures)):>27}")
 
 
 def measured(largest: int) -> None:
