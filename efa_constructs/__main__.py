@@ -147,13 +147,18 @@ def _template_diff(args: argparse.Namespace) -> int:
     return Exit.STATEFUL_LOSS if report.stateful_loss and args.strict else Exit.OK
 
 
+def _print_permissions(permissions: dict[str, str]) -> int:
+    """`--permissions` of a command that calls AWS: each IAM action it needs, and why."""
+    for action, why in permissions.items():
+        print(f"{action:<40} {why}")
+    return 0
+
+
 def _preflight(args: argparse.Namespace) -> int:
     from .tools import preflight
 
     if args.permissions:
-        for action, why in preflight.PERMISSIONS.items():
-            print(f"{action:<40} {why}")
-        return 0
+        return _print_permissions(preflight.PERMISSIONS)
     if args.list_checks:
         rules = [{"id": r.id, "applies_to": r.applies_to, "title": r.title} for r in preflight.RULES]
         print(json.dumps(rules, indent=2) if args.output == "json" else preflight.rules_text())
@@ -165,9 +170,7 @@ def _status(args: argparse.Namespace) -> int:
     from .tools import status
 
     if args.permissions:
-        for action, why in status.PERMISSIONS.items():
-            print(f"{action:<40} {why}")
-        return 0
+        return _print_permissions(status.PERMISSIONS)
     if not args.stack:
         raise EfaConfigError(
             "STACK",
@@ -183,9 +186,15 @@ def _sweep(args: argparse.Namespace) -> int:
     from .tools import sweep
 
     if args.permissions:
-        for action, why in sweep.PERMISSIONS.items():
-            print(f"{action:<40} {why}")
-        return 0
+        return _print_permissions(sweep.PERMISSIONS)
+    if not args.stack:
+        raise EfaConfigError(
+            "STACK",
+            code="efa-cdk:cli-sweep-needs-one-stack",
+            value=None,
+            why="sweep runs on one deployed stack",
+            fix="name it: efa-cdk sweep Trn1EfaCluster",
+        )
     return sweep.main(args.stack, args.region, args.output == "json")
 
 
@@ -243,7 +252,7 @@ def _add_account_commands(sub: Any, output: argparse.ArgumentParser) -> None:
         parents=[output, account],
         help="run a deployed cluster's benchmarks and fabric sweep now, and show which node or link is slow",
     )
-    w.add_argument("stack", metavar="STACK")
+    w.add_argument("stack", nargs="?", metavar="STACK")
     w.add_argument("--permissions", action="store_true", help="list the IAM actions sweep calls, and stop")
     w.set_defaults(func=_sweep)
 

@@ -190,3 +190,12 @@ def test_preflight_lists_its_registered_checks_without_aws(capsys: Any, monkeypa
     assert main(["preflight", "--list-checks"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == len(RULES) and lines[0].startswith("credentials") and "quota" in lines[4]
+
+
+def test_sweep_lists_its_permissions_without_a_stack_and_asks_for_one_otherwise(capsys: Any) -> None:
+    from efa_constructs.tools.sweep import PERMISSIONS
+
+    assert main(["sweep", "--permissions"]) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == list(PERMISSIONS)
+    assert main(["sweep"]) == 1
+    assert "sweep runs on one deployed stack" in capsys.readouterr().err

@@ -24,6 +24,7 @@ from ..core.catalogue import AcceleratorKind
 from ..core.errors import EfaConfigError
 from ..core.monitoring import (
     GREY_FAILURE_METRICS,
+    HEALTH_MINUTES,
     HELD_BACK_METRIC,
     UNHEALTHY_METRIC,
     agent_config,
@@ -78,7 +79,7 @@ class EfaClusterMonitoring(Construct):
         role: iam.IRole,
         auto_scaling_group: autoscaling.CfnAutoScalingGroup | None = None,
         alarm_email: str | None = None,
-        health_minutes: int = 5,
+        health_minutes: int = HEALTH_MINUTES,
         unhealthy_after: int = 3,
         replacement_interval: Duration | None = None,
         parameter_path: str | None = None,

@@ -16,6 +16,7 @@ from .capacity import Capacity, CapacityKind
 from .catalogue import AcceleratorKind, InstanceType
 from .errors import EfaConfigError
 from .layout import NicLayout
+from .monitoring import HEALTH_MINUTES
 from .options import DEFAULT_ROOT_VOLUME_GIB, InternetEgress, NodeGroup, PublicIp
 
 #: Explicit nodes cost one resource each (more with an Elastic IP); CloudFormation allows 500 per
@@ -77,10 +78,6 @@ def check_monitoring(r: ClusterRequest) -> None:
             why="the CloudWatch agent and the health timer are installed by the node software, which is off",
             fix="turn the node software on, or leave monitoring unset (it follows the node software)",
         )
-
-
-#: The health timer's interval (EfaClusterMonitoring's default): the fabric sweep runs at its ticks.
-HEALTH_MINUTES = 5
 
 
 def check_sweep_interval(r: ClusterRequest) -> None:

@@ -19,6 +19,10 @@ from typing import Any
 
 from .catalogue import AcceleratorKind
 
+#: How often each node re-runs its health check by default (minutes): the leader's fabric sweep on a
+#: schedule runs at these ticks.
+HEALTH_MINUTES = 5
+
 #: Every metric the agent's ``efa`` section emits (CloudWatch user guide, "Collect EFA metrics").
 EFA_METRICS = (
     "efa_tx_bytes",

@@ -13,14 +13,17 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .aws import aws_client
 from .exits import Exit
 from .preflight import PreflightError, _aws_call, _Denied, session_for
+
+T = TypeVar("T")
 
 #: Every call status makes and the IAM action it needs.
 PERMISSIONS = {
@@ -176,17 +179,19 @@ def _changes(
     return changes
 
 
-def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -> dict[str, Any]:
-    """The cluster `stack` as the account shows it (a JSON-able dict). `pcluster_name`: the name given to
-    ``pcluster create-cluster`` for a ParallelCluster stack, whose nodes ParallelCluster launches and
-    tags ``parallelcluster:cluster-name``."""
-    cfn = aws_client(session, "cloudformation")
-    cw = aws_client(session, "cloudwatch")
-    described = _aws_call(
-        "stack", "cloudformation:DescribeStacks", lambda: cfn.describe_stacks(StackName=stack)
-    )
-    info = described["Stacks"][0]
-    outputs = {o["OutputKey"]: o.get("OutputValue", "") for o in info.get("Outputs", [])}
+def described_stack(cfn: Any, stack: str) -> dict[str, Any]:
+    """The stack as DescribeStacks answers it."""
+    found = _aws_call("stack", "cloudformation:DescribeStacks", lambda: cfn.describe_stacks(StackName=stack))
+    return dict(found["Stacks"][0])
+
+
+def stack_outputs(info: dict[str, Any]) -> dict[str, str]:
+    """A described stack's outputs, by key."""
+    return {o["OutputKey"]: o.get("OutputValue", "") for o in info.get("Outputs", [])}
+
+
+def resources_by_type(cfn: Any, stack: str) -> dict[str, list[dict[str, Any]]]:
+    """The stack's resources (ListStackResources, every page), by resource type."""
     resources = _aws_call(
         "stack",
         "cloudformation:ListStackResources",
@@ -195,6 +200,18 @@ def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -
     by_type: dict[str, list[dict[str, Any]]] = {}
     for r in resources:
         by_type.setdefault(r["ResourceType"], []).append(r)
+    return by_type
+
+
+def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -> dict[str, Any]:
+    """The cluster `stack` as the account shows it (a JSON-able dict). `pcluster_name`: the name given to
+    ``pcluster create-cluster`` for a ParallelCluster stack, whose nodes ParallelCluster launches and
+    tags ``parallelcluster:cluster-name``."""
+    cfn = aws_client(session, "cloudformation")
+    cw = aws_client(session, "cloudwatch")
+    info = described_stack(cfn, stack)
+    outputs = stack_outputs(info)
+    by_type = resources_by_type(cfn, stack)
     verified = _verified(session, by_type)
     ec2 = aws_client(session, "ec2")
     found = _instances_of(ec2, verified, by_type, pcluster_name)
@@ -210,7 +227,7 @@ def cluster_status(session: Any, stack: str, pcluster_name: str | None = None) -
     found_alarms, alarm_states = _alarms(cw, by_type, stack)
     namespace = next(
         (a["Namespace"] for a in found_alarms if a.get("MetricName") in ("EfaUnhealthyNodes", "EfaHealthy")),
-        _namespace(resources, stack),
+        _namespace(by_type.get("AWS::CloudWatch::Dashboard", []), stack),
     )
     nodes = [
         _node_row(cw, i, namespace, verified)
@@ -361,23 +378,27 @@ def render(s: dict[str, Any]) -> str:
     return _CONTROL.sub("?", "\n".join(lines))
 
 
-def main(stack: str, region: str | None, as_json: bool, pcluster_name: str | None = None) -> int:
+def from_account(command: str, stack: str, region: str | None, read: Callable[[Any], T]) -> T | None:
+    """`read(session)` for one deployed stack, in the region it deploys to (:func:`session_for`); what
+    keeps it from running (no boto3, no region, an AWS refusal) is one line on stderr, and None."""
     try:
         import boto3  # noqa: F401  (installed? the account extra)
     except ModuleNotFoundError:
-        print("error: status calls AWS with boto3: pip install 'efa-cdk[account]'", file=sys.stderr)
-        return Exit.CANNOT_RUN
+        print(f"error: {command} calls AWS with boto3: pip install 'efa-cdk[account]'", file=sys.stderr)
+        return None
     try:
-        session = session_for(region, Path("cdk.out"), [stack])
-        s = cluster_status(session, stack, pcluster_name)
+        return read(session_for(region, Path("cdk.out"), [stack]))
     except PreflightError as err:
-        print(f"error: status: {err}", file=sys.stderr)
-        return Exit.CANNOT_RUN
+        print(f"error: {command}: {err}", file=sys.stderr)
     except _Denied as denied:
-        print(
-            f"error: status: {denied.check.found}" + (f" ({denied.check.fix})" if denied.check.fix else ""),
-            file=sys.stderr,
-        )
+        fix = f" ({denied.check.fix})" if denied.check.fix else ""
+        print(f"error: {command}: {denied.check.found}{fix}", file=sys.stderr)
+    return None
+
+
+def main(stack: str, region: str | None, as_json: bool, pcluster_name: str | None = None) -> int:
+    s = from_account("status", stack, region, lambda session: cluster_status(session, stack, pcluster_name))
+    if s is None:
         return Exit.CANNOT_RUN
     print(json.dumps(s, indent=2, default=str) if as_json else render(s))
     return Exit.OK

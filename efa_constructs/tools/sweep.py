@@ -11,16 +11,23 @@ nodes and links named with their figures. A node it names fails its health check
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from .aws import aws_client
 from .exits import Exit
-from .preflight import PreflightError, _aws_call, _Denied, session_for
-from .status import _benchmarks, _newest_results, _pages, render_benchmark
+from .preflight import PreflightError, _aws_call
+from .status import (
+    _benchmarks,
+    _newest_results,
+    _pages,
+    described_stack,
+    from_account,
+    render_benchmark,
+    resources_by_type,
+    stack_outputs,
+)
 
 #: Every call the command makes and the IAM action it needs.
 PERMISSIONS = {
@@ -40,8 +47,7 @@ def sweep(
     """Run the document, wait until every invocation is done, and return the command id, each instance's
     invocation state and the sweep's result (None when the leader kept none: fewer than 3 nodes)."""
     cfn = aws_client(session, "cloudformation")
-    info = _aws_call("sweep", "cloudformation:DescribeStacks", lambda: cfn.describe_stacks(StackName=stack))
-    outputs = {o["OutputKey"]: o.get("OutputValue", "") for o in info["Stacks"][0].get("Outputs", [])}
+    outputs = stack_outputs(described_stack(cfn, stack))
     document = outputs.get("BenchmarkDocument")
     if not document:
         raise PreflightError(
@@ -69,14 +75,7 @@ def sweep(
                 f"--command-id {command}, then efa-cdk status {stack}"
             )
         pause(10)
-    resources = _aws_call(
-        "sweep", "cloudformation:ListStackResources",
-        lambda: _pages(cfn, "list_stack_resources", "StackResourceSummaries", StackName=stack),
-    )  # fmt: skip
-    by_type: dict[str, list[dict[str, Any]]] = {}
-    for r in resources:
-        by_type.setdefault(r["ResourceType"], []).append(r)
-    results = _benchmarks(outputs, _newest_results(session, by_type))
+    results = _benchmarks(outputs, _newest_results(session, resources_by_type(cfn, stack)))
     return {
         "command": command,
         "invocations": {i["InstanceId"]: i["Status"] for i in invocations},
@@ -86,19 +85,8 @@ def sweep(
 
 def main(stack: str, region: str | None, as_json: bool) -> int:
     """The command line: 0 nothing named, 1 a node or link named (or the sweep failed), 4 could not run."""
-    try:
-        import boto3  # noqa: F401  (installed? the account extra)
-    except ModuleNotFoundError:
-        print("error: sweep calls AWS with boto3: pip install 'efa-cdk[account]'", file=sys.stderr)
-        return Exit.CANNOT_RUN
-    try:
-        found = sweep(session_for(region, Path("cdk.out"), [stack]), stack)
-    except PreflightError as err:
-        print(f"error: sweep: {err}", file=sys.stderr)
-        return Exit.CANNOT_RUN
-    except _Denied as denied:
-        print(f"error: sweep: {denied.check.found}" + (f" ({denied.check.fix})" if denied.check.fix else ""),
-              file=sys.stderr)  # fmt: skip
+    found = from_account("sweep", stack, region, lambda session: sweep(session, stack))
+    if found is None:
         return Exit.CANNOT_RUN
     result = found["sweep"]
     if as_json:
