@@ -66,7 +66,11 @@ class EfaClusterStack(ReadyStackBase):
             public_ip=params.public_ip,
             public_subnet=public_subnet if params.public_ip is not PublicIp.NONE else None,
             node_software=NodeSoftware.efa(
-                EfaUserData(benchmarks=params.benchmarks, strict_benchmarks=params.strict_benchmarks)
+                EfaUserData(
+                    benchmarks=params.benchmarks,
+                    strict_benchmarks=params.strict_benchmarks,
+                    dcgm_diag_level=params.dcgm_diag_level,
+                )
             )
             if params.node_software
             else NodeSoftware.none(),

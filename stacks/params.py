@@ -233,6 +233,9 @@ FIELDS: tuple[Field, ...] = (
           boolean, "true (with the node software)", frozenset({CLUSTER})),
     Field("sweep_minutes", "the leader's health timer runs the fabric sweep this often (it uses the fabric "
           "while it runs)", whole, "none: at formation and on demand (efa-cdk sweep)", frozenset({CLUSTER})),
+    Field("dcgm_diag_level", "NVIDIA GPUs: DCGM's diagnostic at boot at this level, 1 (seconds) to 4; a "
+          "failed test fails the node (the image needs DCGM)", whole, "none: device count and Xid events "
+          "only", frozenset({CLUSTER})),
     Field("alarm_email", "an address subscribed to the cluster's alarms (it must confirm)",
           text(r"^[^@\s]+@[^@\s]+\.[^@\s]+$", "an email address", "ops@example.com"), "none",
           frozenset({CLUSTER})),
@@ -511,6 +514,7 @@ class ClusterParams:
     ami_refresh: str = ""
     monitoring: bool | None = None
     sweep_minutes: int | None = None
+    dcgm_diag_level: int | None = None
     alarm_email: str | None = None
     container_image: str | None = None
     container_ssh_port: int = 3022

@@ -392,6 +392,7 @@ class Node:
         (self.root / "etc/efa-cdk/node.env").write_text("".join(f"{k}='{v}'\n" for k, v in values.items()))
         (self.root / "etc/os-release").write_text('ID=ubuntu\nVERSION_ID="22.04"\n')
         self.set_devices(layout.efa_count)
+        self.set_accelerators(int(values.get("EFA_CDK_ACCELERATOR_COUNT", "0")))
         self.efa_installed(True)
         # Slurm's commands where ParallelCluster installs them (not on PATH: steps must call them there)
         executable(self.root / "opt/slurm/bin/scontrol", f'#!{BASH}\nexec "$STUB_DIR/slurm/scontrol" "$@"\n')
@@ -413,6 +414,19 @@ class Node:
             "STUB_KEY_FPR": EFA_INSTALLER_FINGERPRINT,
             "HOME": str(self.root / "home/ubuntu"),
         }
+
+    def set_accelerators(self, n: int) -> None:
+        """`n` device files of the node's accelerator (/dev/neuronN, /dev/nvidiaN, /dev/accel/accelN), the
+        others removed: what accelerator-check.sh counts."""
+        said = dict(re.findall(r"^(\w+)='([^']*)'$", (self.root / "etc/efa-cdk/node.env").read_text(), re.M))
+        kind = said.get("EFA_CDK_ACCELERATOR", "none")
+        for pattern in ("dev/neuron*", "dev/nvidia*", "dev/accel/*"):
+            for old in self.root.glob(pattern):
+                old.unlink()
+        prefix = {"neuron": "dev/neuron", "nvidia-gpu": "dev/nvidia", "gaudi": "dev/accel/accel"}.get(kind)
+        for i in range(n if prefix else 0):
+            (self.root / f"{prefix}{i}").parent.mkdir(parents=True, exist_ok=True)
+            (self.root / f"{prefix}{i}").touch()
 
     def set_devices(
         self, n: int, *, others: dict[str, str] | None = None, names: list[str] | None = None

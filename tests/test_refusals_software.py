@@ -129,6 +129,20 @@ ROWS: list[Row] = [
         "efa-cdk:software-range",
     ),
     (
+        "a DCGM level DCGM does not have",
+        call(EfaUserData, dcgm_diag_level=5),
+        "dcgm_diag_level",
+        "levels are 1 (quick) to 4",
+        "efa-cdk:dcgm-level",
+    ),
+    (
+        "a DCGM diagnostic on Trainium (ready stack)",
+        ctx(dcgm_diag_level="2"),
+        "dcgm_diag_level",
+        "trn1.32xlarge has neuron accelerators",
+        "efa-cdk:dcgm-not-nvidia",
+    ),
+    (
         "a str for the os family",
         call(lambda: EfaMachineImage.from_ami_id("ami-0123456789abcdef0", os_family="al2023")),
         "os_family",

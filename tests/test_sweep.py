@@ -187,3 +187,37 @@ def test_one_slow_figure_between_fast_nodes_is_measured_again_and_a_fast_second_
     assert (b, a) in again
     assert sweep.verdict(nodes, {**figures, f"{b}:{a}": FAST})["slow_links"] == {}
     assert sweep.verdict(nodes, {**figures, f"{b}:{a}": SLOW})["slow_links"] == {first: SLOW}
+
+
+def test_the_threshold_is_the_operators_to_choose_and_a_share_of_the_median(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """EFA_CDK_SWEEP_THRESHOLD (fabric-sweep.sh passes it as --threshold): a node at a third of the median
+    is named at the default half, not at a quarter; anything but a share between 0 and 1 is refused by
+    the planner and by the script, naming the value (the script before it measures anything)."""
+    import subprocess
+
+    from tests.helpers import BASH, Node
+
+    nodes = hosts(4)
+    ring = [pair for r in sweep.ring_rounds(nodes) for pair in r]
+    figures = {f"{a}:{b}": (FAST / 3 if nodes[3] in (a, b) else FAST) for a, b in ring}
+    path = tmp_path / "figures.json"
+    path.write_text(json.dumps(figures))
+    assert sweep.main(["verdict", str(path), *nodes]) == 1
+    assert json.loads(capsys.readouterr().out)["slow_nodes"] == {nodes[3]: round(FAST / 3, 3)}
+    assert sweep.main(["verdict", "--threshold", "0.25", str(path), *nodes]) == 0
+    assert json.loads(capsys.readouterr().out)["threshold"] == 0.25
+    for bad in ("1.5", "0", "half"):
+        with pytest.raises(SystemExit):
+            sweep.main(["verdict", "--threshold", bad, str(path), *nodes])
+        assert f"{bad}: a share of the median between 0 and 1" in capsys.readouterr().err
+    node = Node(tmp_path / "n", EFA_CDK_SWEEP_THRESHOLD="50%")
+    (node.root / "etc/efa-cdk/hostfile").write_text(f"{nodes[0]} slots=1\n{nodes[1]} slots=1\n")
+    r = subprocess.run(
+        [BASH, str(node.bin / "fabric-sweep.sh")], env=node.env, capture_output=True, text=True, check=False
+    )
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "EFA_CDK_SWEEP_THRESHOLD=50%: a share of the median between 0 and 1" in r.stdout
+    calls = node.stub_dir / "calls.log"
+    assert not calls.exists() or "ssh" not in calls.read_text()  # refused before any pair ran

@@ -29,6 +29,9 @@ class NodeEnv(TypedDict, total=False):
     EFA_CDK_LINE_RATE_GBPS: Annotated[str, NODE, "the node's EFA line rate, benchmarks are rated against it"]
     EFA_CDK_CARD_GBPS: Annotated[str, NODE, "one EFA's line rate (fi_pingpong)"]
     EFA_CDK_USER: Annotated[str, NODE, "the image's login user (SSH key, hostfile)"]
+    EFA_CDK_ACCELERATOR: Annotated[str, NODE, "nvidia-gpu, neuron, gaudi or none: the accelerator checks"]
+    EFA_CDK_ACCELERATOR_COUNT: Annotated[str, NODE, "the accelerator devices the type has"]
+    EFA_CDK_DCGM_LEVEL: Annotated[str, NODE, "DCGM's diagnostic level (1-4) run at boot on NVIDIA GPUs"]
     # where it is
     EFA_CDK_STACK: Annotated[str, NODE, "the stack whose CreationPolicy the node signals"]
     EFA_CDK_REGION: Annotated[str, NODE, "the region of every AWS call"]
@@ -95,6 +98,9 @@ class NodeEnv(TypedDict, total=False):
     ]
     EFA_CDK_SWEEP_BYTES: Annotated[str, KNOB, "the fabric sweep's message size (default 4 MiB)"]
     EFA_CDK_SWEEP_ITERATIONS: Annotated[str, KNOB, "the fabric sweep's round trips per pair (default 50)"]
+    EFA_CDK_SWEEP_THRESHOLD: Annotated[
+        str, KNOB, "the fabric sweep names a node below this share of the median (default 0.5)"
+    ]
     EFA_CDK_SWEEP_ONLY: Annotated[
         str, KNOB, "1: the benchmarks step runs the fabric sweep alone (health timer)"
     ]

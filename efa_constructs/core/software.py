@@ -154,6 +154,10 @@ def check_benchmarks(it: InstanceType, benchmarks: Sequence[Benchmark]) -> None:
 COLLECTIVES = {AcceleratorKind.NVIDIA_GPU: "nccl", AcceleratorKind.NEURON: "nccom"}
 
 
+#: The accelerators whose devices and faults the node checks (accelerator-check.sh).
+CHECKED = frozenset({AcceleratorKind.NVIDIA_GPU, AcceleratorKind.NEURON, AcceleratorKind.GAUDI})
+
+
 def collectives(it: InstanceType) -> str:
     """``EFA_CDK_COLLECTIVES`` for a type: nccl, nccom or none (:data:`COLLECTIVES`)."""
     return COLLECTIVES.get(it.accelerator.kind, "none")
@@ -174,6 +178,9 @@ def node_settings(it: InstanceType, layout: NicLayout, benchmarks: Sequence[Benc
         "EFA_CDK_BENCHMARKS": " ".join(b.value for b in benchmarks),
         # which collective library the node's jobs use, for the guard against silent fallback
         "EFA_CDK_COLLECTIVES": collectives(it),
+        # what the accelerator checks count and read (accelerator-check.sh)
+        "EFA_CDK_ACCELERATOR": it.accelerator.kind.value if it.accelerator.kind in CHECKED else "none",
+        "EFA_CDK_ACCELERATOR_COUNT": str(it.accelerator.count if it.accelerator.kind in CHECKED else 0),
     }
 
 
@@ -275,6 +282,12 @@ class EfaUserData:
             Default: False: such a problem is reported in the results (``ok: false`` with the
             reason) and the verified cluster stays; EFA faults (a node that never verifies, a
             hostfile that cannot be completed) fail the stack either way.
+        dcgm_diag_level: NVIDIA GPUs only: every node runs DCGM's diagnostic (``dcgmi diag -r``) at
+            this level at boot, and a failed test fails the node as a missing EFA does. 1 takes
+            seconds, 2 about two minutes, 3 about half an hour, 4 longer (DCGM user guide, "DCGM
+            Diagnostics"; AWS PCS's QUICK, MEDIUM and LONG on-start checks are levels 1 to 3). The
+            image must have DCGM (``datacenter-gpu-manager``). Default: None, no diagnostic (the
+            device count and the driver's Xid events are checked on every GPU node either way).
     """
 
     def __init__(
@@ -286,6 +299,7 @@ class EfaUserData:
         signal_timeout_minutes: int = 45,
         benchmark_timeout_minutes: int = 60,
         strict_benchmarks: bool = False,
+        dcgm_diag_level: int | None = None,
     ) -> None:
         for name, value, lo, hi in (
             ("wait_seconds", wait_seconds, 60, 43200),
@@ -300,6 +314,16 @@ class EfaUserData:
                     why=f"out of range {lo}..{hi}",
                     fix=f"pass {lo}..{hi}",
                 )
+        level = dcgm_diag_level
+        if level is not None and (isinstance(level, bool) or not isinstance(level, int) or not 0 < level < 5):
+            raise EfaConfigError(
+                "dcgm_diag_level",
+                code="efa-cdk:dcgm-level",
+                value=dcgm_diag_level,
+                why="DCGM's diagnostic levels are 1 (quick) to 4 (extended)",
+                fix="pass 1, 2, 3 or 4 (AWS PCS's QUICK, MEDIUM, LONG are 1-3), or leave it out",
+            )
+        self.dcgm_diag_level = dcgm_diag_level
         self.installer = installer or EfaInstaller()
         self.benchmarks = None if benchmarks is None else _benchmarks(benchmarks)
         self.wait_seconds = wait_seconds
@@ -401,8 +425,24 @@ class EfaUserData:
         return bootstrap_script({**settings, "EFA_CDK_SCRIPTS_URL": scripts_s3_url, "EFA_CDK_STEPS": steps})
 
     def settings(self, it: InstanceType, layout: NicLayout, login_user: str) -> NodeEnv:
-        """Settings from the type, the layout and this builder (no deploy-time values)."""
+        """Settings from the type, the layout and this builder (no deploy-time values).
+
+        Raises:
+            EfaConfigError: a DCGM diagnostic level on a type without NVIDIA GPUs.
+        """
+        dcgm: NodeEnv = {}
+        if self.dcgm_diag_level is not None:
+            if it.accelerator.kind is not AcceleratorKind.NVIDIA_GPU:
+                raise EfaConfigError(
+                    "dcgm_diag_level",
+                    code="efa-cdk:dcgm-not-nvidia",
+                    value=self.dcgm_diag_level,
+                    why=f"DCGM diagnoses NVIDIA GPUs; {it.name} has {it.accelerator.kind.value} accelerators",
+                    fix="leave dcgm_diag_level out for this type (its devices and driver are checked anyway)",
+                )
+            dcgm["EFA_CDK_DCGM_LEVEL"] = str(self.dcgm_diag_level)
         return {
+            **dcgm,
             **node_settings(it, layout, self.benchmarks_for(it)),
             **self.installer.settings(),
             "EFA_CDK_USER": login_user,

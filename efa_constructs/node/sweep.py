@@ -223,14 +223,25 @@ def _print_rounds(rounds: list[list[Pair]]) -> None:
         print(" ".join(_key(p) for p in r))
 
 
+def _share(text: str) -> float:
+    """A threshold: a share of the median strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: a share of the median between 0 and 1, as 0.5")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("command", choices=("rounds", "next", "verdict", "figure", "result", "named"))
     parser.add_argument("args", nargs="*")
-    parser.add_argument("--threshold", type=float, default=THRESHOLD)
-    a = parser.parse_args(argv)
+    parser.add_argument("--threshold", type=_share, default=THRESHOLD)
+    a = parser.parse_intermixed_args(argv)
     if a.command == "figure":
         print(f"{figure(Path(a.args[0]).read_text()):.3f}")
         return 0

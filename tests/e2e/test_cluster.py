@@ -19,6 +19,7 @@ import pytest
 
 from efa_constructs.core import instance_type
 from tests.e2e.cluster import (
+    SWEEP_THRESHOLD,
     Cluster,
     Node,
     explain,
@@ -165,6 +166,8 @@ def test_the_fabric_sweep_names_no_node_of_a_healthy_cluster_and_the_slowed_node
         r.stdout
     )
     assert r.stdout.endswith("; none named\n"), r.stdout
+    verdict = json.loads((nodes[0].root / "var/lib/efa-cdk/sweep/verdict.json").read_text())
+    assert verdict["threshold"] == float(SWEEP_THRESHOLD)  # node.env's EFA_CDK_SWEEP_THRESHOLD reached it
     throttle(cluster.aws_ns, nodes[1], "100mbit")
     try:
         r = nodes[0].run_as_root(*SWEEP, "bash", sweep, timeout=300)

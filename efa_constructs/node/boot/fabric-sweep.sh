@@ -20,7 +20,10 @@ mapfile -t hosts < <(awk 'NF {print $1}' "$hostfile")
 
 size=${EFA_CDK_SWEEP_BYTES:-4194304}     # one message size: large enough to be bandwidth, not latency
 iterations=${EFA_CDK_SWEEP_ITERATIONS:-50}
+threshold=${EFA_CDK_SWEEP_THRESHOLD:-0.5} # a node below this share of the median is named
 [[ "$size$iterations" =~ ^[0-9]+$ ]] || { echo "efa-cdk sweep: EFA_CDK_SWEEP_BYTES and _ITERATIONS are counts"; exit 4; }
+[[ "$threshold" =~ ^0?\.[0-9]*[1-9][0-9]*$ ]] ||
+  { echo "efa-cdk sweep: EFA_CDK_SWEEP_THRESHOLD=$threshold: a share of the median between 0 and 1, as 0.5"; exit 4; }
 out="$STATE/sweep"
 rm -rf "$out"
 mkdir -p "$out"
@@ -57,7 +60,7 @@ rounds=0
 for phase in rounds next; do # the ring, then the suspects against nodes known fast
   args=("${hosts[@]}")
   [ "$phase" = rounds ] || args=("$out/figures.json" "${hosts[@]}")
-  mapfile -t planned < <(python3 "$here/sweep.py" "$phase" "${args[@]}")
+  mapfile -t planned < <(python3 "$here/sweep.py" "$phase" --threshold "$threshold" "${args[@]}")
   for round in "${planned[@]}"; do
     [ -n "$round" ] || continue
     run_round "$round"
@@ -66,7 +69,7 @@ for phase in rounds next; do # the ring, then the suspects against nodes known f
 done
 
 rc=0
-python3 "$here/sweep.py" verdict "$out/figures.json" "${hosts[@]}" >"$out/verdict.json" || rc=$?
+python3 "$here/sweep.py" verdict --threshold "$threshold" "$out/figures.json" "${hosts[@]}" >"$out/verdict.json" || rc=$?
 python3 - "$out/verdict.json" "$rounds" "$(($(date +%s) - start))" <<'PY'
 import json, sys
 v = json.load(open(sys.argv[1]))

@@ -22,6 +22,8 @@ have=$(efa_devices)
 # libfabric's endpoints, in the jobs' environment, on every device (the guard; it also says when fi_info
 # lists none)
 guard=$(bash "$(dirname "$0")/fabric-guard.sh" 2>&1) || problems+=("${guard#*REFUSED: }")
+# the accelerators: every device there, no fatal fault from their driver (DCGM's diagnostic runs at boot only)
+accel=$(bash "$(dirname "$0")/accelerator-check.sh" 2>&1) || problems+=("${accel//$'\n'/; }")
 # The leader's newest fabric sweep (its results, kept in EFA_CDK_RESULTS_PARAMETER) named this node slow:
 # a node the fabric sweep marks bad counts as a failed check, as a missing EFA does.
 if [ -n "${EFA_CDK_RESULTS_PARAMETER:-}" ]; then

@@ -18,6 +18,10 @@ have=$(efa_devices)
 # What a job would communicate over: the jobs' environment, every device's endpoint, NCCL's plugin.
 guard=$(bash "$(dirname "$0")/fabric-guard.sh" 2>&1) || die "${guard#*REFUSED: }"
 log "$guard"
+# The accelerators the type has, and no fault their driver reports (accelerator-check.sh): a node that
+# cannot train fails here, as one without its EFAs does.
+accel=$(bash "$(dirname "$0")/accelerator-check.sh" --boot 2>&1) || die "accelerators: ${accel//$'\n'/; }"
+log "accelerators: $accel"
 mkdir -p "$STATE"
 date -u +%FT%TZ >"$STATE/verified"
 log "EFA verified: provider $FABRIC, $have devices"

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The accelerator checks (issue 43): the node has every accelerator its type has, and nothing its
+# driver reports says it cannot train. Counted as a missing EFA is: at boot (verify-efa.sh) a problem
+# fails the node's verification, in the health timer (health-check.sh) it fails the check.
+#   accelerator-check.sh [--boot]    --boot: also DCGM's diagnostic at EFA_CDK_DCGM_LEVEL (NVIDIA GPUs)
+# Prints one line per problem. Exit 0: healthy (or no accelerator); 1: a problem.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+PATH="$PATH:/opt/aws/neuron/bin" # neuron-ls on the Neuron images
+want=${EFA_CDK_ACCELERATOR_COUNT:-0}
+problems=()
+
+count() { # count PATH...: how many of the globbed device files exist
+  local n=0 f
+  for f in "$@"; do [ -e "$f" ] && n=$((n + 1)); done
+  echo "$n"
+}
+# Each driver's device files, one per device: /dev/nvidiaN (NVIDIA's driver; nvidiactl and nvidia-uvm
+# are not devices), /dev/neuronN (the Neuron driver: the Neuron container guide passes each with
+# --device), /dev/accel/accelN (Gaudi's habanalabs in the kernel's accel subsystem) or /dev/hlN (its
+# older out-of-tree driver).
+case "${EFA_CDK_ACCELERATOR:-none}" in
+  nvidia-gpu) label="NVIDIA GPU" have=$(count "$R"/dev/nvidia[0-9]*) ;;
+  neuron) label="Neuron" have=$(count "$R"/dev/neuron[0-9]*) ;;
+  gaudi) label="Gaudi" have=$(count "$R"/dev/accel/accel[0-9]* "$R"/dev/hl[0-9]*) ;;
+  *) echo "no accelerator to check" && exit 0 ;;
+esac
+[ "$have" -ge "$want" ] \
+  || problems+=("$have of $want $label devices (the driver is missing from the image, or a device was lost)")
+
+if [ "$EFA_CDK_ACCELERATOR" = nvidia-gpu ]; then
+  # The driver's own signals since boot: Xid events that call for a reset, a reboot or a replacement
+  # (ECC, NVLink, off the bus, GSP; accel.py has the list and its sources).
+  kernel=$(journalctl -k -b -q --no-pager 2>/dev/null || dmesg 2>/dev/null || true)
+  mapfile -t xids < <(printf '%s\n' "$kernel" | python3 "$here/accel.py" xid || true)
+  problems+=("${xids[@]}")
+  if [ "${1:-}" = --boot ] && [ -n "${EFA_CDK_DCGM_LEVEL:-}" ]; then
+    level=$EFA_CDK_DCGM_LEVEL
+    if ! command -v dcgmi >/dev/null; then
+      problems+=("dcgmi not found: DCGM diagnostic level $level needs DCGM (datacenter-gpu-manager) in the image, or no dcgm_diag_level")
+    else
+      systemctl start nvidia-dcgm 2>/dev/null || true # dcgmi talks to DCGM's host engine
+      rc=0
+      out=$(dcgmi diag -r "$level" -j 2>&1) || rc=$?
+      mapfile -t failed < <(printf '%s\n' "$out" | python3 "$here/accel.py" dcgm || true)
+      [ "$rc" = 0 ] || [ "${#failed[@]}" -gt 0 ] || failed=("dcgmi diag -r $level exited $rc: $(tail -n1 <<<"$out")")
+      [ "${#failed[@]}" -eq 0 ] || problems+=("${failed[@]/#/DCGM diagnostic level $level: }")
+      [ "${#failed[@]}" -gt 0 ] || log "DCGM diagnostic level $level passed"
+    fi
+  fi
+fi
+if [ "$EFA_CDK_ACCELERATOR" = neuron ] && command -v neuron-ls >/dev/null; then
+  mapfile -t listed < <(neuron-ls 2>&1 | python3 "$here/accel.py" neuron "$want" || true)
+  problems+=("${listed[@]}")
+fi
+
+if [ "${#problems[@]}" -gt 0 ]; then
+  printf '%s\n' "${problems[@]}"
+  exit 1
+fi
+echo "$have $label devices, no fault reported"
