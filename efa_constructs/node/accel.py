@@ -19,12 +19,15 @@ import re
 import sys
 from typing import Any
 
-#: Xid events after which the GPU must be reset, the node rebooted or the GPU replaced, from NVIDIA's
-#: Xid catalog for Ampere and later ("Analyzing Xid Errors with the Xid Catalog", its Resolution Bucket:
-#: RESET_GPU, RESTART_BM or CONTACT_SUPPORT as the immediate action, docs.nvidia.com/deploy/xid-errors)
-#: and its page on dynamic page retirement (48, 63, 64: docs.nvidia.com/deploy/dynamic-page-retirement).
-#: Events an application causes and survives (13 graphics exception, 31 page fault, 43, 45 its channel
-#: torn down, 94 a contained ECC error) fail the job, not the node, and are not here.
+#: Xid events after which the node cannot train until its GPU is reset, the node rebooted or the GPU
+#: replaced. 48, 63, 64: NVIDIA's page on dynamic page retirement (docs.nvidia.com/deploy/
+#: dynamic-page-retirement: a double-bit error; a page retired or a row remapped, active only after a reset,
+#: as the line itself says, "reset gpu to activate"; a retirement that failed). 74 (NVLink), 79 (off the
+#: bus), 95 (uncontained ECC), 119 and 120 (the GSP), 140 (unrecovered ECC): NVIDIA's Xid documentation
+#: (docs.nvidia.com/deploy/xid-errors). Its Xid catalog gives every code a "Resolution Bucket" (RESTART_APP,
+#: RESET_GPU, RESTART_BM, ...); its whole table was not within reach when this list was written: check a
+#: code against it before adding one. Events an application causes and survives (13, 31, 43, 45, 94 a
+#: contained ECC error) fail the job, not the node, and are not here.
 FATAL_XIDS = {
     48: "double-bit ECC error",
     63: "a memory row or page is pending retirement: the GPU must be reset",
