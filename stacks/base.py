@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from aws_cdk import Environment, Stack
+from aws_cdk import CfnOutput, Environment, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from efa_constructs.cdk import NodeOptions
-from efa_constructs.core import Capacity, InstanceType
+from efa_constructs.core import Capacity, CapacityKind, InstanceType
 
 from .existing import availability_zone_parameter, existing_placement_group
 
@@ -75,3 +75,14 @@ class ReadyStackBase(Stack):
             capacity=p.capacity,
             placement_group=existing_placement_group(self, p.placement_group),
         )
+
+    def capacity_block_output(self) -> None:
+        """In a Capacity Block, its id as the ``CapacityBlockId`` output: ``efa-cdk status`` asks EC2 when
+        it ends."""
+        if self.params.capacity.kind is CapacityKind.CAPACITY_BLOCK:
+            CfnOutput(
+                self,
+                "CapacityBlockId",
+                value=str(self.params.capacity.target),
+                description="The Capacity Block the nodes run in (efa-cdk status shows when it ends)",
+            )

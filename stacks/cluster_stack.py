@@ -10,7 +10,7 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from efa_constructs.cdk import EfaCluster, EfaMachineImage, EfaNetwork, NodeSoftware, OsFamily, ssh_peer
-from efa_constructs.core import CapacityKind, EfaUserData, Layout, PublicIp, instance_type
+from efa_constructs.core import EfaUserData, Layout, PublicIp, instance_type
 from efa_constructs.core.catalogue import CARDS_SOURCE, AcceleratorKind
 from efa_constructs.core.containers import ContainerRun
 
@@ -173,13 +173,7 @@ class EfaClusterStack(ReadyStackBase):
                 + ("" if layout.line_rate_source == CARDS_SOURCE else f" (set by {layout.line_rate_source})")
             ),
         )
-        if params.capacity.kind is CapacityKind.CAPACITY_BLOCK:
-            CfnOutput(
-                self,
-                "CapacityBlockId",
-                value=str(params.capacity.target),
-                description="The Capacity Block the nodes run in (efa-cdk status shows when it ends)",
-            )
+        self.capacity_block_output()
         CfnOutput(
             self,
             "EfaLineRateGbps",

@@ -68,6 +68,7 @@ class EfaParallelClusterStack(ReadyStackBase):
     def _outputs(self) -> None:
         """The configuration to deploy, the head node's address and key, the file system, as outputs."""
         self.pcluster.config_output(self)
+        self.capacity_block_output()
         if self.pcluster.head_node_ip is not None:
             CfnOutput(
                 self, "HeadNodeIp", value=self.pcluster.head_node_ip, description="pcluster ssh, or ssh to it"

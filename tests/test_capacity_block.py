@@ -22,7 +22,7 @@ from efa_constructs.cdk.capacity_block import END_DATE_PATTERN
 from stacks.cluster_stack import EfaClusterStack
 from stacks.params import ClusterParams
 from tests.helpers import Node, lint, new_app
-from tests.iam_eval import Request, allowed, role_statements
+from tests.iam_eval import Request, allowed, resolve, role_statements
 
 BLOCK = "cr-0123456789abcdef0"
 
@@ -194,3 +194,71 @@ def test_the_stack_names_its_block_and_status_shows_when_it_ends(template: dict[
     shown = status.render({**base, "capacity_block": block})
     assert f"capacity block {BLOCK}: active, ends 2026-11-26 11:30 UTC" in shown
     assert status._capacity_block(ec2, None) is None  # a stack without a block: no call, no line
+
+
+# --- ParallelCluster: the head node is told, and Slurm drains the block's nodes -------------------------
+
+
+@pytest.fixture(scope="module")
+def pc_block() -> dict[str, Any]:
+    from tests.test_pcluster import synth
+
+    return synth(capacity_block=BLOCK, availability_zone="us-east-1a", min_count="2", max_count="2")
+
+
+def _config_text(t: dict[str, Any]) -> str:
+    return json.dumps(t["Outputs"]["ParallelClusterConfig"]["Value"])
+
+
+def test_a_parallelcluster_block_runs_the_warning_on_the_instances_tagged_as_its_own(
+    pc_block: dict[str, Any],
+) -> None:
+    """The rule as EfaCluster's (this block only), Run Command by the efa-cdk:cluster tag, and the
+    configuration's Tags put that tag on every instance ParallelCluster makes (ParallelCluster 3.16's
+    cluster_stack: the head node carries the configuration's Tags beside its own)."""
+    ((_, rule),) = _of(pc_block, "AWS::Events::Rule")
+    assert rule["Properties"]["EventPattern"]["detail"] == {"capacity-reservation-id": [BLOCK]}
+    (command,) = [t for t in rule["Properties"]["Targets"] if "RunCommandParameters" in t]
+    (target,) = command["RunCommandParameters"]["RunCommandTargets"]
+    assert target["Key"] == "tag:efa-cdk:cluster"
+    (value,) = target["Values"]
+    text = "".join(
+        p if isinstance(p, str) else json.dumps(p)
+        for p in pc_block["Outputs"]["ParallelClusterConfig"]["Value"]["Fn::Join"][1]
+    )
+    assert "Tags:\n- Key: efa-cdk:cluster\n  Value: " in text
+    assert value == {"Fn::Join": ["", [{"Ref": "AWS::StackName"}, "/ParallelCluster"]]}
+    assert pc_block["Outputs"]["CapacityBlockId"]["Value"] == BLOCK
+
+
+def test_the_head_nodes_agent_may_take_run_command_and_nothing_more(pc_block: dict[str, Any]) -> None:
+    """ParallelCluster gives its nodes' roles no SSM policy (3.16: CloudWatch's, when logs are on): the head
+    node gets the Session Manager agent's statement as a managed policy, listed in AdditionalIamPolicies.
+    Evaluated, not grepped: the agent's calls allowed, sending commands or reading parameters not."""
+    ((policy_id, policy),) = [
+        (k, v) for k, v in _of(pc_block, "AWS::IAM::ManagedPolicy") if "SSM agent" in json.dumps(v)
+    ]
+    assert f'"Ref": "{policy_id}"' in _config_text(pc_block)  # AdditionalIamPolicies: - Policy: <arn>
+    statements = [resolve(s) for s in policy["Properties"]["PolicyDocument"]["Statement"]]
+    head = "HeadNodeRole"
+    for action in ("ssm:UpdateInstanceInformation", "ec2messages:GetMessages", "ec2messages:SendReply"):
+        assert allowed(Request(head, action, "*"), statements, []), action
+    for action in ("ssm:SendCommand", "ssm:GetParameter", "ec2:DescribeInstances"):
+        assert not allowed(Request(head, action, "*"), statements, []), action
+
+
+def test_a_parallelcluster_block_is_stock_cfn_lint_and_cdk_nag_clean(pc_block: dict[str, Any]) -> None:
+    assert lint(pc_block, stock=True) == []
+    from tests.test_security import nag
+
+    nag({"Trn1ParallelCluster:capacity_block": BLOCK, "Trn1ParallelCluster:availability_zone": "us-east-1a",
+         "Trn1ParallelCluster:min_count": "2", "Trn1ParallelCluster:max_count": "2"})  # fmt: skip
+
+
+def test_an_on_demand_parallelcluster_has_no_rule_tag_or_agent_policy() -> None:
+    from tests.test_pcluster import synth
+
+    t = synth(availability_zone="us-east-1a")
+    assert not _of(t, "AWS::Events::Rule")
+    assert "efa-cdk:cluster" not in _config_text(t) and "CapacityBlockId" not in t["Outputs"]
+    assert not [v for _, v in _of(t, "AWS::IAM::ManagedPolicy") if "SSM agent" in json.dumps(v)]

@@ -110,11 +110,14 @@ def test_configs_pass_parallelclusters_own_schema() -> None:
     configs.append(yaml.safe_load(config("p5.48xlarge", compute_resources=(flexible,)).to_yaml()))
     configs.append(
         yaml.safe_load(
-            config(
-                "p5.48xlarge",
-                compute_resources=(block,),
-                capacity_type="CAPACITY_BLOCK",
-                use_placement_group=False,
+            dataclasses.replace(  # with the tag the Capacity Block warning finds the head node by
+                config(
+                    "p5.48xlarge",
+                    compute_resources=(block,),
+                    capacity_type="CAPACITY_BLOCK",
+                    use_placement_group=False,
+                ),
+                tags=(("efa-cdk:cluster", "Trn1ParallelCluster/ParallelCluster"),),
             ).to_yaml()
         )
     )

@@ -4,8 +4,10 @@ another orchestrator)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+from aws_cdk import Aws, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
@@ -31,6 +33,17 @@ def check_subnet_of(vpc: ec2.IVpc, subnet: ec2.ISubnet, what: str) -> None:
             "an instance's interfaces and its security group must be in one VPC",
             fix=f"pass a subnet of {vpc.node.path} (vpc.private_subnets[0]), or that subnet's VPC as vpc=",
         )
+
+
+def path_in_stack(scope: Construct) -> str:
+    """A construct's path within its stack, "/" as "-" ("Cluster", "Training-Cluster", ...)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", scope.node.path[len(Stack.of(scope).node.path) + 1 :])
+
+
+def cluster_tag(scope: Construct) -> str:
+    """The ``efa-cdk:cluster`` tag's value for a cluster: its stack's name and its path in the stack, unique
+    in an account and region (the nodes find each other by it; Run Command finds them by it)."""
+    return f"{Aws.STACK_NAME}/{path_in_stack(scope)}"
 
 
 def cluster_placement_group(

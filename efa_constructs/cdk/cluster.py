@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 import jsii
@@ -33,6 +32,7 @@ from ..core.options import DEFAULT_NODE_COUNT, InternetEgress, NodeGroup, Public
 from ..core.software import Benchmark, EfaUserData
 from ._node_base import EfaNodeBase
 from ._node_base import known as _known
+from ._shared import cluster_tag, path_in_stack
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .capacity_block import EfaCapacityBlockEnd
@@ -176,10 +176,8 @@ class EfaCluster(PlannedNodes, Construct):
         )
         self.role = self.launch_template.role
         #: The cluster's path within its stack, "/" as "-" ("Cluster", "Training-Cluster", ...).
-        self.path_in_stack = re.sub(
-            r"[^A-Za-z0-9_.-]+", "-", self.node.path[len(Stack.of(self).node.path) + 1 :]
-        )
-        self.cluster_tag = f"{Aws.STACK_NAME}/{self.path_in_stack}"
+        self.path_in_stack = path_in_stack(self)
+        self.cluster_tag = cluster_tag(self)
         #: Where the cluster's SSM parameters live (node count, last replacement).
         self.parameter_path = f"/efa-cdk/{self.cluster_tag}"
         Tags.of(self).add("efa-cdk:cluster", self.cluster_tag)  # the nodes find each other by it

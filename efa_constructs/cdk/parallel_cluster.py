@@ -44,9 +44,10 @@ from ..core.software import (
     pcluster_head_steps,
 )
 from ._node_base import EfaNodeBase
-from ._shared import NodeScripts
+from ._shared import NodeScripts, cluster_tag, session_manager_statement
 from .acknowledgements import acknowledge
 from .arguments import checked
+from .capacity_block import EfaCapacityBlockEnd
 from .network import EfaNetwork, known_cidr
 from .options import NodeOptions, NodeTemplateOptions, plan_of
 from .storage import EfaSharedStorage
@@ -90,6 +91,12 @@ class EfaParallelCluster(Construct):
         storage_removal_policy: Default: RETAIN (file systems outlive the stack).
         create_cluster: also create the cluster with ParallelCluster's custom resource.
             Default: False (deploy the YAML output with ``pcluster create-cluster``).
+
+    In a Capacity Block, EC2's warning before the block ends reaches the head node
+    (``capacity_block_end``: ``efa_constructs.cdk.capacity_block.EfaCapacityBlockEnd``, by the
+    ``efa-cdk:cluster`` tag the configuration puts on every instance), which drains the queue's nodes in
+    Slurm with the end time as the reason and writes the end
+    time to ``/shared/.efa-cdk/capacity-block-ending``.
     """
 
     @checked
@@ -152,6 +159,9 @@ class EfaParallelCluster(Construct):
         #: The head node's key pair: yours, or one the construct created (``created_key_pair``).
         self.key_pair: ec2.IKeyPair = key_pair or ec2.KeyPair(self, "KeyPair", type=ec2.KeyPairType.ED25519)
 
+        #: The value of the ``efa-cdk:cluster`` tag on the cluster's instances (with a Capacity Block: the
+        #: warning's Run Command finds the head node by it).
+        self.cluster_tag = cluster_tag(self)
         self._add_bootstrap(it, queue_name)
         self.config = self._render_config(
             instance_type=it.name,
@@ -166,6 +176,12 @@ class EfaParallelCluster(Construct):
             ssh_peers=ssh_peers,
         )
         self.config_yaml = self.config.to_yaml()
+        #: In a Capacity Block: EC2's warning before the block ends, run on the head node (below).
+        self.capacity_block_end: EfaCapacityBlockEnd | None = None
+        if capacity.kind is CapacityKind.CAPACITY_BLOCK:
+            self.capacity_block_end = EfaCapacityBlockEnd(
+                self, "CapacityBlockEnd", reservation_id=str(capacity.target), cluster_tag=self.cluster_tag
+            )
         self.cluster: CustomResource | None = self._create_cluster() if create_cluster else None
 
     def _network(
@@ -247,6 +263,7 @@ class EfaParallelCluster(Construct):
         # Slurm's topology/tree, unless ParallelCluster sets up its own plugin for the type (UltraServers).
         # Its first topology.conf is written at OnNodeStart, before ParallelCluster starts slurmctld.
         tree = not instance_type.startswith(PCLUSTER_MANAGED_TOPOLOGY_PREFIXES)
+        block = capacity.kind is CapacityKind.CAPACITY_BLOCK
         return ParallelClusterConfig(
             region=Aws.REGION,
             image_os=image_os,
@@ -269,9 +286,23 @@ class EfaParallelCluster(Construct):
                 ",".join(pcluster_head_steps(topology_tree=tree))
             ),
             head_node_s3_read=self._read,
-            head_node_policies=(self._topology_policy().managed_policy_arn,) if tree else (),
+            head_node_policies=self._head_node_policies(tree, block),
             topology_tree=tree,
+            tags=(("efa-cdk:cluster", self.cluster_tag),) if block else (),
         )
+
+    def _head_node_policies(self, tree: bool, block: bool) -> tuple[str, ...]:
+        """The topology's reads; in a Capacity Block, the SSM agent's (the warning's Run Command reaches
+        the head node through it: ParallelCluster 3.16 gives its roles no SSM policy of its own)."""
+        out: tuple[str, ...] = (self._topology_policy().managed_policy_arn,) if tree else ()
+        if block:
+            agent = iam.ManagedPolicy(
+                self, "HeadNodeRunCommand", statements=[session_manager_statement()],
+                description="efa-cdk: the head node's SSM agent (the Capacity Block warning's Run Command)",
+            )  # fmt: skip
+            acknowledge(agent, "AwsSolutions-IAM5[Resource::*]")  # the agent's actions take no resource
+            out += (agent.managed_policy_arn,)
+        return out
 
     def _vpc_cidr(self) -> str:
         """The VPC's CIDR, the default AllowedIps; refused when CDK does not know it (an imported VPC)."""

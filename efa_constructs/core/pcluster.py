@@ -304,6 +304,8 @@ class ParallelClusterConfig:
         ssh_cidr: where SSH to the head node may come from (always written: ParallelCluster opens
             SSH to 0.0.0.0/0 when AllowedIps is missing; use the VPC's CIDR for "nowhere outside").
         head_node_policies: ARNs of IAM policies added to the head node's role.
+        tags: ``(key, value)`` tags ParallelCluster puts on every resource it makes, its instances
+            included (the cluster's ``Tags``).
         topology_tree: Slurm's ``topology/tree`` plugin (the head node writes topology.conf from EC2
             instance topology): ``CustomSlurmSettings: [{TopologyPlugin: topology/tree}]``. It needs
             ``head_node_on_node_start``: slurmctld stops at start when topology.conf cannot be read,
@@ -326,6 +328,7 @@ class ParallelClusterConfig:
     head_node_s3_read: tuple[tuple[str, str], ...] = field(default=())
     head_node_policies: tuple[str, ...] = ()
     topology_tree: bool = False
+    tags: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.image_os in RETIRED_OS:
@@ -405,6 +408,8 @@ class ParallelClusterConfig:
         }
         if self.shared_storage:
             out["SharedStorage"] = [s.to_dict() for s in self.shared_storage]
+        if self.tags:
+            out["Tags"] = [{"Key": k, "Value": v} for k, v in self.tags]
         return out
 
     def to_yaml(self) -> str:

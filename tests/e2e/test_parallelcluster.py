@@ -148,6 +148,29 @@ def test_slurm_commands_are_only_in_opt_slurm_bin_as_on_parallelcluster(pc: dict
     )
 
 
+def test_before_the_capacity_block_ends_the_head_node_drains_the_queue_and_tells_the_jobs(
+    pc: dict[str, Any],
+) -> None:
+    """Issue 43: what the Capacity Block warning's Run Command runs on the head node (the document's line:
+    run-steps.sh capacity-block-ending with the event's end time), against real slurmctld: every node of
+    the queue drained with the end time as the reason (sinfo -R), so no new job starts on them, and the end
+    time in /shared for the compute nodes' jobs. Resumed after, for the tests that follow."""
+    head: PcNode = pc["head"]
+    end = "2026-11-26T12:00:00.000Z"
+    step = ("env", f"EFA_CDK_BLOCK_END={end}", "/opt/efa-cdk/bin/run-steps.sh", "capacity-block-ending")
+    r = head.run(*step)
+    try:
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        reasons = slurm(head, "sinfo", "-R", "-h", "-N", "-o", "%N|%E").splitlines()
+        assert sorted(reasons) == [f"{n}|efa-cdk: Capacity Block ends at {end}" for n in QUEUE_NODES], reasons
+        assert set(node_states(head).values()) == {"drain~"}, node_states(head)
+        assert head.file("shared/.efa-cdk/capacity-block-ending").read_text() == end + "\n"
+        assert head.file("var/lib/efa-cdk/capacity-block-ending").read_text() == end + "\n"
+    finally:
+        slurm(head, "scontrol", "update", f"NodeName={','.join(QUEUE_NODES)}", "State=RESUME")
+    assert set(node_states(head).values()) == {"idle~"}, node_states(head)
+
+
 @pytest.fixture(scope="module")
 def jobs(pc: dict[str, Any]) -> dict[str, Any]:
     """Two nodes resumed by a job, more jobs while they run, then left to power down."""

@@ -2,7 +2,7 @@
 # Run by EventBridge through Run Command when EC2 warns that this node's Capacity Block ends: 40 minutes
 # before the end, and EC2 begins terminating the block's instances 10 minutes after the warning (EC2 user
 # guide, "Monitor Capacity Blocks using EventBridge"). Keep the end time where a training job can watch
-# it, tell every logged-in user, and log it. EFA_CDK_BLOCK_END: the event's detail.end-date (ISO 8601,
+# it, tell every logged-in user, and log it; on a Slurm cluster, drain the block's nodes. EFA_CDK_BLOCK_END: the event's detail.end-date (ISO 8601,
 # checked by the document's allowedPattern before it gets here).
 set -euo pipefail
 # shellcheck source=lib.sh
@@ -16,3 +16,21 @@ mv "$STATE/capacity-block-ending.tmp" "$STATE/capacity-block-ending" # whole, fo
 message="efa-cdk: this node's Capacity Block ends at $end; EC2 terminates its instances from 30 minutes before that. Checkpoint now."
 wall "$message" 2>/dev/null || log "wall could not reach the terminals"
 log "$message"
+
+# Where Slurm runs (ParallelCluster: the rule runs this on the head node; EFA_CDK_QUEUES is its queue), the
+# Slurm notice: the queue's nodes drained, so no new job starts on nodes about to go while running jobs go
+# on, and `sinfo -R` says why; the end time also in the shared directory, where every node's jobs see it.
+if [ -n "${EFA_CDK_QUEUES:-}" ] && [ -x "$SLURM_BIN/scontrol" ]; then
+  nodes=$("$SLURM_BIN/sinfo" -h -N -p "$EFA_CDK_QUEUES" -o %N | sort -u | paste -sd, -) || nodes=
+  if [ -n "$nodes" ] \
+    && "$SLURM_BIN/scontrol" update NodeName="$nodes" State=DRAIN Reason="efa-cdk: Capacity Block ends at $end"; then
+    log "drained the $EFA_CDK_QUEUES queue's nodes ($nodes): no new job starts on them"
+  else
+    log "could not drain the $EFA_CDK_QUEUES queue's nodes in Slurm"
+  fi
+fi
+if [ -n "${EFA_CDK_SHARED_DIR:-}" ] && [ -d "$R$EFA_CDK_SHARED_DIR" ]; then
+  mkdir -p "$R$EFA_CDK_SHARED_DIR/.efa-cdk"
+  cp "$STATE/capacity-block-ending" "$R$EFA_CDK_SHARED_DIR/.efa-cdk/capacity-block-ending.tmp"
+  mv "$R$EFA_CDK_SHARED_DIR/.efa-cdk/capacity-block-ending.tmp" "$R$EFA_CDK_SHARED_DIR/.efa-cdk/capacity-block-ending"
+fi
