@@ -144,19 +144,10 @@ run_fi_pingpong() { # server on the second node, client here (in the image when 
   [[ "$iterations" =~ ^[1-9][0-9]{0,5}$ ]] || { echo "EFA_CDK_PINGPONG_ITERATIONS is not a count: $iterations"; return 1; }
   "${in_image[@]}" ssh -o BatchMode=yes "${hosts[1]}" \
     "PATH=/opt/amazon/efa/bin:\$PATH timeout 330 fi_pingpong -p $FABRIC -e rdm -I $iterations -S all" >"$out/fi_pingpong-server.log" 2>&1 &
-  # The client connects once (fabtests' pingpong.c: "failed to connect" and exit): while the server is
-  # still starting over SSH (slow on a busy node), try again, for up to a minute.
-  local try rc
-  for try in $(seq 1 20); do
-    sleep 3
-    rc=0
-    "${here_run[@]}" env "PATH=/opt/amazon/efa/bin:$PATH" "FI_PROVIDER=$FABRIC" timeout 240 \
-      fi_pingpong -p "$FABRIC" -e rdm -I "$iterations" -S all "${hosts[1]}" >"$out/fi_pingpong-client.log" 2>&1 || rc=$?
-    cat "$out/fi_pingpong-client.log"
-    [ "$rc" = 0 ] && return 0
-    grep -q "failed to connect" "$out/fi_pingpong-client.log" || return "$rc"
-    echo "efa-cdk: fi_pingpong server on ${hosts[1]} not listening yet (try $try of 20)"
-  done
+  local rc=0 # the client tries again while the server starts (lib.sh until_listening), for up to a minute
+  until_listening 3 "$out/fi_pingpong-client.log" "${here_run[@]}" env "PATH=/opt/amazon/efa/bin:$PATH" \
+    "FI_PROVIDER=$FABRIC" timeout 240 fi_pingpong -p "$FABRIC" -e rdm -I "$iterations" -S all "${hosts[1]}" || rc=$?
+  cat "$out/fi_pingpong-client.log"
   return "$rc"
 }
 

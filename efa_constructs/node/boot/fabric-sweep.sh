@@ -34,12 +34,8 @@ measure() { # measure CLIENT SERVER: one pair's Gbps into $out/CLIENT:SERVER.gbp
   local client=$1 server=$2 log="$out/$1:$2" ok=0 listening
   as_user ssh -n -o BatchMode=yes "$server" "$pingpong" >"$log.server" 2>&1 &
   listening=$!
-  # the client connects once (fabtests' pingpong.c): while the server starts over SSH, try again
-  for _ in $(seq 1 20); do
-    sleep 1
-    if as_user ssh -n -o BatchMode=yes "$client" "$pingpong $server" >"$log.client" 2>&1; then ok=1; break; fi
-    grep -q "failed to connect" "$log.client" || break
-  done
+  # the client tries again while the server starts over SSH (lib.sh until_listening)
+  until_listening 1 "$log.client" as_user ssh -n -o BatchMode=yes "$client" "$pingpong $server" 2>/dev/null && ok=1
   [ "$ok" = 1 ] || kill "$listening" 2>/dev/null || true # a failed pair: its figure is 0
   wait "$listening" || true
   python3 "$here/sweep.py" figure "$log.client" >"$log.gbps"

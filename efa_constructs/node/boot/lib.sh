@@ -63,6 +63,23 @@ retry() {
   return 1
 }
 
+# until_listening PAUSE LOG CMD...: a fi_pingpong client (CMD, its output in LOG) run again while its server
+# is not listening yet: fabtests' pingpong.c connects once and exits "failed to connect", and the server
+# starts over SSH (slow on a busy node). 20 tries, PAUSE seconds before each; CMD's status.
+until_listening() {
+  local pause=$1 log=$2 try rc=0
+  shift 2
+  for try in $(seq 1 20); do
+    sleep "$pause"
+    rc=0
+    "$@" >"$log" 2>&1 || rc=$?
+    [ "$rc" = 0 ] && return 0
+    grep -q "failed to connect" "$log" || return "$rc"
+    echo "efa-cdk: fi_pingpong's server not listening yet (try $try of 20)" >&2
+  done
+  return "$rc"
+}
+
 # aws_ CMD...: the AWS CLI in the stack's region.
 aws_() { aws --region "${EFA_CDK_REGION:?}" --output text "$@"; }
 
