@@ -98,6 +98,13 @@ def test_dcgm_names_the_failed_test_and_gpu_with_its_first_message() -> None:
     ]
 
 
+def test_nvidia_smi_lists_each_gpu_once() -> None:
+    """`nvidia-smi -L` as NVIDIA/open-gpu-kernel-modules#1045 recorded it; "No devices were found" is what
+    nvidia-smi prints without GPUs."""
+    assert accel.nvidia_gpus(fixture("nvidia-smi-L.txt")) == 1
+    assert accel.nvidia_gpus("No devices were found\n") == 0
+
+
 def test_neuron_ls_lists_each_device_once() -> None:
     """The Neuron docs' neuron-ls example (inf1.6xlarge, 4 devices)."""
     table = fixture("neuron-ls-inf1.6xlarge.txt")
@@ -183,6 +190,23 @@ def test_a_gpu_node_fails_on_a_fatal_xid_and_not_on_an_applications(tmp_path: Pa
     assert check(node) == (0, "8 NVIDIA GPU devices, no fault reported\n")
     stub(node, "journalctl", fixture("xid-79-off-the-bus.log"))
     assert check(node) == (1, "GPU 0000:2b:00: Xid 79 (the GPU has fallen off the bus)\n")
+
+
+def test_a_gpu_node_counts_the_gpus_the_driver_lists(tmp_path: Path) -> None:
+    """With nvidia-smi, its list counts (the device files appear only once something asked the driver):
+    7 listed on a p5 is a GPU lost, whatever /dev holds."""
+    node = Node(tmp_path, "p5.48xlarge")
+    stub(node, "journalctl", "")
+    line = fixture("nvidia-smi-L.txt").split(": ", 1)[1]  # the recorded line's name and UUID, per index
+    stub(node, "nvidia-smi", "".join(f"GPU {i}: {line}" for i in range(7)))
+    assert check(node) == (
+        1,
+        "7 of 8 NVIDIA GPU devices (the driver is missing from the image, or a device was lost)\n",
+    )
+    node.set_accelerators(0)
+    stub(node, "nvidia-smi", "".join(f"GPU {i}: {line}" for i in range(8)))
+    assert check(node) == (0, "8 NVIDIA GPU devices, no fault reported\n")
+    assert "nvidia-smi -L" in (node.stub_dir / "args.log").read_text()
 
 
 def test_the_dcgm_diagnostic_runs_at_boot_at_the_chosen_level(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ their output here) and in the tests, on recorded output (tests/fixtures/accelera
                                            reboot or a replacement: one line each
     accel.py dcgm < DCGMI_DIAG_JSON        the tests ``dcgmi diag -j`` failed, with their first message
     accel.py neuron COUNT < NEURON_LS      a line when neuron-ls lists fewer Neuron devices than COUNT
+    accel.py gpus < NVIDIA_SMI_L           how many GPUs ``nvidia-smi -L`` lists (a number, not a problem)
 
 Each prints nothing for a healthy node, and exits 1 when it printed a problem.
 """
@@ -94,6 +95,11 @@ def dcgm_problems(document: str) -> list[str]:
     return out
 
 
+def nvidia_gpus(listing: str) -> int:
+    """How many GPUs ``nvidia-smi -L`` lists: one "GPU N: NAME (UUID: ...)" line each."""
+    return sum(1 for line in listing.splitlines() if re.match(r"^GPU \d+: ", line))
+
+
 def neuron_devices(table: str) -> int:
     """How many Neuron devices ``neuron-ls`` lists: the rows of its table whose first cell is a device
     number (a device's further processes continue on rows whose first cell is empty)."""
@@ -113,10 +119,13 @@ def main(argv: list[str] | None = None) -> int:
         problems = xid_problems(text)
     elif args[:1] == ["dcgm"]:
         problems = dcgm_problems(text)
+    elif args[:1] == ["gpus"]:
+        print(nvidia_gpus(text))
+        return 0
     elif args[:1] == ["neuron"] and len(args) == 2 and args[1].isdigit():
         problems = neuron_problems(text, int(args[1]))
     else:
-        print("usage: accel.py xid | dcgm | neuron COUNT  (the tool's output on stdin)", file=sys.stderr)
+        print("usage: accel.py xid | dcgm | gpus | neuron COUNT  (output on stdin)", file=sys.stderr)
         return 2
     for problem in problems:
         print(problem)

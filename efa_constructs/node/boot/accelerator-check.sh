@@ -17,12 +17,20 @@ count() { # count PATH...: how many of the globbed device files exist
   for f in "$@"; do [ -e "$f" ] && n=$((n + 1)); done
   echo "$n"
 }
-# Each driver's device files, one per device: /dev/nvidiaN (NVIDIA's driver; nvidiactl and nvidia-uvm
-# are not devices), /dev/neuronN (the Neuron driver: the Neuron container guide passes each with
+# NVIDIA: the GPUs the driver lists (nvidia-smi -L; its device files /dev/nvidiaN appear only once
+# something has asked the driver, so they are counted only without nvidia-smi). Neuron and Gaudi: the
+# driver's device files, one per device: /dev/neuronN (the Neuron container guide passes each with
 # --device), /dev/accel/accelN (Gaudi's habanalabs in the kernel's accel subsystem) or /dev/hlN (its
 # older out-of-tree driver).
+gpus() {
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi -L 2>/dev/null | python3 "$here/accel.py" gpus
+  else
+    count "$R"/dev/nvidia[0-9]*
+  fi
+}
 case "${EFA_CDK_ACCELERATOR:-none}" in
-  nvidia-gpu) label="NVIDIA GPU" have=$(count "$R"/dev/nvidia[0-9]*) ;;
+  nvidia-gpu) label="NVIDIA GPU" have=$(gpus) ;;
   neuron) label="Neuron" have=$(count "$R"/dev/neuron[0-9]*) ;;
   gaudi) label="Gaudi" have=$(count "$R"/dev/accel/accel[0-9]* "$R"/dev/hl[0-9]*) ;;
   *) echo "no accelerator to check" && exit 0 ;;
