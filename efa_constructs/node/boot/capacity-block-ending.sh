@@ -2,8 +2,9 @@
 # Run by EventBridge through Run Command when EC2 warns that this node's Capacity Block ends: 40 minutes
 # before the end, and EC2 begins terminating the block's instances 10 minutes after the warning (EC2 user
 # guide, "Monitor Capacity Blocks using EventBridge"). Keep the end time where a training job can watch
-# it, tell every logged-in user, and log it; on a Slurm cluster, drain the block's nodes. EFA_CDK_BLOCK_END: the event's detail.end-date (ISO 8601,
-# checked by the document's allowedPattern before it gets here).
+# it, tell every logged-in user, and log it; on a Slurm cluster, drain the block's nodes.
+# EFA_CDK_BLOCK_END: the event's detail.end-date (ISO 8601, checked by the document's allowedPattern
+# before it gets here).
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
