@@ -13,6 +13,7 @@ from efa_constructs.cdk import EfaCluster, EfaMachineImage, EfaNetwork, NodeSoft
 from efa_constructs.core import EfaUserData, Layout, PublicIp, instance_type
 from efa_constructs.core.catalogue import CARDS_SOURCE, AcceleratorKind
 from efa_constructs.core.containers import ContainerRun
+from efa_constructs.core.software import signal_minutes_for
 
 from .base import ReadyStackBase
 from .existing import (
@@ -70,6 +71,7 @@ class EfaClusterStack(ReadyStackBase):
                     benchmarks=params.benchmarks,
                     strict_benchmarks=params.strict_benchmarks,
                     dcgm_diag_level=params.dcgm_diag_level,
+                    signal_timeout_minutes=signal_minutes_for(params.dcgm_diag_level),
                 )
             )
             if params.node_software

@@ -234,8 +234,8 @@ FIELDS: tuple[Field, ...] = (
     Field("sweep_minutes", "the leader's health timer runs the fabric sweep this often (it uses the fabric "
           "while it runs)", whole, "none: at formation and on demand (efa-cdk sweep)", frozenset({CLUSTER})),
     Field("dcgm_diag_level", "NVIDIA GPUs: DCGM's diagnostic at boot at this level, 1 (seconds) to 4; a "
-          "failed test fails the node (the image needs DCGM)", whole, "none: device count and Xid events "
-          "only", frozenset({CLUSTER})),
+          "failed test fails the node (the image needs DCGM); 3 and 4 wait 60 and 120 minutes for each "
+          "node's signal", whole, "none: GPU count and Xid events only", frozenset({CLUSTER})),
     Field("alarm_email", "an address subscribed to the cluster's alarms (it must confirm)",
           text(r"^[^@\s]+@[^@\s]+\.[^@\s]+$", "an email address", "ops@example.com"), "none",
           frozenset({CLUSTER})),

@@ -258,3 +258,9 @@ def test_the_ready_stacks_level_reaches_the_nodes_user_data() -> None:
     user_data = json.dumps(by_type(_stack("p5.48xlarge", dcgm_diag_level="2"), "AWS::EC2::LaunchTemplate"))
     assert "EFA_CDK_DCGM_LEVEL='2'" in user_data and "EFA_CDK_ACCELERATOR='nvidia-gpu'" in user_data
     assert "EFA_CDK_DCGM_LEVEL" not in json.dumps(by_type(_stack("p5.48xlarge"), "AWS::EC2::LaunchTemplate"))
+    # level 3 runs about 15 minutes (DCGM's dcgmi diag reference): the stack waits 60 for each node's signal
+    long = _stack("p5.48xlarge", dcgm_diag_level="3")
+    nodes = by_type(long, "AWS::EC2::Instance")
+    timeouts = {r["CreationPolicy"]["ResourceSignal"]["Timeout"] for r in nodes}
+    assert timeouts == {"PT60M"}, timeouts
+    assert EfaUserData(dcgm_diag_level=3, signal_timeout_minutes=60).dcgm_diag_level == 3

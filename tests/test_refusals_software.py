@@ -136,6 +136,13 @@ ROWS: list[Row] = [
         "efa-cdk:dcgm-level",
     ),
     (
+        "a 15-minute DCGM diagnostic in the default 45-minute signal wait",
+        call(EfaUserData, dcgm_diag_level=3),
+        "signal_timeout_minutes",
+        "dcgm_diag_level=3 runs about 15 minutes at boot",
+        "efa-cdk:dcgm-level-outlasts-signal",
+    ),
+    (
         "a DCGM diagnostic on Trainium (ready stack)",
         ctx(dcgm_diag_level="2"),
         "dcgm_diag_level",

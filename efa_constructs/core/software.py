@@ -154,6 +154,23 @@ def check_benchmarks(it: InstanceType, benchmarks: Sequence[Benchmark]) -> None:
 COLLECTIVES = {AcceleratorKind.NVIDIA_GPU: "nccl", AcceleratorKind.NEURON: "nccom"}
 
 
+#: How long DCGM's diagnostic levels run (DCGM's ``dcgmi diag`` reference: "normally lasting seconds",
+#: "approximately two minutes", "approximately 15 minutes", level 4 "longer-running", no figure).
+DCGM_DURATION = {
+    1: "seconds",
+    2: "about two minutes",
+    3: "about 15 minutes",
+    4: "longer than level 3 (no figure)",
+}
+
+
+def signal_minutes_for(dcgm_diag_level: int | None) -> int:
+    """The least ``signal_timeout_minutes`` for nodes that run DCGM's diagnostic at this level at boot: the
+    default 45 (image boot, EFA install and verification) holds levels 1 and 2; level 3 adds its 15 minutes;
+    level 4, whose length DCGM does not give, asks for two hours (efa-cdk's own floor)."""
+    return {3: 60, 4: 120}.get(dcgm_diag_level or 0, 45)
+
+
 #: The accelerators whose devices and faults the node checks (accelerator-check.sh).
 CHECKED = frozenset({AcceleratorKind.NVIDIA_GPU, AcceleratorKind.NEURON, AcceleratorKind.GAUDI})
 
@@ -284,10 +301,11 @@ class EfaUserData:
             hostfile that cannot be completed) fail the stack either way.
         dcgm_diag_level: NVIDIA GPUs only: every node runs DCGM's diagnostic (``dcgmi diag -r``) at
             this level at boot, and a failed test fails the node as a missing EFA does. 1 takes
-            seconds, 2 about two minutes, 3 about half an hour, 4 longer (DCGM user guide, "DCGM
-            Diagnostics"; AWS PCS's QUICK, MEDIUM and LONG on-start checks are levels 1 to 3). The
-            image must have DCGM (``datacenter-gpu-manager``). Default: None, no diagnostic (the
-            device count and the driver's Xid events are checked on every GPU node either way).
+            seconds, 2 about two minutes, 3 about 15 minutes, 4 longer (DCGM's ``dcgmi diag``
+            reference; AWS PCS's QUICK, MEDIUM and LONG on-start checks are levels 1 to 3): levels 3
+            and 4 need a longer ``signal_timeout_minutes`` (:func:`signal_minutes_for`). The image must
+            have DCGM (``datacenter-gpu-manager``). Default: None, no diagnostic (the GPU count and
+            the driver's Xid events are checked on every GPU node either way).
     """
 
     def __init__(
@@ -322,6 +340,15 @@ class EfaUserData:
                 value=dcgm_diag_level,
                 why="DCGM's diagnostic levels are 1 (quick) to 4 (extended)",
                 fix="pass 1, 2, 3 or 4 (AWS PCS's QUICK, MEDIUM, LONG are 1-3), or leave it out",
+            )
+        if level is not None and signal_timeout_minutes < signal_minutes_for(level):
+            raise EfaConfigError(
+                "signal_timeout_minutes",
+                code="efa-cdk:dcgm-level-outlasts-signal",
+                value=signal_timeout_minutes,
+                why=f"dcgm_diag_level={level} runs {DCGM_DURATION[level]} at boot, and CloudFormation "
+                "would fail the node while it runs",
+                fix=f"pass signal_timeout_minutes={signal_minutes_for(level)} or more, or a lower level",
             )
         self.dcgm_diag_level = dcgm_diag_level
         self.installer = installer or EfaInstaller()
