@@ -262,3 +262,87 @@ def test_an_on_demand_parallelcluster_has_no_rule_tag_or_agent_policy() -> None:
     assert not _of(t, "AWS::Events::Rule")
     assert "efa-cdk:cluster" not in _config_text(t) and "CapacityBlockId" not in t["Outputs"]
     assert not [v for _, v in _of(t, "AWS::IAM::ManagedPolicy") if "SSM agent" in json.dumps(v)]
+
+
+# --- AWS PCS: every EFA node is told, and drains the queue with PCS's own Slurm --------------------------
+
+
+@pytest.fixture(scope="module")
+def pcs_block() -> dict[str, Any]:
+    from aws_cdk import Stack
+    from aws_cdk import aws_ec2 as ec2
+
+    from efa_constructs import Capacity, EfaPcsCluster
+
+    stack = Stack(new_app(), "PcsBlock")
+    block = Capacity.capacity_block(BLOCK, instance_count=2)
+    EfaPcsCluster(
+        stack, "Pcs", instance_type=ec2.InstanceType("p5.48xlarge"), ami_id="ami-0123456789abcdef0",
+        availability_zone="us-east-1a", max_count=2, capacity=block,
+    )  # fmt: skip
+    return assertions.Template.from_stack(stack).to_json()  # type: ignore[no-any-return]
+
+
+def test_a_pcs_block_tags_its_nodes_through_the_launch_template_and_runs_the_warning_on_them(
+    pcs_block: dict[str, Any],
+) -> None:
+    """PCS launches from a template derived from ours; AWS's PCS recipes tag their nodes through the
+    launch template's TagSpecifications (aws-samples/aws-hpc-recipes recipes/pcs/getting_started/assets/
+    pcs-lt-basic.yaml). The rule runs the step on the instances with that tag; the EFA nodes' settings
+    carry the queue, PCS's Slurm for the cluster's version, and the shared directory."""
+    ((_, rule),) = _of(pcs_block, "AWS::Events::Rule")
+    assert rule["Properties"]["EventPattern"]["detail"] == {"capacity-reservation-id": [BLOCK]}
+    (command,) = [t for t in rule["Properties"]["Targets"] if "RunCommandParameters" in t]
+    (target,) = command["RunCommandParameters"]["RunCommandTargets"]
+    assert target["Key"] == "tag:efa-cdk:cluster"
+    (value,) = target["Values"]
+    assert value == {"Fn::Join": ["", [{"Ref": "AWS::StackName"}, "/Pcs"]]}
+    efa = [t for _, t in _of(pcs_block, "AWS::EC2::LaunchTemplate")
+           if "NetworkInterfaces" in t["Properties"]["LaunchTemplateData"]]  # fmt: skip
+    (template,) = efa
+    specs = {
+        s["ResourceType"]: s["Tags"]
+        for s in template["Properties"]["LaunchTemplateData"]["TagSpecifications"]
+    }
+    assert {"Key": "efa-cdk:cluster", "Value": value} in specs["instance"]
+    user_data = json.dumps(template["Properties"]["LaunchTemplateData"]["UserData"])
+    for setting in ("EFA_CDK_QUEUES='compute'", "EFA_CDK_SHARED_DIR='/shared'",
+                    "EFA_CDK_SLURM_BIN='/opt/aws/pcs/scheduler/slurm-25.11/bin'"):  # fmt: skip
+        assert setting in user_data, setting
+    assert lint(pcs_block, stock=True) == []
+
+
+def test_an_on_demand_pcs_cluster_has_no_rule_and_no_block_settings() -> None:
+    from aws_cdk import Stack
+
+    from tests.test_pcs import _pcs
+
+    t = assertions.Template.from_stack(Stack.of(_pcs())).to_json()
+    assert not _of(t, "AWS::Events::Rule")
+    assert "EFA_CDK_SLURM_BIN" not in json.dumps(t)
+
+
+def test_the_node_step_drains_the_queue_with_the_slurm_it_is_given(tmp_path: Path) -> None:
+    """EFA_CDK_SLURM_BIN (PCS's /opt/aws/pcs/scheduler/slurm-<version>/bin): the step lists the queue's
+    nodes with that sinfo and drains them with that scontrol (stand-ins here; the one-machine
+    ParallelCluster runs the same lines against real Slurm)."""
+    from tests.helpers import BASH, executable
+
+    pcs_slurm = "/opt/aws/pcs/scheduler/slurm-25.11/bin"
+    node = Node(tmp_path, EFA_CDK_QUEUES="compute", EFA_CDK_SLURM_BIN=pcs_slurm, EFA_CDK_SHARED_DIR="/shared")
+    slurm = node.root / "opt/aws/pcs/scheduler/slurm-25.11/bin"
+    executable(
+        slurm / "sinfo",
+        f'#!{BASH}\necho "sinfo $*" >>"$STUB_DIR/slurm.log"\nprintf "compute-1\\ncompute-2\\n"\n',
+    )
+    executable(slurm / "scontrol", f'#!{BASH}\necho "scontrol $*" >>"$STUB_DIR/slurm.log"\n')
+    (node.root / "shared").mkdir()
+    r = node.run("capacity-block-ending", EFA_CDK_BLOCK_END="2026-11-26T12:00:00.000Z")
+    assert r.returncode == 0, r.log
+    said = (node.stub_dir / "slurm.log").read_text().splitlines()
+    assert said == [
+        "sinfo -h -N -p compute -o %N",
+        "scontrol update NodeName=compute-1,compute-2 State=DRAIN Reason=efa-cdk: Capacity Block ends at "
+        "2026-11-26T12:00:00.000Z",
+    ]
+    assert node.read("shared/.efa-cdk/capacity-block-ending") == "2026-11-26T12:00:00.000Z\n"

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 
 import jsii
 import yaml
-from aws_cdk import Aws, Names, RemovalPolicy, Token
+from aws_cdk import Aws, Names, RemovalPolicy, Tags, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_pcs as pcs
@@ -70,9 +70,10 @@ from ..core.pcs import (
 from ..core.settings import NodeEnv
 from ..core.software import EfaUserData, bootstrap_script, node_settings
 from ._node_base import EfaNodeBase
-from ._shared import NodeScripts, session_manager_statement
+from ._shared import NodeScripts, cluster_tag, session_manager_statement
 from .acknowledgements import acknowledge
 from .arguments import checked
+from .capacity_block import EfaCapacityBlockEnd
 from .launch_template import EfaLaunchTemplate
 from .machine_image import EfaMachineImage, OsFamily
 from .network import EfaNetwork
@@ -88,6 +89,9 @@ PROLOG = "/opt/efa-cdk/bin/slurm-prolog.sh"
 DEFAULT_LOGIN_TYPES = {"x86_64": "c7i.xlarge", "arm64": "c7g.xlarge"}
 #: The steps an EFA node runs from its user data (after PCS registers it, before slurmd starts).
 PCS_COMPUTE_STEPS = ("efa-env", "verify-efa")
+#: Where PCS's Slurm is on a node, one folder per version: slurm-<version> (AWS's PCS image recipe installs it
+#: there: aws-samples/aws-hpc-recipes recipes/pcs/hpc_ready_ami/assets/scripts/install-pcs-slurm.sh).
+PCS_SLURM_ROOT = "/opt/aws/pcs/scheduler"
 _LEGACY = Layout.legacy()
 
 
@@ -119,6 +123,15 @@ def check_pcs_role(role: iam.IRole) -> None:
         "/aws-pcs/",
         fix="create the role with path='/aws-pcs/' (or role_name='AWSPCS...'), or leave role unset",
     )
+
+
+def _block_settings(capacity: Capacity, queue_name: str, slurm_version: str) -> NodeEnv:
+    """In a Capacity Block, what the nodes' Slurm notice needs: the queue, the shared directory and PCS's
+    Slurm for the cluster's version; else nothing."""
+    if capacity.kind is not CapacityKind.CAPACITY_BLOCK:
+        return {}
+    slurm = f"{PCS_SLURM_ROOT}/slurm-{slurm_version}/bin"
+    return {"EFA_CDK_QUEUES": queue_name, "EFA_CDK_SHARED_DIR": SHARED_DIR, "EFA_CDK_SLURM_BIN": slurm}
 
 
 @jsii.implements(ec2.IConnectable, iam.IGrantable)
@@ -168,6 +181,11 @@ class EfaPcsCluster(Construct):
             by default only root may. Default: none.
         bridged_containers: IMDS hop limit 2 on every node, so containers on a bridge network reach
             instance metadata (AWS's PCS templates set more than 1). Default: False, hop limit 1.
+
+    In a Capacity Block, EC2's warning before the block ends reaches every EFA node
+    (``capacity_block_end``, by the ``efa-cdk:cluster`` tag the launch template gives its instances), which
+    drains the queue's nodes with PCS's Slurm and writes the end time to
+    ``/shared/.efa-cdk/capacity-block-ending``.
     """
 
     @checked
@@ -238,7 +256,13 @@ class EfaPcsCluster(Construct):
         self.cluster = self._cluster(cluster_name, size, slurm_version)
         self._allow_registration()
         mount = self._mount_part()
+        #: The value of the ``efa-cdk:cluster`` tag on the EFA nodes (with a Capacity Block: the warning's Run
+        #: Command finds them by it).
+        self.cluster_tag = cluster_tag(self)
+        self._block_settings = _block_settings(capacity, queue_name, slurm_version)
         self.launch_template = self._compute_template(base, mount, image, ami_id)
+        #: In a Capacity Block: EC2's warning before the block ends, run on every EFA node.
+        self.capacity_block_end = self._capacity_block_end(capacity)
         self.login_nodes = (
             self._login_nodes(mount, login_instance_type, ami_id, ami_os, login_count)
             if login_count
@@ -250,6 +274,17 @@ class EfaPcsCluster(Construct):
             "CAPACITY_BLOCK" if capacity.kind is CapacityKind.CAPACITY_BLOCK else "ONDEMAND",
         )  # fmt: skip
         self.queue = self._queue(queue_name)
+
+    def _capacity_block_end(self, capacity: Capacity) -> EfaCapacityBlockEnd | None:
+        """In a Capacity Block, the warning's rule, by the tag the launch template gives its instances (AWS's
+        PCS recipes tag their nodes so: aws-samples/aws-hpc-recipes recipes/pcs/getting_started/assets/
+        pcs-lt-basic.yaml); else None."""
+        if capacity.kind is not CapacityKind.CAPACITY_BLOCK:
+            return None
+        Tags.of(self.launch_template).add("efa-cdk:cluster", self.cluster_tag)
+        return EfaCapacityBlockEnd(
+            self, "CapacityBlockEnd", reservation_id=str(capacity.target), cluster_tag=self.cluster_tag
+        )
 
     def _queue(self, queue_name: str) -> pcs.CfnQueue:
         """The Slurm queue (``Queue``) of the compute node group."""
@@ -422,6 +457,7 @@ class EfaPcsCluster(Construct):
             "EFA_CDK_REGION": Aws.REGION,
             "EFA_CDK_SCRIPTS_URL": scripts.url,
             "EFA_CDK_STEPS": ",".join(PCS_COMPUTE_STEPS),
+            **self._block_settings,
         }
         shell = ec2.UserData.for_linux()
         shell.add_commands(bootstrap_script(settings).split("\n", 1)[1])  # for_linux() writes the #! line

@@ -45,9 +45,10 @@ class NodeEnv(TypedDict, total=False):
         str, NODE, "SSM parameter the leader keeps its generation's benchmark results in"
     ]
     EFA_CDK_KEY_PAIR_ID: Annotated[str, NODE, "the cluster key pair, whose private key is in SSM"]
-    EFA_CDK_QUEUES: Annotated[str, NODE, "ParallelCluster queues (hosts fix)"]
-    EFA_CDK_SHARED_DIR: Annotated[str, NODE, "ParallelCluster's shared directory (job templates)"]
+    EFA_CDK_QUEUES: Annotated[str, NODE, "the Slurm queue (hosts fix; a Capacity Block's drain)"]
+    EFA_CDK_SHARED_DIR: Annotated[str, NODE, "the shared directory (job templates; a Capacity Block's end)"]
     EFA_CDK_SLURM_NODES: Annotated[str, NODE, "ParallelCluster's Slurm node names (first topology.conf)"]
+    EFA_CDK_SLURM_BIN: Annotated[str, NODE, "Slurm's commands, where not in /opt/slurm/bin (AWS PCS)"]
     # what runs
     EFA_CDK_SCRIPTS_URL: Annotated[str, NODE, "the S3 zip of the node scripts"]
     EFA_CDK_STEPS: Annotated[str, NODE, "the steps, in order"]

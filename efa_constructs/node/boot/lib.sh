@@ -12,8 +12,9 @@ fi
 # Slurm's commands: ParallelCluster installs Slurm under /opt/slurm and puts /opt/slurm/bin on PATH only
 # for login shells (/etc/profile.d/slurm.sh); custom actions and systemd units run without it, so the
 # steps call them by this path (ParallelCluster's own recipes call /opt/slurm/bin/scontrol the same way).
+# AWS PCS installs its Slurm under /opt/aws/pcs/scheduler/slurm-<version>: EFA_CDK_SLURM_BIN says so there.
 # shellcheck disable=SC2034  # used by the steps that source this file
-SLURM_BIN="$R/opt/slurm/bin"
+SLURM_BIN="$R${EFA_CDK_SLURM_BIN:-/opt/slurm/bin}"
 
 log() { printf '%s efa-cdk[%s] %s\n' "$(date -u +%H:%M:%S)" "${STEP:-main}" "$*" >&2; }
 
