@@ -199,6 +199,17 @@ def test_the_stack_names_its_block_and_status_shows_when_it_ends(template: dict[
 # --- ParallelCluster: the head node is told, and Slurm drains the block's nodes -------------------------
 
 
+def _run_command_tag(template: dict[str, Any]) -> Any:
+    """The value of the efa-cdk:cluster tag the block's rule runs the step on (this block's warning only)."""
+    ((_, rule),) = _of(template, "AWS::Events::Rule")
+    assert rule["Properties"]["EventPattern"]["detail"] == {"capacity-reservation-id": [BLOCK]}
+    (command,) = [t for t in rule["Properties"]["Targets"] if "RunCommandParameters" in t]
+    (target,) = command["RunCommandParameters"]["RunCommandTargets"]
+    assert target["Key"] == "tag:efa-cdk:cluster"
+    (value,) = target["Values"]
+    return value
+
+
 @pytest.fixture(scope="module")
 def pc_block() -> dict[str, Any]:
     from tests.test_pcluster import synth
@@ -216,12 +227,7 @@ def test_a_parallelcluster_block_runs_the_warning_on_the_instances_tagged_as_its
     """The rule as EfaCluster's (this block only), Run Command by the efa-cdk:cluster tag, and the
     configuration's Tags put that tag on every instance ParallelCluster makes (ParallelCluster 3.16's
     cluster_stack: the head node carries the configuration's Tags beside its own)."""
-    ((_, rule),) = _of(pc_block, "AWS::Events::Rule")
-    assert rule["Properties"]["EventPattern"]["detail"] == {"capacity-reservation-id": [BLOCK]}
-    (command,) = [t for t in rule["Properties"]["Targets"] if "RunCommandParameters" in t]
-    (target,) = command["RunCommandParameters"]["RunCommandTargets"]
-    assert target["Key"] == "tag:efa-cdk:cluster"
-    (value,) = target["Values"]
+    value = _run_command_tag(pc_block)
     text = "".join(
         p if isinstance(p, str) else json.dumps(p)
         for p in pc_block["Outputs"]["ParallelClusterConfig"]["Value"]["Fn::Join"][1]
@@ -290,12 +296,7 @@ def test_a_pcs_block_tags_its_nodes_through_the_launch_template_and_runs_the_war
     launch template's TagSpecifications (aws-samples/aws-hpc-recipes recipes/pcs/getting_started/assets/
     pcs-lt-basic.yaml). The rule runs the step on the instances with that tag; the EFA nodes' settings
     carry the queue, PCS's Slurm for the cluster's version, and the shared directory."""
-    ((_, rule),) = _of(pcs_block, "AWS::Events::Rule")
-    assert rule["Properties"]["EventPattern"]["detail"] == {"capacity-reservation-id": [BLOCK]}
-    (command,) = [t for t in rule["Properties"]["Targets"] if "RunCommandParameters" in t]
-    (target,) = command["RunCommandParameters"]["RunCommandTargets"]
-    assert target["Key"] == "tag:efa-cdk:cluster"
-    (value,) = target["Values"]
+    value = _run_command_tag(pcs_block)
     assert value == {"Fn::Join": ["", [{"Ref": "AWS::StackName"}, "/Pcs"]]}
     efa = [t for _, t in _of(pcs_block, "AWS::EC2::LaunchTemplate")
            if "NetworkInterfaces" in t["Properties"]["LaunchTemplateData"]]  # fmt: skip
