@@ -79,7 +79,8 @@ class EfaPcsClusterStack(ReadyStackBase):
         )
 
     def _outputs(self) -> None:
-        """The cluster's id, login nodes, queue and file system, as stack outputs."""
+        """The cluster's id, login nodes, queue and file system (and a Capacity Block's id), as outputs."""
+        self.capacity_block_output()
         CfnOutput(
             self,
             "ClusterId",

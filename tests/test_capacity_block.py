@@ -347,3 +347,15 @@ def test_the_node_step_drains_the_queue_with_the_slurm_it_is_given(tmp_path: Pat
         "2026-11-26T12:00:00.000Z",
     ]
     assert node.read("shared/.efa-cdk/capacity-block-ending") == "2026-11-26T12:00:00.000Z\n"
+
+
+def test_the_pcs_ready_stack_names_its_block_for_status() -> None:
+    """-c capacity_block on Trn1PcsCluster: the CapacityBlockId output `efa-cdk status` reads; the rule."""
+    import app as app_module
+
+    given = {"capacity_block": BLOCK, "capacity_instances": "2", "availability_zone": "us-east-1a",
+             "ami_id": "ami-0123456789abcdef0"}  # fmt: skip
+    context = {f"Trn1PcsCluster:{k}": v for k, v in given.items()}
+    t = app_module.build(new_app(context)).synth().get_stack_by_name("Trn1PcsCluster").template
+    assert t["Outputs"]["CapacityBlockId"]["Value"] == BLOCK
+    assert _run_command_tag(t) == {"Fn::Join": ["", [{"Ref": "AWS::StackName"}, "/Pcs"]]}
