@@ -24,6 +24,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from ..core.capacity import Capacity, CapacityKind
 from .acknowledgements import acknowledge, nag_resource
 from .monitoring import EfaClusterMonitoring
 
@@ -46,6 +47,24 @@ class EfaCapacityBlockEnd(Construct):
         rule: the EventBridge rule (``Rule``).
         document: the Run Command document the nodes run (``Document``).
     """
+
+    @staticmethod
+    def of(
+        scope: Construct,
+        capacity: Capacity,
+        cluster_tag: str,
+        *,
+        monitoring: EfaClusterMonitoring | None = None,
+        nodes: bool = True,
+    ) -> EfaCapacityBlockEnd | None:
+        """The warning (``CapacityBlockEnd``) for nodes launched into `capacity` when it is a Capacity Block,
+        else None: the one place every orchestrator asks."""
+        if capacity.kind is not CapacityKind.CAPACITY_BLOCK:
+            return None
+        return EfaCapacityBlockEnd(
+            scope, "CapacityBlockEnd", reservation_id=str(capacity.target), cluster_tag=cluster_tag,
+            monitoring=monitoring, nodes=nodes,
+        )  # fmt: skip
 
     def __init__(
         self,

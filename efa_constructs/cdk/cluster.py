@@ -22,7 +22,6 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 from typing_extensions import Unpack
 
-from ..core.capacity import CapacityKind
 from ..core.catalogue import AcceleratorKind
 from ..core.checks import ClusterRequest, check_cluster, replacement_without_spare
 from ..core.containers import ContainerRun
@@ -193,17 +192,12 @@ class EfaCluster(PlannedNodes, Construct):
         self.benchmark_report = self._benchmark_report(benchmarks)
         self.software = self._add_node_software(node_count, benchmarks) if self.node_software else None
         #: In a Capacity Block: EC2's warning before the block ends, to the alarm topic and the nodes.
-        self.capacity_block_end = self._capacity_block_end()
+        self.capacity_block_end = EfaCapacityBlockEnd.of(
+            self, self.plan.capacity, self.cluster_tag, monitoring=self.monitoring,
+            nodes=self.node_software is not None,
+        )  # fmt: skip
         acknowledge(self, "AwsSolutions-EC29")
         check_limits(self)
-
-    def _capacity_block_end(self) -> EfaCapacityBlockEnd | None:
-        if self.plan.capacity.kind is not CapacityKind.CAPACITY_BLOCK:
-            return None
-        return EfaCapacityBlockEnd(
-            self, "CapacityBlockEnd", reservation_id=str(self.plan.capacity.target),
-            cluster_tag=self.cluster_tag, monitoring=self.monitoring, nodes=self.node_software is not None,
-        )  # fmt: skip
 
     def _check(
         self,

@@ -177,11 +177,8 @@ class EfaParallelCluster(Construct):
         )
         self.config_yaml = self.config.to_yaml()
         #: In a Capacity Block: EC2's warning before the block ends, run on the head node (below).
-        self.capacity_block_end: EfaCapacityBlockEnd | None = None
-        if capacity.kind is CapacityKind.CAPACITY_BLOCK:
-            self.capacity_block_end = EfaCapacityBlockEnd(
-                self, "CapacityBlockEnd", reservation_id=str(capacity.target), cluster_tag=self.cluster_tag
-            )
+        end = EfaCapacityBlockEnd.of(self, capacity, self.cluster_tag)
+        self.capacity_block_end: EfaCapacityBlockEnd | None = end
         self.cluster: CustomResource | None = self._create_cluster() if create_cluster else None
 
     def _network(

@@ -279,12 +279,10 @@ class EfaPcsCluster(Construct):
         """In a Capacity Block, the warning's rule, by the tag the launch template gives its instances (AWS's
         PCS recipes tag their nodes so: aws-samples/aws-hpc-recipes recipes/pcs/getting_started/assets/
         pcs-lt-basic.yaml); else None."""
-        if capacity.kind is not CapacityKind.CAPACITY_BLOCK:
-            return None
-        Tags.of(self.launch_template).add("efa-cdk:cluster", self.cluster_tag)
-        return EfaCapacityBlockEnd(
-            self, "CapacityBlockEnd", reservation_id=str(capacity.target), cluster_tag=self.cluster_tag
-        )
+        end = EfaCapacityBlockEnd.of(self, capacity, self.cluster_tag)
+        if end is not None:
+            Tags.of(self.launch_template).add("efa-cdk:cluster", self.cluster_tag)
+        return end
 
     def _queue(self, queue_name: str) -> pcs.CfnQueue:
         """The Slurm queue (``Queue``) of the compute node group."""
