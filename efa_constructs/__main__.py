@@ -154,18 +154,6 @@ def _print_permissions(permissions: dict[str, str]) -> int:
     return 0
 
 
-def _one_stack(args: argparse.Namespace, command: str, why: str) -> None:
-    """Refuse a command on a deployed stack that was given none (its `--permissions` needs none)."""
-    if not args.stack:
-        raise EfaConfigError(
-            "STACK",
-            code=f"efa-cdk:cli-{command}-needs-one-stack",
-            value=None,
-            why=why,
-            fix=f"name it: efa-cdk {command} Trn1EfaCluster",
-        )
-
-
 def _preflight(args: argparse.Namespace) -> int:
     from .tools import preflight
 
@@ -183,7 +171,14 @@ def _status(args: argparse.Namespace) -> int:
 
     if args.permissions:
         return _print_permissions(status.PERMISSIONS)
-    _one_stack(args, "status", "status reads one deployed stack")
+    if not args.stack:
+        raise EfaConfigError(
+            "STACK",
+            code="efa-cdk:cli-status-needs-one-stack",
+            value=None,
+            why="status reads one deployed stack",
+            fix="name it: efa-cdk status Trn1EfaCluster",
+        )
     return status.main(args.stack, args.region, args.output == "json", args.pcluster_name)
 
 
@@ -192,7 +187,14 @@ def _sweep(args: argparse.Namespace) -> int:
 
     if args.permissions:
         return _print_permissions(sweep.PERMISSIONS)
-    _one_stack(args, "sweep", "sweep runs on one deployed stack")
+    if not args.stack:
+        raise EfaConfigError(
+            "STACK",
+            code="efa-cdk:cli-sweep-needs-one-stack",
+            value=None,
+            why="sweep runs on one deployed stack",
+            fix="name it: efa-cdk sweep Trn1EfaCluster",
+        )
     return sweep.main(args.stack, args.region, args.output == "json")
 
 
