@@ -14,6 +14,9 @@ from .cdk import (
     EfaLaunchTemplate as EfaLaunchTemplate,
 )
 from .cdk import (
+    EfaLustreFileSystem as EfaLustreFileSystem,
+)
+from .cdk import (
     EfaMachineImage as EfaMachineImage,
 )
 from .cdk import (

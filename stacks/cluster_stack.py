@@ -10,6 +10,7 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from efa_constructs.cdk import EfaCluster, EfaMachineImage, EfaNetwork, NodeSoftware, OsFamily, ssh_peer
+from efa_constructs.cdk.lustre import EfaLustreFileSystem
 from efa_constructs.core import EfaUserData, Layout, PublicIp, instance_type
 from efa_constructs.core.catalogue import CARDS_SOURCE, AcceleratorKind
 from efa_constructs.core.containers import ContainerRun
@@ -52,6 +53,15 @@ class EfaClusterStack(ReadyStackBase):
         super().__init__(scope, id_, params=params, **kwargs)
         self.params: ClusterParams = params
         vpc, subnet, public_subnet = self._network(params)
+        #: The FSx for Lustre file system the nodes mount (-c fsx_lustre_gib), or None.
+        self.lustre = (
+            None
+            if params.fsx_lustre_gib is None
+            else EfaLustreFileSystem(
+                self, "Lustre", vpc=vpc, subnet=subnet, capacity_gib=params.fsx_lustre_gib,
+                throughput=params.fsx_lustre_throughput, efa=params.fsx_lustre_efa,
+            )
+        )  # fmt: skip
         self.cluster = EfaCluster(
             self,
             "Cluster",
@@ -85,6 +95,7 @@ class EfaClusterStack(ReadyStackBase):
             if params.container_image
             else None,
             node_replacements=dict(params.node_replacements),
+            lustre=self.lustre,
         )
         self._restate_warnings(params)
         self._outputs(params)
@@ -183,6 +194,17 @@ class EfaClusterStack(ReadyStackBase):
             description="The nodes' EFA line rate in Gbps (efa-cdk status holds the benchmarks to it)",
         )
         CfnOutput(self, "SecurityGroupId", value=self.cluster.security_group.security_group_id)
+        if self.lustre is not None:
+            fs = self.lustre.file_system
+            kept = "The FSx for Lustre file system (kept when the stack is deleted)"
+            CfnOutput(self, "LustreFileSystemId", value=fs.file_system_id, description=kept)
+            CfnOutput(
+                self,
+                "LustreMount",
+                value=f"{fs.dns_name}@tcp:/{fs.mount_name} at {self.lustre.mount_dir}"
+                + (" over EFA" if self.lustre.spec.efa else " over TCP"),
+                description="Where every node mounts it, and over what",
+            )
         if params.public_ip is not PublicIp.NONE:
             CfnOutput(
                 self,

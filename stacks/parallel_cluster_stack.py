@@ -60,6 +60,8 @@ class EfaParallelClusterStack(ReadyStackBase):
             ssh_peers=[ssh_peer(c) for c in params.ssh_peers],
             efs_throughput_mibps=params.efs_throughput_mibps,
             fsx_lustre_capacity_gib=params.fsx_lustre_gib,
+            fsx_lustre_throughput=params.fsx_lustre_throughput,
+            fsx_lustre_efa=params.fsx_lustre_efa,
             **self.node_options(),
             create_cluster=params.create_cluster,
         )

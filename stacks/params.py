@@ -28,6 +28,7 @@ from efa_constructs.core import (
     parse_ssh_source,
 )
 from efa_constructs.core.checks import AMI_ID_PATTERN, REFRESH_LABEL_PATTERN, has_default_image
+from efa_constructs.core.lustre import DEFAULT_THROUGHPUT
 from efa_constructs.core.options import (
     AZ_PATTERN,
     DEFAULT_MAX_COUNT,
@@ -271,8 +272,13 @@ FIELDS: tuple[Field, ...] = (
     Field("efs_throughput_mibps", "EFS provisioned throughput in MiB/s (billed whether used or not)", whole,
           "none: Elastic throughput, billed by use",
           frozenset({PCLUSTER, PCS})),
-    Field("fsx_lustre_gib", "also an FSx for Lustre file system of this size", whole, "none",
-          frozenset({PCLUSTER})),
+    Field("fsx_lustre_gib", "an FSx for Lustre file system of this size, mounted at /fsx (1200 or n x 2400; "
+          "with EFA n x the tier's step: 19200 at 250)", whole, "none", frozenset({CLUSTER, PCLUSTER})),
+    Field("fsx_lustre_efa", "true: the file system serves EFA and the nodes reach it over EFA (set at "
+          "creation: switching it replaces the file system)", boolean, "false",
+          frozenset({CLUSTER, PCLUSTER})),
+    Field("fsx_lustre_throughput", "its throughput tier in MB/s per TiB: 125, 250, 500 or 1000", whole, "250",
+          frozenset({CLUSTER, PCLUSTER})),
     Field("create_cluster", "true = create the cluster from the stack", boolean, "false",
           frozenset({PCLUSTER})),
     Field("slurm_version", "the Slurm version AWS PCS runs (23.11, 24.05, 24.11, 25.05, 25.11)", any_text,
@@ -371,7 +377,15 @@ def check_context_keys(ctx: Mapping[str, Any], stacks: Mapping[str, str]) -> Non
 
 #: A construct option the ready stacks fill from a context key of another name: a refusal names the key
 #: the user typed (-c fsx_lustre_gib=...), never the construct's argument.
-CONTEXT_KEY_OF_OPTION = {"fsx_lustre_capacity_gib": "fsx_lustre_gib", "sweep_interval": "sweep_minutes"}
+CONTEXT_KEY_OF_OPTION = {
+    "fsx_lustre_capacity_gib": "fsx_lustre_gib",
+    "sweep_interval": "sweep_minutes",
+    # EfaLustreFileSystem's options, and EfaCluster's lustre
+    "capacity_gib": "fsx_lustre_gib",
+    "throughput": "fsx_lustre_throughput",
+    "efa": "fsx_lustre_efa",
+    "lustre": "fsx_lustre_gib",
+}
 
 #: Context keys renamed to the constructs' option names (0.2.0): the old key still works, with a warning
 #: naming the new one.
@@ -519,6 +533,9 @@ class ClusterParams:
     container_image: str | None = None
     container_ssh_port: int = 3022
     node_replacements: tuple[tuple[int, str], ...] = ()
+    fsx_lustre_gib: int | None = None
+    fsx_lustre_efa: bool = False
+    fsx_lustre_throughput: int = DEFAULT_THROUGHPUT
     #: The instance type's catalogue record, read once by :meth:`from_context` (not a context key).
     catalogue_entry: InstanceType | None = field(default=None, compare=False, repr=False)
 
@@ -575,6 +592,8 @@ class PclusterParams:
     ssh_peers: tuple[str, ...] = ()
     efs_throughput_mibps: int | None = None
     fsx_lustre_gib: int | None = None
+    fsx_lustre_efa: bool = False
+    fsx_lustre_throughput: int = DEFAULT_THROUGHPUT
     capacity: Capacity = field(default_factory=Capacity.on_demand)
     placement_group: str | None = None
     vpc_id: str | None = None

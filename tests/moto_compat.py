@@ -8,9 +8,10 @@ Shared by the in-process moto tests (tests/test_moto.py) and the one-machine clu
    restrict-default-security-group resource set is dropped, and so are the one-time image lookups
    (Custom::EfaImageLookup, aws-cdk-lib's AwsCustomResource) and their Lambda, whose answer (an AMI
    id) becomes one of moto's AMIs.
-3. moto models no placement groups, key pairs or wait conditions in CloudFormation (UNMODELLED):
-   they are dropped, references to them become stand-in strings (which moto stores unchecked), and
-   outputs of their attributes are dropped. moto also ignores CreationPolicy: nodes are "created"
+3. moto models no placement groups, key pairs, wait conditions or FSx file systems in CloudFormation
+   (UNMODELLED; moto 5.2.5's FSx backend has no CloudFormation handler): they are dropped, references to
+   them become stand-in strings (which moto stores unchecked), DependsOn on them goes, and outputs of
+   their attributes are dropped. moto also ignores CreationPolicy: nodes are "created"
    without their signals.
 4. moto ignores LaunchTemplate on AWS::EC2::Instance and needs an ImageId on the instance.
 5. AWS::SSM::Parameter's Tags are a map in CloudFormation; moto reads a Key/Value list.
@@ -23,6 +24,7 @@ Shared by the in-process moto tests (tests/test_moto.py) and the one-machine clu
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 UNMODELLED = (
@@ -30,6 +32,7 @@ UNMODELLED = (
     "AWS::EC2::KeyPair",
     "AWS::CloudFormation::WaitCondition",
     "AWS::CloudFormation::WaitConditionHandle",
+    "AWS::FSx::FileSystem",
 )
 
 
@@ -82,7 +85,10 @@ def moto_compatible(
         del t["Resources"][rid]
         value = (stand_ins or {}).get(rid, f"stand-in-{rid}")
         t = _replace(t, rid, value)
-        t["Outputs"] = {k: v for k, v in t.get("Outputs", {}).items() if v["Value"] != value}
+        t["Outputs"] = {k: v for k, v in t.get("Outputs", {}).items() if value not in json.dumps(v["Value"])}
+        for resource in t["Resources"].values():
+            if rid in resource.get("DependsOn", []):
+                resource["DependsOn"] = [d for d in resource["DependsOn"] if d != rid]
     for rid in [r for r, v in t["Resources"].items() if v["Type"] == "AWS::EFS::FileSystem"]:  # (7)
         t = _efs_arn(t, rid)
     for resource in t["Resources"].values():  # (4), (5)

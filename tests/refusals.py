@@ -106,8 +106,8 @@ def pcluster(**kwargs: Any) -> Callable[[Any], Any]:
         stack = make(env=Environment(region="us-east-1"))
         net = EfaNetwork(stack, "Net", availability_zone="us-east-1c")
         return EfaParallelCluster(
-            stack, "Pc", instance_type=ec2.InstanceType("trn1.32xlarge"), vpc=net.vpc,
-            head_node_subnet=net.public_subnet, compute_subnet=net.private_subnet, **kwargs,
+            stack, "Pc", vpc=net.vpc, head_node_subnet=net.public_subnet, compute_subnet=net.private_subnet,
+            **{"instance_type": ec2.InstanceType("trn1.32xlarge"), **kwargs},
         )  # fmt: skip
 
     return build

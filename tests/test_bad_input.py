@@ -56,6 +56,11 @@ OWNERS = {
         "efa_constructs/cdk/machine_image.py",
     ),
     "arguments": ("efa_constructs/cdk/arguments.py",),
+    "storage": (
+        "efa_constructs/core/lustre.py",
+        "efa_constructs/cdk/storage.py",
+        "efa_constructs/cdk/lustre.py",
+    ),
 }
 
 

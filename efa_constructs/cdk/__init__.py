@@ -10,6 +10,7 @@ from __future__ import annotations
 from .cluster import EfaCluster
 from .eks import EfaNodegroup
 from .launch_template import EfaLaunchTemplate
+from .lustre import EfaLustreFileSystem
 from .machine_image import EfaMachineImage, ImageReadOnce, OsFamily
 from .network import EfaNetwork
 from .node import EfaAutoScalingGroup, EfaNode, NodePublicAddress
@@ -25,6 +26,7 @@ __all__ = [
     "EfaAutoScalingGroup",
     "EfaCluster",
     "EfaLaunchTemplate",
+    "EfaLustreFileSystem",
     "EfaMachineImage",
     "EfaNetwork",
     "EfaNode",

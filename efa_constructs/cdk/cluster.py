@@ -26,6 +26,7 @@ from ..core.catalogue import AcceleratorKind
 from ..core.checks import ClusterRequest, check_cluster, replacement_without_spare
 from ..core.containers import ContainerRun
 from ..core.errors import EfaConfigError
+from ..core.lustre import check_mount
 from ..core.node_plan import PlannedNodes
 from ..core.options import DEFAULT_NODE_COUNT, InternetEgress, NodeGroup, PublicIp
 from ..core.software import Benchmark, EfaUserData
@@ -36,6 +37,7 @@ from .acknowledgements import acknowledge
 from .arguments import checked
 from .capacity_block import EfaCapacityBlockEnd
 from .limits import check_limits
+from .lustre import EfaLustreFileSystem
 from .machine_image import EfaMachineImage
 from .monitoring import EfaClusterMonitoring
 from .network import known_cidr
@@ -109,6 +111,11 @@ class EfaCluster(PlannedNodes, Construct):
             deploy. CloudFormation never recreates an instance deleted outside it, so this is how a
             lost or broken node comes back. Keep the labels for the life of the stack: removing one
             replaces the node again. Default: none.
+        lustre: an FSx for Lustre file system every node mounts (:class:`EfaLustreFileSystem`, at its
+            ``mount_dir``), over EFA when it serves EFA: the node software configures LNet over the EFA
+            interfaces AWS's client setup uses for the type, and a node whose Lustre traffic does not ride
+            EFA fails its boot with the reason. Needs the node software; with EFA the file system is in the
+            nodes' Availability Zone, and their EFA connections fit its 1,024. Default: none.
     """
 
     @checked
@@ -134,6 +141,7 @@ class EfaCluster(PlannedNodes, Construct):
         sweep_interval: Duration | None = None,
         container: ContainerRun | None = None,
         node_replacements: Mapping[int, str] | None = None,
+        lustre: EfaLustreFileSystem | None = None,
         **node: Unpack[NodeTemplateOptions],
     ) -> None:
         """Create the cluster; the arguments are described in the class docstring.
@@ -153,6 +161,8 @@ class EfaCluster(PlannedNodes, Construct):
         eip_subnet = public_subnet or (vpc.public_subnets[0] if vpc.public_subnets else None)
         self._replacements = dict(node_replacements or {})
         sweep_minutes = _minutes(sweep_interval)
+        #: The FSx for Lustre file system the nodes mount, or None.
+        self.lustre = lustre
         self._check(node_count, eip_subnet, internet_egress, node_software, placement_group,
                     use_placement_group, monitoring, sweep_minutes)  # fmt: skip
         self.machine_image = machine_image or EfaMachineImage.default_for(self.instance_type)
@@ -186,6 +196,7 @@ class EfaCluster(PlannedNodes, Construct):
         # The nodes fetch their software at boot: launch them once their subnet's route out (NAT) exists.
         for launched in self._launched:
             launched.node.add_dependency(self.subnet.internet_connectivity_established)
+        self._admit_lustre(node_count)
         on = self.node_software is not None if monitoring is None else monitoring
         self.monitoring = self._monitoring(alarm_email, sweep_minutes) if on else None
         benchmarks = self.node_software.benchmarks_for(self.instance_type) if self.node_software else ()
@@ -243,9 +254,23 @@ class EfaCluster(PlannedNodes, Construct):
             region=_known(Stack.of(self).region),
         )
         check_cluster(request)
+        if self.lustre is not None:
+            check_mount(self.lustre.spec, node_software=node_software.config is not None,
+                        client_zone=_known(self.subnet.availability_zone),
+                        file_system_zone=_known(self.lustre.availability_zone))  # fmt: skip
+            if _known(node_count) is not None:
+                self.lustre.spec.check_clients(self.instance_type, node_count)
         warning = replacement_without_spare(request)
         if warning:
             Annotations.of(self).add_warning_v2("efa-cdk:replacement-without-spare-capacity", warning)
+
+    def _admit_lustre(self, node_count: int) -> None:
+        """The file system opened to the nodes, and created before them: they mount it at boot."""
+        if self.lustre is None:
+            return
+        self.lustre.add_clients(self.security_group, self.instance_type, _known(node_count) or 0)
+        for launched in self._launched:
+            launched.node.add_dependency(self.lustre.file_system)
 
     def _warn(
         self, vpc: ec2.IVpc, node_count: int, ssh_peers: Sequence[ec2.IPeer], key_pair: ec2.IKeyPair | None
@@ -411,6 +436,7 @@ class EfaCluster(PlannedNodes, Construct):
                 **({"EFA_CDK_VPC_CIDR": cidr} if (cidr := known_cidr(self._vpc)) else {}),
                 **(self.monitoring.settings if self.monitoring else {}),
                 **(self.container.settings(self.instance_type) if self.container else {}),
+                **(self.lustre.client_settings(self.instance_type) if self.lustre else {}),
             },
             role=self.role,
             user_data=self.node_user_data,

@@ -22,6 +22,7 @@ from typing_extensions import Unpack
 from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import InstanceType, check_ec2_type
 from ..core.errors import EfaConfigError
+from ..core.lustre import DEFAULT_THROUGHPUT, LustreSpec, efa_client_interfaces
 from ..core.options import DEFAULT_MAX_COUNT, DEFAULT_MIN_COUNT, SHARED_DIR, check_zone_of_subnet
 from ..core.pcluster import (
     DEFAULT_HEAD_NODE_TYPE,
@@ -43,18 +44,27 @@ from ..core.software import (
     pcluster_compute_steps,
     pcluster_head_steps,
 )
-from ._node_base import EfaNodeBase
+from ._node_base import EfaNodeBase, known
 from ._shared import NodeScripts, cluster_tag, session_manager_statement
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .capacity_block import EfaCapacityBlockEnd
 from .network import EfaNetwork, known_cidr
 from .options import NodeOptions, NodeTemplateOptions, plan_of
-from .storage import EfaSharedStorage
+from .storage import FSX_NAMES, EfaSharedStorage
 
 LUSTRE_DIR = "/fsx"
 #: The file name of the rendered bootstrap in the assets (ParallelCluster's OnNodeConfigured).
 PCLUSTER_BOOTSTRAP = "pcluster-bootstrap.sh"
+
+
+def _check_lustre_clients(
+    gib: int | None, throughput: int, efa: bool, it: InstanceType, max_count: int
+) -> None:
+    """The compute nodes (its EFA clients; the head node mounts it over TCP): their EFA connections against
+    the file system's, refused in this construct's names."""
+    if gib is not None and known(max_count) is not None:
+        LustreSpec(gib, throughput, efa, names=FSX_NAMES).check_clients(it, max_count)
 
 
 @jsii.implements(ec2.IConnectable)
@@ -87,7 +97,13 @@ class EfaParallelCluster(Construct):
             ``AllowedIps`` is missing, so it is always written.
         efs_throughput_mibps: EFS provisioned throughput in MiB/s. Default: none, Elastic throughput
             (billed by use; provisioned throughput is billed whether used or not, and synthesis warns).
-        fsx_lustre_capacity_gib: also create FSx for Lustre of this size. Default: none.
+        fsx_lustre_capacity_gib: also create FSx for Lustre of this size, mounted at /fsx. Default: none.
+        fsx_lustre_throughput: its throughput tier, MB/s per TiB (125, 250, 500, 1000). Default: 250.
+        fsx_lustre_efa: it serves EFA, and every compute node moves its Lustre traffic to EFA after
+            ParallelCluster mounted it over TCP (the node software's ``lustre-client`` step, at
+            OnNodeConfigured: LNet over EFA, mounted again, and the proof that Lustre rides EFA; a node where
+            it does not fails). ParallelCluster 3.16 configures no Lustre client over EFA itself. Set at
+            creation only: switching it replaces the file system. Default: False.
         storage_removal_policy: Default: RETAIN (file systems outlive the stack).
         create_cluster: also create the cluster with ParallelCluster's custom resource.
             Default: False (deploy the YAML output with ``pcluster create-cluster``).
@@ -118,6 +134,8 @@ class EfaParallelCluster(Construct):
         ssh_peers: Sequence[ec2.IPeer] = (),
         efs_throughput_mibps: int | None = None,
         fsx_lustre_capacity_gib: int | None = None,
+        fsx_lustre_throughput: int = DEFAULT_THROUGHPUT,
+        fsx_lustre_efa: bool = False,
         storage_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         create_cluster: bool = False,
         **node: Unpack[NodeOptions],
@@ -131,6 +149,7 @@ class EfaParallelCluster(Construct):
         check_ec2_type(head_type, "head_node_instance_type")
         capacity = self.plan.capacity
         _check_inputs(vpc, head_node_subnet, compute_subnet, ssh_peers, capacity)
+        _check_lustre_clients(fsx_lustre_capacity_gib, fsx_lustre_throughput, fsx_lustre_efa, it, max_count)
         self.network, vpc, head_node_subnet, compute_subnet = self._network(
             vpc, head_node_subnet, compute_subnet, availability_zone
         )
@@ -154,6 +173,8 @@ class EfaParallelCluster(Construct):
             clients=self.security_group,
             efs_throughput_mibps=efs_throughput_mibps,
             fsx_lustre_capacity_gib=fsx_lustre_capacity_gib,
+            fsx_lustre_throughput=fsx_lustre_throughput,
+            fsx_lustre_efa=fsx_lustre_efa,
             removal_policy=storage_removal_policy,
         )
         #: The head node's key pair: yours, or one the construct created (``created_key_pair``).
@@ -231,7 +252,11 @@ class EfaParallelCluster(Construct):
         ssh_peers: Sequence[ec2.IPeer],
     ) -> ParallelClusterConfig:
         """The ParallelCluster configuration that refers to everything this construct created."""
-        compute_steps = pcluster_compute_steps(self.plan.instance_type)
+        lustre_args = self._lustre_client_args()
+        compute_steps = (
+            *pcluster_compute_steps(self.plan.instance_type),
+            *(("lustre-client",) if lustre_args else ()),
+        )
         compute = ComputeResource(
             name=instance_type.replace(".", "-")[:25],
             instance_types=(instance_type,),
@@ -253,7 +278,7 @@ class EfaParallelCluster(Construct):
             use_placement_group=self.placement_group is not None,
             security_group_ids=(self.security_group.security_group_id,),
             on_node_configured=self._entry_url,
-            on_node_configured_args=self._bootstrap_args(",".join(compute_steps)),
+            on_node_configured_args=(*self._bootstrap_args(",".join(compute_steps)), *lustre_args),
             s3_read=self._read,
             capacity_type="CAPACITY_BLOCK" if capacity.kind is CapacityKind.CAPACITY_BLOCK else "ONDEMAND",
         )
@@ -336,6 +361,19 @@ class EfaParallelCluster(Construct):
         entry = NodeScripts(self, "Bootstrap", staged / PCLUSTER_BOOTSTRAP)
         self._scripts_url, self._entry_url = scripts.url, entry.url
         self._read = (scripts.location, entry.location)
+
+    def _lustre_client_args(self) -> tuple[str, ...]:
+        """With an EFA-enabled file system, the compute nodes' settings for the ``lustre-client`` step (values
+        known at deploy: its Args); else none."""
+        spec, lustre = self.storage.lustre_spec, self.storage.lustre
+        if spec is None or not spec.efa or lustre is None:
+            return ()
+        return (
+            f"EFA_CDK_LUSTRE_DNS={lustre.dns_name}",
+            f"EFA_CDK_LUSTRE_MOUNT_NAME={lustre.mount_name}",
+            f"EFA_CDK_LUSTRE_DIR={LUSTRE_DIR}",
+            f"EFA_CDK_LUSTRE_EFA_INTERFACES={efa_client_interfaces(self.plan.instance_type)}",
+        )
 
     def _bootstrap_args(self, steps: str) -> tuple[str, ...]:
         return (

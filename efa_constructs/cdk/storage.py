@@ -10,8 +10,13 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from ..core.errors import EfaConfigError
+from ..core.lustre import DEFAULT_THROUGHPUT, LustreSpec
 from .arguments import checked
+from .lustre import admit_clients, lustre_file_system, lustre_group, warn_lustre_blocks_deletion
 from .security_group import keep_default_egress_closed
+
+#: This construct's names of the Lustre options, in its refusals.
+FSX_NAMES = ("fsx_lustre_capacity_gib", "fsx_lustre_throughput", "fsx_lustre_efa")
 
 
 class EfaSharedStorage(Construct):
@@ -28,8 +33,14 @@ class EfaSharedStorage(Construct):
         efs_throughput_mibps: EFS provisioned throughput in MiB/s. Default: none, Elastic throughput
             (billed by use). Provisioned throughput is billed every hour whether used or not, and the
             file system is retained after the stack is deleted: synthesis warns when it is set.
-        fsx_lustre_capacity_gib: size of an FSx for Lustre file system (1200 or a multiple of
-            2400). Default: none is created.
+        fsx_lustre_capacity_gib: size of an FSx for Lustre file system (PERSISTENT_2, SSD): 1200 or a
+            multiple of 2400; with EFA a multiple of the tier's step (``core.lustre.EFA_STEP_GIB``: 19200
+            at 250 MB/s/TiB). Default: none is created.
+        fsx_lustre_throughput: its throughput tier, MB/s per TiB: 125, 250, 500 or 1000. Default: 250.
+        fsx_lustre_efa: serve EFA clients (``EfaEnabled``; Lustre 2.15, a metadata configuration, and a
+            security group open to itself and the clients for all traffic, as FSx requires). Set at
+            creation only: switching it replaces the file system (``template-diff`` says so). Default:
+            False. The nodes' LNet must be configured for EFA to use it (the Lustre client step).
         removal_policy: what deleting the stack does to the file systems. Default: RETAIN.
     """
 
@@ -44,6 +55,8 @@ class EfaSharedStorage(Construct):
         clients: ec2.ISecurityGroup,
         efs_throughput_mibps: int | None = None,
         fsx_lustre_capacity_gib: int | None = None,
+        fsx_lustre_throughput: int = DEFAULT_THROUGHPUT,
+        fsx_lustre_efa: bool = False,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
@@ -60,35 +73,20 @@ class EfaSharedStorage(Construct):
                 why="EFS provisioned throughput is 1-10240 MiB/s",
                 fix="choose 1..10240 (the trn1 guide uses 1024)",
             )
-        if fsx_lustre_capacity_gib is not None and not (
-            fsx_lustre_capacity_gib == 1200
-            or (fsx_lustre_capacity_gib > 0 and fsx_lustre_capacity_gib % 2400 == 0)
-        ):
-            raise EfaConfigError(
-                "fsx_lustre_capacity_gib",
-                code="efa-cdk:fsx-capacity-size",
-                value=fsx_lustre_capacity_gib,
-                why="an FSx for Lustre (PERSISTENT_2) file system is 1200 GiB or a multiple of 2400 GiB",
-                fix="use 1200, 2400, 4800, ...",
-            )
+        #: What FSx for Lustre file system is made (None: none), checked against FSx's rules.
+        self.lustre_spec = (
+            None
+            if fsx_lustre_capacity_gib is None
+            else LustreSpec(fsx_lustre_capacity_gib, fsx_lustre_throughput, fsx_lustre_efa, names=FSX_NAMES)
+        )
+        if self.lustre_spec is not None:
+            self.lustre_spec.check()
         self.file_system = self._efs(vpc, subnet, clients, efs_throughput_mibps, removal_policy)
         self.lustre: fsx.LustreFileSystem | None = None
-        if fsx_lustre_capacity_gib is not None:
-            self.lustre = self._lustre(vpc, subnet, clients, fsx_lustre_capacity_gib, removal_policy)
+        if self.lustre_spec is not None:
+            self.lustre = self._lustre(vpc, subnet, clients, self.lustre_spec, removal_policy)
             if removal_policy is RemovalPolicy.RETAIN:
-                self._warn_lustre_blocks_deletion()
-
-    def _warn_lustre_blocks_deletion(self) -> None:
-        """EFS is kept alone (its mount targets go with the stack); a kept Lustre file system keeps
-        its network interfaces in the subnet, so deleting the stack stops there. Say how to finish."""
-        Annotations.of(self).add_warning_v2(
-            "efa-cdk:fsx-blocks-stack-deletion",
-            "The FSx for Lustre file system is kept when the stack is deleted, and its network interfaces "
-            "stay in the subnet with its security group: `cdk destroy` then ends in DELETE_FAILED on "
-            "those. To finish, keep them (aws cloudformation delete-stack --stack-name <stack> "
-            "--retain-resources <the failed logical ids>), or back the file system up (aws fsx "
-            "create-backup) and delete it (aws fsx delete-file-system) before `cdk destroy` again.",
-        )
+                warn_lustre_blocks_deletion(self)
 
     def _efs(
         self,
@@ -152,38 +150,10 @@ class EfaSharedStorage(Construct):
         vpc: ec2.IVpc,
         subnet: ec2.ISubnet,
         clients: ec2.ISecurityGroup,
-        capacity_gib: int,
+        spec: LustreSpec,
         removal_policy: RemovalPolicy,
     ) -> fsx.LustreFileSystem:
-        self.lustre_security_group = ec2.SecurityGroup(
-            self, "LustreSecurityGroup", vpc=vpc, allow_all_outbound=False, description="FSx for Lustre"
-        )
-        # Both directions, clients and servers: ParallelCluster's ExistingFsxNetworkingValidator checks
-        # inbound AND outbound 988 and 1018-1023.
-        for port in (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023)):
-            clients.connections.allow_to(self.lustre_security_group, port, "Lustre")
-            self.lustre_security_group.add_egress_rule(clients, port, "Lustre to the cluster")
-            self.lustre_security_group.add_ingress_rule(self.lustre_security_group, port, "Lustre servers")
-            self.lustre_security_group.add_egress_rule(self.lustre_security_group, port, "Lustre servers")
-        keep_default_egress_closed(self.lustre_security_group)
-        lustre = fsx.LustreFileSystem(
-            self,
-            "Lustre",
-            vpc=vpc,
-            vpc_subnet=subnet,
-            security_group=self.lustre_security_group,
-            storage_capacity_gib=capacity_gib,
-            lustre_configuration=fsx.LustreConfiguration(
-                deployment_type=fsx.LustreDeploymentType.PERSISTENT_2,
-                per_unit_storage_throughput=250,
-                data_compression_type=fsx.LustreDataCompressionType.LZ4,
-            ),
-            removal_policy=removal_policy,
-        )
-        # The file system checks its ports at creation (ParallelCluster issue #6181): its rules first
-        # (the rules only: the groups themselves it already references).
-        for group in (self.lustre_security_group, clients):
-            for rule in group.node.children:
-                if isinstance(rule, (ec2.CfnSecurityGroupIngress, ec2.CfnSecurityGroupEgress)):
-                    lustre.node.add_dependency(rule)
+        self.lustre_security_group = lustre_group(self, vpc)
+        lustre = lustre_file_system(self, vpc, subnet, self.lustre_security_group, spec, removal_policy)
+        admit_clients(lustre, self.lustre_security_group, clients, spec.efa)
         return lustre

@@ -71,6 +71,11 @@ class NodeEnv(TypedDict, total=False):
     EFA_CDK_CONTAINER_SSH_PORT: Annotated[str, NODE, "the SSH port inside the containers"]
     EFA_CDK_CONTAINER_ARGS: Annotated[str, NODE, "docker run arguments"]
     EFA_CDK_SSH_PORT: Annotated[str, OTHER, "the containers' SSH port, in the image's environment"]
+    # storage
+    EFA_CDK_LUSTRE_DNS: Annotated[str, NODE, "the FSx for Lustre file system's DNS name (the mount)"]
+    EFA_CDK_LUSTRE_MOUNT_NAME: Annotated[str, NODE, "its Lustre mount name"]
+    EFA_CDK_LUSTRE_DIR: Annotated[str, NODE, "where it mounts"]
+    EFA_CDK_LUSTRE_EFA_INTERFACES: Annotated[str, NODE, "EFA interfaces LNet uses for it (0: TCP only)"]
     # monitoring
     EFA_CDK_METRICS_NAMESPACE: Annotated[str, NODE, "the cluster's CloudWatch namespace"]
     EFA_CDK_AGENT_CONFIG: Annotated[str, NODE, "the CloudWatch agent's configuration"]

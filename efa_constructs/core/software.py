@@ -376,7 +376,8 @@ class EfaUserData:
                 "nodes",
                 fix="add every step before passing the EfaUserData to a cluster",
             )
-        library = {*self.step_names((), monitoring=True, container=True), "benchmarks", "health-check"}
+        every = self.step_names((), monitoring=True, container=True, lustre=True)
+        library = {*every, "benchmarks", "health-check"}
         if not _STEP_NAME.match(name) or name in library or name in self._user_steps:
             raise EfaConfigError(
                 "name",
@@ -410,14 +411,21 @@ class EfaUserData:
         return chosen
 
     def step_names(
-        self, benchmarks: Sequence[Benchmark], monitoring: bool = False, container: bool = False
+        self,
+        benchmarks: Sequence[Benchmark],
+        monitoring: bool = False,
+        container: bool = False,
+        lustre: bool = False,
     ) -> list[str]:
         """Every step, in the order the node runs them (``monitoring`` after the EFA environment
-        when the cluster is monitored; ``container`` after the hostfile when it runs an image)."""
+        when the cluster is monitored; ``lustre-client`` after the EFA check and before the signal when
+        the nodes mount FSx for Lustre, so a node whose Lustre does not ride EFA fails; ``container``
+        after the hostfile when it runs an image)."""
         tail = ["benchmarks"] if benchmarks else []
         setup = [*SETUP_STEPS[:3], "monitoring", *SETUP_STEPS[3:]] if monitoring else list(SETUP_STEPS)
+        verify = [VERIFY_STEPS[0], "lustre-client", *VERIFY_STEPS[1:]] if lustre else list(VERIFY_STEPS)
         after = [*AFTER_SIGNAL_STEPS, "container"] if container else list(AFTER_SIGNAL_STEPS)
-        return [*setup, *self._user_steps, *VERIFY_STEPS, *after, *tail]
+        return [*setup, *self._user_steps, *verify, *after, *tail]
 
     def stage(self, directory: Path | None = None) -> Path:
         """Copy the node files and the user's steps into one flat directory (the S3 asset).
@@ -447,6 +455,7 @@ class EfaUserData:
                 benchmarks,
                 monitoring="EFA_CDK_METRICS_NAMESPACE" in settings,
                 container="EFA_CDK_CONTAINER_IMAGE" in settings,
+                lustre="EFA_CDK_LUSTRE_DNS" in settings,
             )
         )
         return bootstrap_script({**settings, "EFA_CDK_SCRIPTS_URL": scripts_s3_url, "EFA_CDK_STEPS": steps})

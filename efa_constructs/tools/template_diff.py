@@ -88,10 +88,23 @@ ASG_REPLACING = frozenset(
 )
 
 
+#: Nested properties whose change replaces a resource though the provider schema (as cfn-lint ships it)
+#: lists none: FSx's UpdateFileSystemLustreConfiguration has neither, so CloudFormation can change them only
+#: with a new file system (FSx API reference; FSx for Lustre user guide, "efa-file-systems": EFA cannot be
+#: enabled or disabled on an existing file system).
+NESTED_CREATE_ONLY = {
+    "AWS::FSx::FileSystem": frozenset(
+        {"LustreConfiguration.EfaEnabled", "LustreConfiguration.DeploymentType"}
+    ),
+}
+
+
 def _replacing_properties(resource: Mapping[str, Any], region: str) -> frozenset[str]:
-    """Properties whose change replaces this resource: the schema's create-only ones, and for an Auto
-    Scaling group under a replacing update policy, the ones that policy applies to."""
+    """Properties whose change replaces this resource: the schema's create-only ones (with the nested ones
+    :data:`NESTED_CREATE_ONLY` adds), and for an Auto Scaling group under a replacing update policy, the
+    ones that policy applies to."""
     props = create_only_properties(resource["Type"], region)
+    props |= NESTED_CREATE_ONLY.get(resource["Type"], frozenset())
     policy = (resource.get("UpdatePolicy") or {}).get("AutoScalingReplacingUpdate") or {}
     if resource["Type"] == "AWS::AutoScaling::AutoScalingGroup" and policy.get("WillReplace"):
         props |= ASG_REPLACING
@@ -188,7 +201,11 @@ def _compare(
     paths = _changed_paths(before.get("Properties", {}), after.get("Properties", {}))
     if paths:
         d.modified[rid] = paths
-        hit = sorted({p.split(".")[0].split("[")[0] for p in paths} & _replacing_properties(after, region))
+        replacing = _replacing_properties(after, region)
+        hit = sorted(
+            {p.split(".")[0].split("[")[0] for p in paths} & replacing
+            | {n for n in replacing if "." in n for p in paths if p == n or p.startswith(n + ".")}
+        )
         if hit:
             d.replaced[rid] = f"create-only {', '.join(hit)} changed"
 

@@ -1,0 +1,189 @@
+"""`EfaLustreFileSystem`: FSx for Lustre for EFA clusters, over TCP or over EFA, kept on stack deletion.
+
+The rules FSx documents are in :mod:`efa_constructs.core.lustre`; the clients' side is the node software's
+``lustre-client`` step (LNet over EFA, the mount, the proof that Lustre rides EFA).
+"""
+
+from __future__ import annotations
+
+import jsii
+from aws_cdk import Annotations, RemovalPolicy
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_fsx as fsx
+from constructs import Construct
+
+from ..core.catalogue import InstanceType
+from ..core.lustre import DEFAULT_THROUGHPUT, LustreSpec, efa_client_interfaces
+from ..core.settings import NodeEnv
+from .arguments import checked
+from .security_group import keep_default_egress_closed
+
+#: Where the nodes mount it (FSx for Lustre user guide, "mounting-ec2-instance": /fsx).
+DEFAULT_MOUNT_DIR = "/fsx"
+
+
+def lustre_group(scope: Construct, vpc: ec2.IVpc) -> ec2.SecurityGroup:
+    """The file system's own group (``LustreSecurityGroup``): no default egress."""
+    group = ec2.SecurityGroup(
+        scope, "LustreSecurityGroup", vpc=vpc, allow_all_outbound=False, description="FSx for Lustre"
+    )
+    keep_default_egress_closed(group)
+    return group
+
+
+def lustre_file_system(
+    scope: Construct,
+    vpc: ec2.IVpc,
+    subnet: ec2.ISubnet,
+    group: ec2.ISecurityGroup,
+    spec: LustreSpec,
+    removal_policy: RemovalPolicy,
+) -> fsx.LustreFileSystem:
+    """The file system (``Lustre``): PERSISTENT_2 at `spec`'s size and tier, LZ4, EFA when `spec` says."""
+    lustre = fsx.LustreFileSystem(
+        scope,
+        "Lustre",
+        vpc=vpc,
+        vpc_subnet=subnet,
+        security_group=group,
+        storage_capacity_gib=spec.capacity_gib,
+        lustre_configuration=fsx.LustreConfiguration(
+            deployment_type=fsx.LustreDeploymentType.PERSISTENT_2,
+            per_unit_storage_throughput=spec.throughput,
+            data_compression_type=fsx.LustreDataCompressionType.LZ4,
+        ),
+        # set for EFA only: a TCP file system made before keeps its version (a change replaces it)
+        file_system_type_version=fsx.FileSystemTypeVersion.V_2_15 if spec.efa else None,
+        removal_policy=removal_policy,
+    )
+    if spec.efa:
+        # aws-cdk-lib's LustreFileSystem has neither property (its L1 has): EFA needs Lustre 2.15, a metadata
+        # configuration (AUTOMATIC: IOPS follow the SSD capacity) and EfaEnabled (FSx for Lustre user guide,
+        # "efa-file-systems", Considerations; CloudFormation, AWS::FSx::FileSystem LustreConfiguration)
+        cfn = lustre.node.default_child
+        assert isinstance(cfn, fsx.CfnFileSystem)
+        cfn.add_property_override("LustreConfiguration.EfaEnabled", True)
+        cfn.add_property_override("LustreConfiguration.MetadataConfiguration", {"Mode": "AUTOMATIC"})
+        # FSx refuses to create an EFA-enabled file system whose group does not pass all traffic to itself
+        everything = ec2.Port.all_traffic()
+        group.add_ingress_rule(group, everything, "Lustre servers over EFA")
+        group.add_egress_rule(group, everything, "Lustre servers over EFA")
+    return lustre
+
+
+def admit_clients(
+    lustre: fsx.LustreFileSystem, group: ec2.ISecurityGroup, clients: ec2.ISecurityGroup, efa: bool
+) -> None:
+    """Open `group` (the file system's) and `clients` to each other, and create the file system after the
+    rules, which it checks at creation (ParallelCluster issue #6181).
+
+    Without EFA, Lustre's TCP ports both ways, to the clients and among the servers: ParallelCluster's
+    ExistingFsxNetworkingValidator checks inbound AND outbound 988 and 1018-1023. With EFA, all traffic both
+    ways (FSx for Lustre user guide, "limit-access-security-groups", EFA-enabled security groups; otherwise
+    "Insufficient security group permissions to create an EFA-enabled file system": "cannot-create-fs")."""
+    if efa:
+        everything = ec2.Port.all_traffic()
+        clients.connections.allow_to(group, everything, "Lustre over EFA and TCP")
+        group.connections.allow_to(clients, everything, "Lustre over EFA and TCP to the cluster")
+    else:
+        for port in (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023)):
+            clients.connections.allow_to(group, port, "Lustre")
+            group.add_egress_rule(clients, port, "Lustre to the cluster")
+            group.add_ingress_rule(group, port, "Lustre servers")
+            group.add_egress_rule(group, port, "Lustre servers")
+    # the rules only: the groups themselves the file system already references
+    for owner in (group, clients):
+        for rule in owner.node.children:
+            if isinstance(rule, (ec2.CfnSecurityGroupIngress, ec2.CfnSecurityGroupEgress)):
+                lustre.node.add_dependency(rule)
+
+
+def warn_lustre_blocks_deletion(scope: Construct) -> None:
+    """A kept Lustre file system keeps its network interfaces in the subnet, so deleting the stack stops
+    there (EFS is kept alone: its mount targets go with the stack). Say how to finish."""
+    Annotations.of(scope).add_warning_v2(
+        "efa-cdk:fsx-blocks-stack-deletion",
+        "The FSx for Lustre file system is kept when the stack is deleted, and its network interfaces "
+        "stay in the subnet with its security group: `cdk destroy` then ends in DELETE_FAILED on "
+        "those. To finish, keep them (aws cloudformation delete-stack --stack-name <stack> "
+        "--retain-resources <the failed logical ids>), or back the file system up (aws fsx "
+        "create-backup) and delete it (aws fsx delete-file-system) before `cdk destroy` again.",
+    )
+
+
+@jsii.implements(ec2.IConnectable)
+class EfaLustreFileSystem(Construct):
+    """An FSx for Lustre file system (PERSISTENT_2, SSD) for EFA clusters: give it to ``EfaCluster(lustre=)``
+    and every node mounts it, over EFA when `efa` is set.
+
+    Encrypted, compressed (LZ4) and RETAINED when the stack is deleted (data outlives the cluster); pass
+    ``removal_policy=RemovalPolicy.DESTROY`` to opt out. Its own security group admits the clients
+    :meth:`add_clients` names: Lustre's TCP ports, or with EFA all traffic, as FSx requires.
+    ``IConnectable`` (its group).
+
+    Args:
+        vpc: the VPC. subnet: its one subnet: with EFA, the clients' Availability Zone (FSx serves EFA
+            clients in the file system's zone and VPC only: "efa-file-systems").
+        capacity_gib: its size: 1200 or a multiple of 2400 GiB; with EFA a multiple of the tier's step
+            (``core.lustre.EFA_STEP_GIB``: 19200 at 250 MB/s/TiB, 4800 at 1000). What it costs is the size
+            times the tier's price (docs/storage.md).
+        throughput: its tier, MB/s per TiB: 125, 250, 500 or 1000. Default: 250. With EFA it cannot change
+            later.
+        efa: serve EFA clients (``EfaEnabled``; Lustre 2.15 and a metadata configuration). Set at creation
+            only: switching it replaces the file system, which ``efa-cdk template-diff`` reports. Default:
+            False.
+        mount_dir: where the nodes mount it. Default: ``/fsx``.
+        removal_policy: what deleting the stack does to it. Default: RETAIN.
+
+    Attributes:
+        file_system: the ``aws_fsx.LustreFileSystem`` (``Lustre``). security_group: its group
+        (``LustreSecurityGroup``). spec: what was asked (:class:`~efa_constructs.core.lustre.LustreSpec`).
+    """
+
+    @checked
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        vpc: ec2.IVpc,
+        subnet: ec2.ISubnet,
+        capacity_gib: int,
+        throughput: int = DEFAULT_THROUGHPUT,
+        efa: bool = False,
+        mount_dir: str = DEFAULT_MOUNT_DIR,
+        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+    ) -> None:
+        """Create the construct; the arguments are described in the class docstring."""
+        super().__init__(scope, id_)
+        self.spec = LustreSpec(capacity_gib, throughput, efa)
+        self.spec.check()
+        self.mount_dir = mount_dir
+        #: Its Availability Zone (its subnet's): EFA clients must be in it.
+        self.availability_zone = subnet.availability_zone
+        self.security_group = lustre_group(self, vpc)
+        self.file_system = lustre_file_system(
+            self, vpc, subnet, self.security_group, self.spec, removal_policy
+        )
+        if removal_policy is RemovalPolicy.RETAIN:
+            warn_lustre_blocks_deletion(self)
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The file system's security group (``IConnectable``)."""
+        return self.security_group.connections
+
+    def add_clients(self, clients: ec2.ISecurityGroup, it: InstanceType, count: int) -> None:
+        """Let `count` nodes of type `it` in group `clients` mount it: their EFA connections checked against
+        the file system's (:meth:`LustreSpec.check_clients`), then the groups opened to each other."""
+        self.spec.check_clients(it, count)
+        admit_clients(self.file_system, self.security_group, clients, self.spec.efa)
+
+    def client_settings(self, it: InstanceType) -> NodeEnv:
+        """What the node software's ``lustre-client`` step reads on a node of type `it`."""
+        return {
+            "EFA_CDK_LUSTRE_DNS": self.file_system.dns_name,
+            "EFA_CDK_LUSTRE_MOUNT_NAME": self.file_system.mount_name,
+            "EFA_CDK_LUSTRE_DIR": self.mount_dir,
+            "EFA_CDK_LUSTRE_EFA_INTERFACES": str(efa_client_interfaces(it) if self.spec.efa else 0),
+        }
