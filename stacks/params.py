@@ -273,12 +273,12 @@ FIELDS: tuple[Field, ...] = (
           "none: Elastic throughput, billed by use",
           frozenset({PCLUSTER, PCS})),
     Field("fsx_lustre_gib", "an FSx for Lustre file system of this size, mounted at /fsx (1200 or n x 2400; "
-          "with EFA n x the tier's step: 19200 at 250)", whole, "none", frozenset({CLUSTER, PCLUSTER})),
+          "with EFA n x the tier's step: 19200 at 250)", whole, "none", ALL),
     Field("fsx_lustre_efa", "true: the file system serves EFA and the nodes reach it over EFA (set at "
           "creation: switching it replaces the file system)", boolean, "false",
-          frozenset({CLUSTER, PCLUSTER})),
+          ALL),
     Field("fsx_lustre_throughput", "its throughput tier in MB/s per TiB: 125, 250, 500 or 1000", whole, "250",
-          frozenset({CLUSTER, PCLUSTER})),
+          ALL),
     Field("create_cluster", "true = create the cluster from the stack", boolean, "false",
           frozenset({PCLUSTER})),
     Field("slurm_version", "the Slurm version AWS PCS runs (23.11, 24.05, 24.11, 25.05, 25.11)", any_text,
@@ -632,6 +632,9 @@ class PcsParams:
     pcs_size: PcsClusterSize = PcsClusterSize.SMALL
     login_instance_type: str | None = None
     efs_throughput_mibps: int | None = None
+    fsx_lustre_gib: int | None = None
+    fsx_lustre_efa: bool = False
+    fsx_lustre_throughput: int = DEFAULT_THROUGHPUT
     capacity: Capacity = field(default_factory=Capacity.on_demand)
     placement_group: str | None = None
     vpc_id: str | None = None

@@ -61,6 +61,9 @@ class EfaPcsClusterStack(ReadyStackBase):
             if params.login_instance_type
             else None,
             efs_throughput_mibps=params.efs_throughput_mibps,
+            fsx_lustre_capacity_gib=params.fsx_lustre_gib,
+            fsx_lustre_throughput=params.fsx_lustre_throughput,
+            fsx_lustre_efa=params.fsx_lustre_efa,
             **self.node_options(),
         )
         self._outputs()

@@ -420,3 +420,25 @@ def test_its_connections_compose_with_cdks() -> None:
             },
         },
     )
+
+
+def test_pcs_compute_nodes_mount_it_over_efa() -> None:
+    """-c fsx_lustre_gib/-c fsx_lustre_efa on the PCS stack: stock cfn-lint accepts it, and the compute nodes'
+    bootstrap runs lustre-client after the EFA check with the client settings (the login nodes: /shared)."""
+    from stacks.params import PcsParams
+    from stacks.pcs_stack import EfaPcsClusterStack
+    from tests.helpers import lint
+
+    params = PcsParams.from_context(
+        {"ami_id": "ami-0123456789abcdef0", "fsx_lustre_gib": "19200", "fsx_lustre_efa": "true"},
+        default_instance_type="trn1.32xlarge",
+    )
+    app = new_app()
+    stack = EfaPcsClusterStack(app, "Pcs", params=params)
+    template = app.synth().get_stack_by_name(stack.stack_name).template
+    assert lint(template, stock=True) == []
+    (fs,) = _of_type(template, "AWS::FSx::FileSystem").values()
+    assert fs["Properties"]["LustreConfiguration"]["EfaEnabled"] is True
+    text = json.dumps(template)
+    assert "EFA_CDK_STEPS='efa-env,verify-efa,lustre-client'" in text
+    assert "EFA_CDK_LUSTRE_EFA_INTERFACES='2'" in text

@@ -370,8 +370,17 @@ def test_config_output_refers_to_the_stack(stack: dict[str, Any]) -> None:
     assert "KeyPairParameter" in stack["Outputs"] and "SharedFileSystemId" in stack["Outputs"]
 
 
-def test_resolved_config_passes_the_schema(stack: dict[str, Any]) -> None:
-    """The output with every reference replaced by a plausible id is still a valid configuration."""
+@pytest.fixture(scope="module")
+def efa_lustre_stack() -> dict[str, Any]:
+    """FSx for Lustre over EFA: the compute nodes' OnNodeConfigured also runs lustre-client."""
+    return synth(fsx_lustre_gib="19200", fsx_lustre_efa="true", availability_zone="us-east-1d")
+
+
+@pytest.mark.parametrize("which", ["stack", "efa_lustre_stack"])
+def test_resolved_config_passes_the_schema(which: str, request: pytest.FixtureRequest) -> None:
+    """The output with every reference replaced by a plausible id is still a valid configuration (and a
+    CloudFormation output: under 4,096 characters)."""
+    stack = request.getfixturevalue(which)
     ids = iter(range(10**6))
 
     def resolve(part: Any) -> str:
@@ -400,7 +409,13 @@ def test_resolved_config_passes_the_schema(stack: dict[str, Any]) -> None:
 
     text = "".join(resolve(p) for p in stack["Outputs"]["ParallelClusterConfig"]["Value"]["Fn::Join"][1])
     assert len(text) < 4096  # a CloudFormation output value
-    assert schema_check([yaml.safe_load(text)]) == ["OK"]
+    config = yaml.safe_load(text)
+    assert schema_check([config]) == ["OK"]
+    (queue,) = config["Scheduling"]["SlurmQueues"]
+    args = queue["CustomActions"]["OnNodeConfigured"]["Args"]
+    efa = which == "efa_lustre_stack"
+    assert ("lustre-client" in next(a for a in args if a.startswith("EFA_CDK_STEPS="))) is efa
+    assert ("EFA_CDK_LUSTRE_EFA_INTERFACES=2" in args) is efa
 
 
 def test_ready_stack_is_lint_clean_and_has_the_efa_pieces(stack: dict[str, Any]) -> None:

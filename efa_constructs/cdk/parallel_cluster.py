@@ -22,7 +22,7 @@ from typing_extensions import Unpack
 from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import InstanceType, check_ec2_type
 from ..core.errors import EfaConfigError
-from ..core.lustre import DEFAULT_THROUGHPUT, LustreSpec, efa_client_interfaces
+from ..core.lustre import DEFAULT_THROUGHPUT, efa_client_interfaces
 from ..core.options import DEFAULT_MAX_COUNT, DEFAULT_MIN_COUNT, SHARED_DIR, check_zone_of_subnet
 from ..core.pcluster import (
     DEFAULT_HEAD_NODE_TYPE,
@@ -44,27 +44,18 @@ from ..core.software import (
     pcluster_compute_steps,
     pcluster_head_steps,
 )
-from ._node_base import EfaNodeBase, known
+from ._node_base import EfaNodeBase
 from ._shared import NodeScripts, cluster_tag, session_manager_statement
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .capacity_block import EfaCapacityBlockEnd
 from .network import EfaNetwork, known_cidr
 from .options import NodeOptions, NodeTemplateOptions, plan_of
-from .storage import FSX_NAMES, EfaSharedStorage
+from .storage import EfaSharedStorage, check_lustre_clients
 
 LUSTRE_DIR = "/fsx"
 #: The file name of the rendered bootstrap in the assets (ParallelCluster's OnNodeConfigured).
 PCLUSTER_BOOTSTRAP = "pcluster-bootstrap.sh"
-
-
-def _check_lustre_clients(
-    gib: int | None, throughput: int, efa: bool, it: InstanceType, max_count: int
-) -> None:
-    """The compute nodes (its EFA clients; the head node mounts it over TCP): their EFA connections against
-    the file system's, refused in this construct's names."""
-    if gib is not None and known(max_count) is not None:
-        LustreSpec(gib, throughput, efa, names=FSX_NAMES).check_clients(it, max_count)
 
 
 @jsii.implements(ec2.IConnectable)
@@ -149,7 +140,7 @@ class EfaParallelCluster(Construct):
         check_ec2_type(head_type, "head_node_instance_type")
         capacity = self.plan.capacity
         _check_inputs(vpc, head_node_subnet, compute_subnet, ssh_peers, capacity)
-        _check_lustre_clients(fsx_lustre_capacity_gib, fsx_lustre_throughput, fsx_lustre_efa, it, max_count)
+        check_lustre_clients(fsx_lustre_capacity_gib, fsx_lustre_throughput, fsx_lustre_efa, it, max_count)
         self.network, vpc, head_node_subnet, compute_subnet = self._network(
             vpc, head_node_subnet, compute_subnet, availability_zone
         )

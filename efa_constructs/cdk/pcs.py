@@ -51,6 +51,7 @@ from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import check_ec2_type
 from ..core.errors import EfaConfigError
 from ..core.layout import Layout
+from ..core.lustre import DEFAULT_THROUGHPUT, efa_client_interfaces
 from ..core.options import (
     DEFAULT_MAX_COUNT,
     DEFAULT_MIN_COUNT,
@@ -75,10 +76,11 @@ from .acknowledgements import acknowledge
 from .arguments import checked
 from .capacity_block import EfaCapacityBlockEnd
 from .launch_template import EfaLaunchTemplate
+from .lustre import DEFAULT_MOUNT_DIR as LUSTRE_DIR
 from .machine_image import EfaMachineImage, OsFamily
 from .network import EfaNetwork
 from .options import NodeTemplateOptions, node_type, plan_of
-from .storage import EfaSharedStorage
+from .storage import EfaSharedStorage, check_lustre_clients
 
 #: The IAM path that lets PCS accept a role and instance profile whatever their names.
 PCS_IAM_PATH = "/aws-pcs/"
@@ -174,6 +176,13 @@ class EfaPcsCluster(Construct):
             instance type (``compute-1a2b3c``): a type change creates the new group beside the old one.
             Default: ``compute``.
         efs_throughput_mibps: EFS provisioned throughput. Default: Elastic throughput.
+        fsx_lustre_capacity_gib: also an FSx for Lustre file system of this size, which every compute node
+            mounts at /fsx (the node software's ``lustre-client`` step; the login nodes have /shared only).
+            Default: none.
+        fsx_lustre_throughput: its throughput tier, MB/s per TiB (125, 250, 500, 1000). Default: 250.
+        fsx_lustre_efa: it serves EFA and the compute nodes reach it over EFA (LNet over the interfaces
+            AWS's client setup uses for the type; a node whose Lustre does not ride EFA fails its check).
+            Set at creation only: switching it replaces the file system. Default: False.
         storage_removal_policy: Default: RETAIN.
         imds_users: the local users, besides root, that may reach instance metadata (and so the node
             role) on every node, e.g. ``["ec2-user"]`` for jobs that use ``grant_principal``'s grants.
@@ -208,6 +217,9 @@ class EfaPcsCluster(Construct):
         login_count: int = 1,
         queue_name: str = "compute",
         efs_throughput_mibps: int | None = None,
+        fsx_lustre_capacity_gib: int | None = None,
+        fsx_lustre_throughput: int = DEFAULT_THROUGHPUT,
+        fsx_lustre_efa: bool = False,
         storage_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         imds_users: Sequence[str] = (),
         bridged_containers: bool = False,
@@ -226,6 +238,7 @@ class EfaPcsCluster(Construct):
         if role is not None:
             check_pcs_role(role)
         check_user_names(imds_users)
+        check_lustre_clients(fsx_lustre_capacity_gib, fsx_lustre_throughput, fsx_lustre_efa, it, max_count)
         # PCS's own refusals first, then the node's (its layout): what PCS refuses, no layout fixes
         node = {**node, "instance_type": it}  # looked up once
         self.plan = plan_of(node, default_layout=_LEGACY, bridged_containers=bridged_containers)
@@ -237,14 +250,12 @@ class EfaPcsCluster(Construct):
                            count_name="max_count", availability_zone=availability_zone,
                            placement_group=node.get("placement_group"))  # fmt: skip
         self.security_group, self.placement_group = base.security_group, base.placement_group
-        self.storage = EfaSharedStorage(
-            self,
-            "Storage",
-            vpc=self.vpc,
-            subnet=self.subnet,
-            clients=self.security_group,
-            efs_throughput_mibps=efs_throughput_mibps,
-            removal_policy=storage_removal_policy,
+        self.storage = self._storage(
+            efs_throughput_mibps,
+            fsx_lustre_capacity_gib,
+            fsx_lustre_throughput,
+            fsx_lustre_efa,
+            storage_removal_policy,
         )
         self.role: iam.IRole = role or self._node_role()
         # The nodes mount /shared with IAM (node/pcs/prep.sh: `iam`), as root: the file system's policy
@@ -454,12 +465,44 @@ class EfaPcsCluster(Construct):
             **node_settings(self.plan.instance_type, self.plan.layout, ()),
             "EFA_CDK_REGION": Aws.REGION,
             "EFA_CDK_SCRIPTS_URL": scripts.url,
-            "EFA_CDK_STEPS": ",".join(PCS_COMPUTE_STEPS),
+            "EFA_CDK_STEPS": ",".join(
+                PCS_COMPUTE_STEPS + (("lustre-client",) if self.storage.lustre else ())
+            ),
             **self._block_settings,
+            **self._lustre_settings(),
         }
         shell = ec2.UserData.for_linux()
         shell.add_commands(bootstrap_script(settings).split("\n", 1)[1])  # for_linux() writes the #! line
         return shell
+
+    def _storage(
+        self,
+        efs_mibps: int | None,
+        lustre_gib: int | None,
+        lustre_mbps: int,
+        efa: bool,
+        removal: RemovalPolicy,
+    ) -> EfaSharedStorage:
+        """EFS for /shared and, when asked, FSx for Lustre for /fsx (``Storage``), open to the nodes."""
+        return EfaSharedStorage(
+            self, "Storage", vpc=self.vpc, subnet=self.subnet, clients=self.security_group,
+            efs_throughput_mibps=efs_mibps, fsx_lustre_capacity_gib=lustre_gib,
+            fsx_lustre_throughput=lustre_mbps, fsx_lustre_efa=efa, removal_policy=removal,
+        )  # fmt: skip
+
+    def _lustre_settings(self) -> NodeEnv:
+        """The compute nodes' settings for the ``lustre-client`` step (none without a Lustre file system)."""
+        spec, lustre = self.storage.lustre_spec, self.storage.lustre
+        if spec is None or lustre is None:
+            return {}
+        return {
+            "EFA_CDK_LUSTRE_DNS": lustre.dns_name,
+            "EFA_CDK_LUSTRE_MOUNT_NAME": lustre.mount_name,
+            "EFA_CDK_LUSTRE_DIR": LUSTRE_DIR,
+            "EFA_CDK_LUSTRE_EFA_INTERFACES": str(
+                efa_client_interfaces(self.plan.instance_type) if spec.efa else 0
+            ),
+        }
 
     def _node_group(
         self,

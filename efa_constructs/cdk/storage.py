@@ -9,6 +9,7 @@ from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from ..core.catalogue import InstanceType
 from ..core.errors import EfaConfigError
 from ..core.lustre import DEFAULT_THROUGHPUT, LustreSpec
 from .arguments import checked
@@ -17,6 +18,15 @@ from .security_group import keep_default_egress_closed
 
 #: This construct's names of the Lustre options, in its refusals.
 FSX_NAMES = ("fsx_lustre_capacity_gib", "fsx_lustre_throughput", "fsx_lustre_efa")
+
+
+def check_lustre_clients(
+    gib: int | None, throughput: int, efa: bool, it: InstanceType, max_count: int
+) -> None:
+    """An orchestrator's compute nodes as the file system's EFA clients (its head or login nodes mount it over
+    TCP): their EFA connections against the file system's, refused in EfaSharedStorage's names."""
+    if gib is not None and not Token.is_unresolved(max_count):
+        LustreSpec(gib, throughput, efa, names=FSX_NAMES).check_clients(it, max_count)
 
 
 class EfaSharedStorage(Construct):
