@@ -442,3 +442,104 @@ def test_pcs_compute_nodes_mount_it_over_efa() -> None:
     text = json.dumps(template)
     assert "EFA_CDK_STEPS='efa-env,verify-efa,lustre-client'" in text
     assert "EFA_CDK_LUSTRE_EFA_INTERFACES='2'" in text
+
+
+# ---- the storage benchmark ----
+
+
+def _dd(tmp_path: Path, flag: str) -> str:
+    """GNU dd's own summary of a real 4 MiB direct transfer on this machine."""
+    import subprocess
+
+    target = tmp_path / "dd.bin"
+    args = ["of=" + str(target), "if=/dev/zero"] if flag == "oflag" else ["if=" + str(target), "of=/dev/null"]
+    run = subprocess.run(["dd", *args, "bs=1M", "count=4", f"{flag}=direct"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    return run.stderr
+
+
+def test_the_storage_figures_come_from_dds_own_summary(tmp_path: Path) -> None:
+    """Real dd output: the aggregate is every node's bytes over the phase's wall time; a node whose dd
+    failed, or an EFA file system whose traffic rode TCP, is a failed benchmark with the reason."""
+    write, read = _dd(tmp_path, "oflag"), _dd(tmp_path, "iflag")
+    assert lnet.dd_transfer(write)[0] == 4 << 20 and lnet.dd_transfer("dd: error writing") is None
+    work = tmp_path / "bench"
+    work.mkdir()
+    (work / "phases").write_text("write 2.0\nread 1.0\n")
+    quiet = SHOW.replace("send_count: 900", "send_count: 100")
+    for host in ("10.0.1.10", "10.0.1.11"):
+        (work / f"{host}.write").write_text(write)
+        (work / f"{host}.read").write_text(read)
+        (work / f"{host}.before").write_text(quiet)
+        (work / f"{host}.after").write_text(SHOW)  # efa sent 800 more, tcp none
+    out = lnet.result(work, efa=True)
+    assert out["ok"] and out["nodes"] == 2 and out["efa_share"] == 1.0
+    assert out["write_gbytes_s"] == round(2 * (4 << 20) / 2.0 / 1e9, 2)
+    assert out["read_gbytes_s"] == round(2 * (4 << 20) / 1.0 / 1e9, 2)
+    (work / "10.0.1.11.after").write_text(SHOW.replace("send_count: 500", "send_count: 5000"))  # tcp moved
+    slow = lnet.result(work, efa=True)
+    assert not slow["ok"] and "falls back to TCP" in slow["reason"] and slow["efa_share"] < 0.5
+    assert lnet.result(work, efa=False)["ok"]  # a TCP file system: no share asked
+    (work / "10.0.1.11.read").write_text("dd: error reading: Input/output error\n")
+    assert lnet.result(work, efa=False)["reason"] == "10.0.1.11: the direct read failed"
+
+
+def _bench_leader(tmp_path: Path) -> Node:
+    """A scratch leader of two nodes with a mounted /fsx: the other node reached over SSH (a stand-in that
+    runs the command as that node), the real dd, and LNet's counts growing at every read."""
+    node = _lustre_node(tmp_path, EFA_CDK_LUSTRE_BENCH_MIB="2")
+    (node.root / "etc/efa-cdk/hostfile").write_text("10.0.1.10 slots=32\n10.0.1.11 slots=32\n")
+    (node.root / "fsx").mkdir()
+    stub = node.stub_dir / "bin"
+    (stub / "dd").unlink()  # the real dd, direct I/O into the scratch mount
+    executable(stub / "hostname", f'#!{BASH}\necho "${{STUB_HOSTNAME:-10.0.1.10}}"\n')
+    # ssh -o BatchMode=yes HOST sudo -n /opt/efa-cdk/bin/lustre-bench.sh --node PHASE, run as HOST
+    executable(stub / "ssh", f'#!{BASH}\necho "ssh $*" >>"$STUB_DIR/calls.log"\nhost=$3; shift 5\n'
+               'STUB_HOSTNAME=$host exec bash "$EFA_CDK_ROOT$1" "${@:2}"\n')  # fmt: skip
+    # both nets' counts grow at every read, efa's five times as fast
+    lnetctl = """
+n=$(( $(cat "$STUB_DIR/n" 2>/dev/null || echo 0) + 10 )); echo $n >"$STUB_DIR/n"
+for net in tcp efa; do
+  [ $net = efa ] && m=$((n * 5)) || m=$n
+  printf '    - net type: %s\\n      local NI(s):\\n' $net
+  printf '        - nid: 10.0.1.10@%s\\n          status: up\\n' $net
+  printf '          statistics:\\n              send_count: %s\\n              recv_count: %s\\n' $m $m
+done
+"""
+    executable(stub / "lnetctl", f"#!{BASH}\n{lnetctl}")
+    return node
+
+
+def test_the_leader_runs_it_on_every_node_at_once(tmp_path: Path) -> None:
+    """lustre-bench.sh on a scratch leader: the other node reached over SSH (a stand-in that runs the
+    command as that node), real dd with direct I/O into the mount's directory, and LNet's counts around it."""
+    import subprocess
+
+    node = _bench_leader(tmp_path)
+    run = subprocess.run(
+        [BASH, str(node.bin / "lustre-bench.sh")], env=node.env, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    out = json.loads(run.stdout)
+    assert out["ok"] and out["nodes"] == 2 and out["efa_share"] > 0.5, out
+    assert out["write_gbytes_s"] > 0 and out["read_gbytes_s"] > 0
+    assert {out["slowest_write"]["node"], out["slowest_read"]["node"]} <= {"10.0.1.10", "10.0.1.11"}
+    assert not list((node.root / "fsx/efa-cdk-bench").iterdir())  # each node removed its file
+    assert (
+        sum(c.startswith("ssh ") and "10.0.1.11" in c for c in _calls(node)) == 4
+    )  # counts, write, read, counts
+
+
+def test_the_benchmarks_step_reports_the_storage_figures_with_the_fabrics(tmp_path: Path) -> None:
+    """At formation the leader's benchmarks step runs it after the fabric's and reports it with them (the
+    wait condition's data: the BenchmarkResults output), and efa-cdk status renders it."""
+    from efa_constructs.tools.status import render_benchmark
+
+    node = _bench_leader(tmp_path)
+    run = node.run("benchmarks", EFA_CDK_BENCHMARKS="fi_pingpong")
+    assert run.returncode == 0, run.log
+    body = json.loads((node.root / "var/lib/efa-cdk/benchmarks.json").read_text())
+    (storage,) = [r for r in json.loads(body["Data"]) if r["benchmark"] == "lustre"]
+    assert storage["ok"] and storage["nodes"] == 2
+    line = render_benchmark(storage)
+    assert line.startswith("lustre: write ") and "from 2 nodes" in line and "over EFA" in line

@@ -110,6 +110,7 @@ class NodeEnv(TypedDict, total=False):
     EFA_CDK_SWEEP_ONLY: Annotated[
         str, KNOB, "1: the benchmarks step runs the fabric sweep alone (health timer)"
     ]
+    EFA_CDK_LUSTRE_BENCH_MIB: Annotated[str, KNOB, "MiB each node writes and reads in the storage benchmark"]
     EFA_CDK_CONTAINER_EFA: Annotated[str, KNOB, "0 lets a Slurm job without EFA through the Enroot hook"]
 
 

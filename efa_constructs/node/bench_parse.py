@@ -26,6 +26,16 @@ _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([kmgt]?)$")
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 #: CloudFormation keeps a wait condition's data for the stack output; stay well inside it.
 MAX_DATA_CHARS = 1024
+#: What each result keeps when all of them do not fit: the figures status and the outputs show.
+SHORT_KEYS = (
+    "benchmark",
+    "ok",
+    "peak_gbytes_s",
+    "slow_nodes",
+    "write_gbytes_s",
+    "read_gbytes_s",
+    "efa_share",
+)
 
 
 def _lines(text: str) -> list[str]:
@@ -172,9 +182,7 @@ def signal_body(results: list[dict[str, Any]], *, strict: bool = True) -> dict[s
     ok = bool(results) and (all(r.get("ok") for r in results) or not strict)
     data = json.dumps(results, separators=(",", ":"), sort_keys=True)
     if len(data) > MAX_DATA_CHARS:
-        data = json.dumps(
-            [{k: r[k] for k in ("benchmark", "ok", "peak_gbytes_s", "slow_nodes") if k in r} for r in results]
-        )
+        data = json.dumps([{k: r[k] for k in SHORT_KEYS if k in r} for r in results])
     bad = "; ".join(f"{r['benchmark']}: {r.get('reason', 'failed')}" for r in results if not r.get("ok"))
     return {
         "Status": "SUCCESS" if ok else "FAILURE",
@@ -196,6 +204,10 @@ def metric_data(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         "Value": len(r["slow_nodes"]), "Unit": "Count"})  # fmt: skip
             out.append({"MetricName": "FabricSweepMedianGbps", "Dimensions": dims,
                         "Value": r["median_gbps"], "Unit": "None"})  # fmt: skip
+        if r.get("benchmark") == "lustre" and r.get("ok"):  # the storage benchmark's aggregates
+            dims = [{"Name": "Benchmark", "Value": "lustre"}]
+            out += [{"MetricName": f"Lustre{p.capitalize()}GBps", "Dimensions": dims,
+                     "Value": r[f"{p}_gbytes_s"], "Unit": "None"} for p in ("write", "read")]  # fmt: skip
         if not r.get("ok") or "peak_gbytes_s" not in r:
             continue
         dims = [{"Name": "Benchmark", "Value": r["benchmark"]}]

@@ -343,6 +343,18 @@ def _line_rate(outputs: dict[str, str]) -> float | None:
         return float(rate.group(1)) if rate else None
 
 
+def _storage_figure(b: dict[str, Any]) -> str:
+    """The storage benchmark's line: the aggregates, the slowest node, the share of Lustre on EFA."""
+    slowest = b.get("slowest_write") or {}
+    text = f"write {b.get('write_gbytes_s')} GB/s, read {b.get('read_gbytes_s')} GB/s"
+    text += f" from {b.get('nodes', '?')} nodes"
+    if slowest:
+        text += f" (slowest write: {slowest.get('node')} at {slowest.get('gbytes_s')} GB/s)"
+    if "efa_share" in b:
+        text += f", {float(b['efa_share']):.0%} of Lustre's messages over EFA"
+    return text
+
+
 def render_benchmark(b: dict[str, Any]) -> str:
     """One benchmark result as a line: its figure, or why it failed (the fabric sweep: what it named)."""
     figure = (
@@ -350,6 +362,8 @@ def render_benchmark(b: dict[str, Any]) -> str:
         if not b.get("ok")
         else f"median pair {b.get('median_gbps')} Gbps, no slow node or link"
         if b.get("benchmark") == "fabric-sweep"
+        else _storage_figure(b)
+        if b.get("benchmark") == "lustre"
         else f"{b.get('peak_gbytes_s')} GB/s peak"
     )
     share = f", {b['line_rate_fraction']:.0%} of the EFA line rate" if "line_rate_fraction" in b else ""

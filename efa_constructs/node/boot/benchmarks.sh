@@ -190,6 +190,18 @@ if [ "$nodes" -ge 3 ]; then
   log "fabric-sweep: $(cat "$out/fabric-sweep.json")"
   results+=("$out/fabric-sweep.json")
 fi
+# The storage benchmark (lustre-bench.sh): direct I/O from every node at once to the FSx for Lustre file
+# system, and the share of Lustre's traffic that rode EFA. Not in the health timer's sweep-only runs.
+if [ -n "${EFA_CDK_LUSTRE_DNS:-}" ] && [ "${EFA_CDK_SWEEP_ONLY:-0}" != 1 ]; then
+  log "running the storage benchmark"
+  bash "$here/lustre-bench.sh" >"$out/lustre.json" 2>"$out/lustre.log" || true
+  if ! [ -s "$out/lustre.json" ]; then
+    reason=$(tail -n1 "$out/lustre.log" | tr -d "\"\\\\" | cut -c1-200)
+    printf '{"benchmark":"lustre","ok":false,"reason":"did not finish: %s"}\n' "$reason" >"$out/lustre.json"
+  fi
+  log "lustre: $(cat "$out/lustre.json")"
+  results+=("$out/lustre.json")
+fi
 report "${results[@]}" || die "benchmarks failed: $(python3 -c 'import json,sys; print(json.load(sys.stdin)["Reason"])' <"$out/signal.json")"
 if grep -q '"ok":false' "$out/signal.json"; then
   log "benchmark problems reported as data (EFA_CDK_BENCHMARK_STRICT=1 fails the stack on them)"

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The storage benchmark (issue 44): direct I/O to FSx for Lustre from every node at once, run by the leader's
+# benchmarks step beside the fabric figures. Prints the result JSON (node/lnet.py bench).
+#   lustre-bench.sh                 the leader: every node of the hostfile, phase by phase
+#   lustre-bench.sh --node PHASE    on one node (root): counts (lnetctl net show -v), write or read
+# EFA_CDK_LUSTRE_BENCH_MIB: MiB each node writes and reads (default 1024), in 1 MiB direct blocks.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+dir="$R${EFA_CDK_LUSTRE_DIR:-/fsx}/efa-cdk-bench"
+mib=${EFA_CDK_LUSTRE_BENCH_MIB:-1024}
+[[ "$mib" =~ ^[1-9][0-9]{0,6}$ ]] || { echo "EFA_CDK_LUSTRE_BENCH_MIB is not a size in MiB: $mib" >&2; exit 1; }
+
+if [ "${1:-}" = --node ]; then
+  file="$dir/$(hostname)"
+  case "${2:-}" in
+    counts) lnetctl net show -v ;;
+    write) mkdir -p "$dir" && dd if=/dev/zero of="$file" bs=1M count="$mib" oflag=direct 2>&1 ;;
+    read) dd if="$file" of=/dev/null bs=1M iflag=direct 2>&1; rm -f "$file" ;;
+    *) echo "usage: lustre-bench.sh --node counts|write|read" >&2 && exit 2 ;;
+  esac
+  exit 0
+fi
+
+mapfile -t hosts < <(awk '{print $1}' "$ETC/hostfile")
+me=$(imds meta-data/local-ipv4 || true)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# every_node PHASE: PHASE on every node at once (the leader itself without SSH), each node's output in
+# $work/<host>.<name> (name: PHASE, or the counts' before/after); the phase's wall time in seconds.
+every_node() {
+  local phase=$1 name=${2:-$1} host pids=() start end
+  start=$(date +%s.%N)
+  for host in "${hosts[@]}"; do
+    if [ "$host" = "$me" ]; then
+      bash "$here/lustre-bench.sh" --node "$phase" >"$work/$host.$name" 2>&1 &
+    else
+      as_user ssh -o BatchMode=yes "$host" sudo -n /opt/efa-cdk/bin/lustre-bench.sh --node "$phase" \
+        >"$work/$host.$name" 2>&1 &
+    fi
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || true; done
+  end=$(date +%s.%N)
+  python3 -c 'import sys; print(f"{float(sys.argv[2]) - float(sys.argv[1]):.3f}")' "$start" "$end"
+}
+log "storage benchmark: ${#hosts[@]} nodes, $mib MiB each, direct I/O to ${dir#"$R"}"
+every_node counts before >/dev/null
+printf 'write %s\n' "$(every_node write)" >"$work/phases"
+printf 'read %s\n' "$(every_node read)" >>"$work/phases"
+every_node counts after >/dev/null
+efa=()
+[ "${EFA_CDK_LUSTRE_EFA_INTERFACES:-0}" = 0 ] || efa=(--efa)
+python3 "$here/lnet.py" bench "$work" "${efa[@]}"
