@@ -1292,3 +1292,52 @@ def test_sweep_runs_the_document_on_the_stacks_instances_waits_and_shows_what_it
         preflight.PreflightError, match=r"S has no BenchmarkDocument output .*/fabric-sweep\.sh on its leader"
     ):
         sweep.sweep(bare, "S")
+
+
+def _fsx_quotas(client: Any, stub: Stubber, storage_gib: float, file_systems: float) -> None:
+    """Service Quotas' answer for fsx (after ec2's), its shape checked against botocore's model: the
+    PERSISTENT_2 Lustre quotas by the names and codes Service Quotas' default list records."""
+    quotas = [
+        {"ServiceCode": "fsx", "QuotaCode": code, "QuotaName": name, "Value": value, "Unit": "None",
+         "Adjustable": True, "GlobalQuota": False}
+        for code, name, value in (
+            ("L-8F1B9C74", preflight.LUSTRE_STORAGE_QUOTA, storage_gib),
+            ("L-FD6F2F22", preflight.LUSTRE_COUNT_QUOTA, file_systems),
+        )
+    ]  # fmt: skip
+    stub.add_response("list_service_quotas", {"Quotas": quotas}, {"ServiceCode": "fsx"})
+
+
+def test_the_lustre_quotas_hold_the_file_system_beside_the_regions(
+    account: dict[str, Any], tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    """-c fsx_lustre_gib=19200 -c fsx_lustre_efa=true: the PERSISTENT_2 storage already in the region (moto's
+    FSx) plus the file system's against the storage quota (Stubber), and one more file system against the
+    count; over it, FAIL with the increase request."""
+    session = account["session"]
+    fsx = session.client("fsx", region_name=REGION)
+    subnet = session.client("ec2", region_name=REGION).describe_subnets()["Subnets"][0]["SubnetId"]
+    fsx.create_file_system(
+        FileSystemType="LUSTRE", StorageCapacity=86400, SubnetIds=[subnet],
+        LustreConfiguration={"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 250},
+    )  # fmt: skip
+    out = synth(tmp_path, availability_zone="us-east-1c", fsx_lustre_gib="19200", fsx_lustre_efa="true")
+    (asked,) = preflight.lustre_file_systems(
+        "Trn1EfaCluster", json.loads((out / "Trn1EfaCluster.template.json").read_text())
+    )
+    assert (asked.capacity_gib, asked.efa) == (19200, True)
+    verdicts = {}
+    for storage in (100800, 120000):
+        quotas, stub = stubbed_quotas(session, 1024)
+        _fsx_quotas(quotas, stub, storage, 100)
+        _, text, _ = run(account, out, monkeypatch, capsys, quotas, "--json")
+        (check,) = [c for c in json.loads(text)["checks"] if c["name"].startswith("lustre [")]
+        verdicts[storage] = check
+        stub.assert_no_pending_responses()
+    failed, passed = verdicts[100800], verdicts[120000]
+    assert (
+        failed["status"] == "FAIL"
+        and "the region has 86400, this file system needs 19200 more" in failed["found"]
+    )
+    assert "--service-code fsx --quota-code L-8F1B9C74 --desired-value 105600" in failed["fix"]
+    assert passed["status"] == "PASS" and "86400 GiB in 1 file systems + 19200 GiB" in passed["found"]

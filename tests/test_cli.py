@@ -186,7 +186,12 @@ def test_preflight_lists_its_registered_checks_without_aws(capsys: Any, monkeypa
     assert main(["preflight", "--list-checks", "--output", "json", "--out", "/nonexistent"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert [c["id"] for c in listed] == [r.id for r in RULES]
-    assert {c["applies_to"] for c in listed} == {"account", "bootstrap qualifier", "node group"}
+    assert {c["applies_to"] for c in listed} == {
+        "account",
+        "bootstrap qualifier",
+        "node group",
+        "FSx file system",
+    }
     assert main(["preflight", "--list-checks"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == len(RULES) and lines[0].startswith("credentials") and "quota" in lines[4]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,8 @@ PERMISSIONS = {
     "ec2:DescribeInstanceTypeOfferings": "the zones that offer a type",
     "ec2:DescribeInstanceTypes": "EFA support, interfaces and network cards of a type; vCPUs",
     "ec2:DescribeInstances": "the vCPUs already running in a quota's family",
-    "servicequotas:ListServiceQuotas": "the On-Demand vCPU quota of a family, the Elastic IP quota",
+    "servicequotas:ListServiceQuotas": "the On-Demand vCPU quota of a family, the Elastic IP quota, FSx for "
+    "Lustre's quotas",
     "ec2:DescribeCapacityReservations": "a reservation's state, zone, type, free count; unused ones (quota)",
     "ec2:DescribeKeyPairs": "a named key pair",
     "ec2:DescribeImages": "an image: exists, architecture, root snapshot size",
@@ -36,6 +37,7 @@ PERMISSIONS = {
     "ec2:DescribeSubnets": "an existing subnet's zone and free addresses",
     "ec2:DescribeRouteTables": "an existing subnet's route out",
     "ec2:DescribeCapacityReservationTopology": "where a reservation's instances go, before launch",
+    "fsx:DescribeFileSystems": "the FSx for Lustre storage already in the region",
 }
 #: The On-Demand vCPU quota (Service Quotas, service ec2) of an instance class, by the family's leading
 #: letters, longest first (EC2 user guide, "On-Demand Instance quotas": one quota per class, in vCPUs;
@@ -503,26 +505,30 @@ class Preflight:
         self.progress = progress
         self._clients: dict[str, Any] = {}
         self._types: dict[str, dict[str, Any]] = {}
+        self._quotas: dict[str, dict[str, dict[str, Any]]] = {}
 
-    def _quota(self, check: str, name: str) -> dict[str, Any] | None:
-        """EC2's quota named `name` (Service Quotas' list for ec2, asked once)."""
-        if not hasattr(self, "_ec2_quotas"):
+    def _quota(self, check: str, name: str, service: str = "ec2") -> dict[str, Any] | None:
+        """The `service`'s quota named `name` (Service Quotas' list for the service, asked once)."""
+        if service not in self._quotas:
             quotas = self.client("service-quotas")
             pages = _aws_call(
                 check,
                 "servicequotas:ListServiceQuotas",
-                lambda: list(quotas.get_paginator("list_service_quotas").paginate(ServiceCode="ec2")),
+                lambda: list(quotas.get_paginator("list_service_quotas").paginate(ServiceCode=service)),
             )
-            self._ec2_quotas = {q["QuotaName"]: q for page in pages for q in page["Quotas"]}
-        return self._ec2_quotas.get(name)
+            self._quotas[service] = {q["QuotaName"]: q for page in pages for q in page["Quotas"]}
+        return self._quotas[service].get(name)
 
     def client(self, service: str) -> Any:
         if service not in self._clients:
             self._clients[service] = aws_client(self.session, service, self.region)
         return self._clients[service]
 
-    def run(self, groups: list[NodeGroup], bootstrap: Mapping[str, int]) -> list[Check]:
-        """Every check: `bootstrap` is the version each bootstrap parameter must hold (one per qualifier)."""
+    def run(
+        self, groups: list[NodeGroup], bootstrap: Mapping[str, int], file_systems: Sequence[LustreAsk] = ()
+    ) -> list[Check]:
+        """Every check: `bootstrap` is the version each bootstrap parameter must hold (one per qualifier);
+        `file_systems`, the FSx for Lustre file systems the stacks make."""
         found: list[Check | None] = []
         for rule in RULES:
             if rule.applies_to == ACCOUNT:
@@ -537,6 +543,10 @@ class Preflight:
             for rule in (r for r in RULES if r.applies_to == NODE_GROUP):
                 self.progress(f"checking {rule.id} of {where}")
                 found.append(self._guard(f"{rule.id} [{where}]", lambda r=rule, g=g: r.check(self, g)))  # type: ignore[misc]
+        for fs in file_systems:
+            where = f"{fs.stack}/{fs.name} ({fs.capacity_gib} GiB{', EFA' if fs.efa else ''})"
+            for rule in (r for r in RULES if r.applies_to == FILE_SYSTEM):
+                found.append(self._guard(f"{rule.id} [{where}]", lambda r=rule, f=fs: r.check(self, f)))  # type: ignore[misc]
         return [c for c in found if c is not None]
 
     def _guard(self, name: str, check: Callable[[], Check | None]) -> Check | None:
@@ -1016,6 +1026,36 @@ class Preflight:
             )  # fmt: skip
         return Check("route out", "PASS", f"{g.subnet_id} routes out through {target}")
 
+    def lustre(self, fs: LustreAsk) -> Check:
+        """The region's PERSISTENT_2 Lustre quotas (storage, file systems) hold the file system beside the
+        ones there; one this stack already made counts once."""
+        fsx = self.client("fsx")
+        pages = _aws_call("lustre", "fsx:DescribeFileSystems",
+                          lambda: list(fsx.get_paginator("describe_file_systems").paginate()))  # fmt: skip
+        others = [
+            f for page in pages for f in page["FileSystems"]
+            if f.get("FileSystemType") == "LUSTRE"
+            and (f.get("LustreConfiguration") or {}).get("DeploymentType") == "PERSISTENT_2"
+            and not _made_by(f, fs.stack, fs.name)
+        ]  # fmt: skip
+        used = sum(int(f.get("StorageCapacity", 0)) for f in others)
+        storage, count = (self._quota("lustre", n, "fsx") for n in (LUSTRE_STORAGE_QUOTA, LUSTRE_COUNT_QUOTA))
+        if storage is None or count is None:
+            missing = LUSTRE_STORAGE_QUOTA if storage is None else LUSTRE_COUNT_QUOTA
+            return Check("lustre", "WARN", f"no FSx quota named '{missing}' in {self.region}",
+                         "check FSx for Lustre's quotas in the Service Quotas console")  # fmt: skip
+        for quota, have, need in ((storage, used, fs.capacity_gib), (count, len(others), 1)):
+            if have + need > quota["Value"]:
+                return Check(
+                    "lustre", "FAIL",
+                    f"'{quota['QuotaName']}' is {quota['Value']:g}; the region has {have}, this file system "
+                    f"needs {need} more",
+                    f"request {have + need} or more: aws service-quotas request-service-quota-increase "
+                    f"--service-code fsx --quota-code {quota['QuotaCode']} --desired-value {have + need}",
+                )  # fmt: skip
+        return Check("lustre", "PASS", f"'{LUSTRE_STORAGE_QUOTA}' {storage['Value']:g} GiB: {used} GiB in "
+                     f"{len(others)} file systems + {fs.capacity_gib} GiB")  # fmt: skip
+
 
 #: A route's target fields (EC2 API reference, Route), in the order one is named.
 ROUTE_TARGETS = (
@@ -1025,8 +1065,13 @@ ROUTE_TARGETS = (
 
 
 #: What a rule is run for: once per account and region, once per bootstrap qualifier the stacks use,
-#: or once per node group of the stacks.
-ACCOUNT, QUALIFIER, NODE_GROUP = "account", "bootstrap qualifier", "node group"
+#: once per node group of the stacks, or once per FSx file system they make.
+ACCOUNT, QUALIFIER, NODE_GROUP, FILE_SYSTEM = (
+    "account",
+    "bootstrap qualifier",
+    "node group",
+    "FSx file system",
+)
 
 
 @dataclass(frozen=True)
@@ -1164,6 +1209,17 @@ RULES = (
             "to a VPC peering connection (no edge-to-edge routing): the nodes then need VPC endpoints and "
             "an image with EFA. A route to an instance (a NAT instance) passes, with a note that it must "
             "forward"
+        ),
+    ),
+    Rule(
+        "lustre",
+        "the region's FSx for Lustre (PERSISTENT_2) quotas hold the file system beside the ones there",
+        FILE_SYSTEM,
+        Preflight.lustre,
+        asks="servicequotas:ListServiceQuotas (fsx), fsx:DescribeFileSystems",
+        fails=(
+            "the PERSISTENT_2 storage in the region plus the file system's is above its quota, or one more "
+            "file system is (prints the increase request); its size against the EFA steps is refused at synth"
         ),
     ),
 )
@@ -1312,6 +1368,49 @@ def _every_template(out: Path, found: Mapping[str, Mapping[str, Any]]) -> dict[s
     return every
 
 
+@dataclass(frozen=True)
+class LustreAsk:
+    """An FSx for Lustre (PERSISTENT_2) file system a template makes."""
+
+    stack: str
+    name: str  # its logical id
+    capacity_gib: int
+    efa: bool = False
+
+
+#: FSx's quotas for PERSISTENT_2 Lustre, by the names Service Quotas lists for the service code fsx (its
+#: default list records them as L-8F1B9C74, 100,800 GiB, and L-FD6F2F22); looked up by name, so a renamed
+#: quota is a WARN naming it, not a wrong answer.
+LUSTRE_STORAGE_QUOTA = "Lustre Persistent_2 storage capacity"
+LUSTRE_COUNT_QUOTA = "Lustre Persistent_2 file systems"
+
+
+def lustre_file_systems(stack: str, template: Mapping[str, Any]) -> list[LustreAsk]:
+    """The PERSISTENT_2 Lustre file systems `template` makes (their size known at synth)."""
+    out = []
+    for rid, r in template.get("Resources", {}).items():
+        props = r.get("Properties") or {}
+        lustre = props.get("LustreConfiguration") or {}
+        if (
+            r.get("Type") == "AWS::FSx::FileSystem"
+            and props.get("FileSystemType") == "LUSTRE"
+            and lustre.get("DeploymentType") == "PERSISTENT_2"
+            and isinstance(props.get("StorageCapacity"), int)
+        ):
+            out.append(LustreAsk(stack, rid, props["StorageCapacity"], lustre.get("EfaEnabled") is True))
+    return out
+
+
+def _made_by(file_system: Mapping[str, Any], stack: str, logical_id: str) -> bool:
+    """True when CloudFormation made `file_system` for `stack`'s resource `logical_id` (its tags say so:
+    an update, not one more)."""
+    tags = {t.get("Key"): t.get("Value") for t in file_system.get("Tags", [])}
+    return (
+        tags.get("aws:cloudformation:stack-name") == stack
+        and tags.get("aws:cloudformation:logical-id") == logical_id
+    )
+
+
 def _node_groups_of(name: str, template: dict[str, Any], exports: Exports | None = None) -> list[NodeGroup]:
     """:func:`node_groups`, or one line when the template is not shaped as synthesis writes it."""
     try:
@@ -1360,9 +1459,11 @@ def _check_assembly(
               "synthesize it for the region you mean (env=...), or leave --region out")
         for r, names in regions.items() for n in names if region and r != region
     ]  # fmt: skip
+    lustre = [f for name, t in found.items() for f in lustre_file_systems(name, t)]
     for where, names in regions.items():  # each stack is checked in the region it deploys to
         mine = [g for g in groups if g.stack in names]
-        checks += Preflight(_session(where), progress).run(mine, _bootstrap_of(found, names))
+        fss = [f for f in lustre if f.stack in names]
+        checks += Preflight(_session(where), progress).run(mine, _bootstrap_of(found, names), fss)
     return checks, regions
 
 
