@@ -543,3 +543,13 @@ def test_the_benchmarks_step_reports_the_storage_figures_with_the_fabrics(tmp_pa
     assert storage["ok"] and storage["nodes"] == 2
     line = render_benchmark(storage)
     assert line.startswith("lustre: write ") and "from 2 nodes" in line and "over EFA" in line
+
+
+def test_synth_says_that_switching_efa_replaces_the_file_system() -> None:
+    """The issue's 'said at synth': every synth of a Lustre file system says EFA is fixed at creation."""
+    stack = Stack(new_app(), "Said")
+    vpc = isolated_vpc(stack)
+    subnet = vpc.isolated_subnets[0]
+    EfaLustreFileSystem(stack, "Fsx", vpc=vpc, subnet=subnet, capacity_gib=4800, throughput=1000, efa=True)
+    infos = assertions.Annotations.from_stack(stack).find_info("*", assertions.Match.any_value())
+    assert any("switching it later replaces the file system" in str(i.entry.data) for i in infos), infos

@@ -56,6 +56,12 @@ def lustre_file_system(
         file_system_type_version=fsx.FileSystemTypeVersion.V_2_15 if spec.efa else None,
         removal_policy=removal_policy,
     )
+    # said at every synth: no template can tell what is deployed, and the switch loses the data
+    Annotations.of(lustre).add_info(
+        f"FSx for Lustre {'with' if spec.efa else 'without'} EFA: EFA is set when the file system is "
+        "created, so switching it later replaces the file system and its data (efa-cdk template-diff "
+        "shows it as !!! STATEFUL REPLACED); back it up first (aws fsx create-backup)"
+    )
     if spec.efa:
         # aws-cdk-lib's LustreFileSystem has neither property (its L1 has): EFA needs Lustre 2.15, a metadata
         # configuration (AUTOMATIC: IOPS follow the SSD capacity) and EfaEnabled (FSx for Lustre user guide,
