@@ -90,39 +90,52 @@ def _messages(text: str, net: str) -> int:
     return counts.sent + counts.received
 
 
-def result(directory: Path, efa: bool) -> dict[str, Any]:
-    """The benchmark's result from the leader's files (see the module's docstring)."""
-    name = "lustre"
-    phases = dict(line.split() for line in (directory / "phases").read_text().splitlines() if line.strip())
-    hosts = sorted(p.stem for p in directory.glob("*.write"))
-    if not hosts:
-        return {"benchmark": name, "ok": False, "reason": "no node wrote"}
+def _node_figures(directory: Path, hosts: list[str]) -> dict[str, dict[str, float]] | str:
+    """Each node's write and read (GB/s, bytes) from dd's summaries, or why there are none."""
     figures: dict[str, dict[str, float]] = {}
     for host in hosts:
         write, read = (dd_transfer(_text(directory / f"{host}.{phase}")) for phase in ("write", "read"))
         if write is None or read is None:
-            which = "write" if write is None else "read"
-            return {"benchmark": name, "ok": False, "reason": f"{host}: the direct {which} failed"}
+            return f"{host}: the direct {'write' if write is None else 'read'} failed"
         figures[host] = {"write": write[0] / write[1] / GB, "read": read[0] / read[1] / GB,
                          "write_bytes": write[0], "read_bytes": read[0]}  # fmt: skip
+    return figures
+
+
+def _efa_share(directory: Path, hosts: list[str]) -> float | None:
+    """The share of LNet's messages on the efa network (against tcp) across the run; None without any."""
+    efa_msgs = tcp_msgs = 0
+    for host in hosts:
+        before, after = (_text(directory / f"{host}.{w}") for w in ("before", "after"))
+        efa_msgs += _messages(after, "efa") - _messages(before, "efa")
+        tcp_msgs += _messages(after, "tcp") - _messages(before, "tcp")
+    return round(efa_msgs / (efa_msgs + tcp_msgs), 3) if efa_msgs + tcp_msgs else None
+
+
+def result(directory: Path, efa: bool) -> dict[str, Any]:
+    """The benchmark's result from the leader's files (see the module's docstring)."""
+    name = "lustre"
+    phases = dict(line.split() for line in _text(directory / "phases").splitlines() if line.strip())
+    hosts = sorted(p.stem for p in directory.glob("*.write"))
+    figures = _node_figures(directory, hosts) if hosts else "no node wrote"
+    if not {"write", "read"} <= phases.keys():
+        figures = "no phase timings (the leader stopped before the reads)"
+    if isinstance(figures, str):
+        return {"benchmark": name, "ok": False, "reason": figures}
     out: dict[str, Any] = {"benchmark": name, "ok": True, "nodes": len(hosts)}
     for phase in ("write", "read"):
         total = sum(f[f"{phase}_bytes"] for f in figures.values())
         out[f"{phase}_gbytes_s"] = round(total / float(phases[phase]) / GB, 2)
         slowest = min(figures, key=lambda host: figures[host][phase])
         out[f"slowest_{phase}"] = {"node": slowest, "gbytes_s": round(figures[slowest][phase], 2)}
-    efa_msgs = tcp_msgs = 0
-    for host in hosts:
-        before, after = (_text(directory / f"{host}.{w}") for w in ("before", "after"))
-        efa_msgs += _messages(after, "efa") - _messages(before, "efa")
-        tcp_msgs += _messages(after, "tcp") - _messages(before, "tcp")
-    if efa_msgs + tcp_msgs:
-        out["efa_share"] = round(efa_msgs / (efa_msgs + tcp_msgs), 3)
-    if efa and out.get("efa_share", 0) < MIN_EFA_SHARE:
+    share = _efa_share(directory, hosts)
+    if share is not None:
+        out["efa_share"] = share
+    if efa and (share or 0) < MIN_EFA_SHARE:
         out["ok"] = False
         out["reason"] = (
-            f"{out.get('efa_share', 0):.0%} of LNet's messages rode EFA (at least {MIN_EFA_SHARE:.0%} "
-            "expected): Lustre traffic falls back to TCP"
+            f"{share or 0:.0%} of LNet's messages rode EFA (at least {MIN_EFA_SHARE:.0%} expected): Lustre "
+            "traffic falls back to TCP"
         )
     return out
 

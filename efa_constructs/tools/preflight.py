@@ -538,16 +538,26 @@ class Preflight:
                     self._guard(rule.id, lambda r=rule, p=p, v=v: r.check(self, v, p))  # type: ignore[misc]
                     for p, v in bootstrap.items()
                 ]
-        for g in groups:
-            where = f"{g.stack}/{g.name} ({g.count} x {g.instance_type})"
-            for rule in (r for r in RULES if r.applies_to == NODE_GROUP):
-                self.progress(f"checking {rule.id} of {where}")
-                found.append(self._guard(f"{rule.id} [{where}]", lambda r=rule, g=g: r.check(self, g)))  # type: ignore[misc]
-        for fs in file_systems:
-            where = f"{fs.stack}/{fs.name} ({fs.capacity_gib} GiB{', EFA' if fs.efa else ''})"
-            for rule in (r for r in RULES if r.applies_to == FILE_SYSTEM):
-                found.append(self._guard(f"{rule.id} [{where}]", lambda r=rule, f=fs: r.check(self, f)))  # type: ignore[misc]
+        found += self._each(
+            NODE_GROUP, [(f"{g.stack}/{g.name} ({g.count} x {g.instance_type})", g) for g in groups]
+        )
+        found += self._each(
+            FILE_SYSTEM,
+            [
+                (f"{f.stack}/{f.name} ({f.capacity_gib} GiB{', EFA' if f.efa else ''})", f)
+                for f in file_systems
+            ],
+        )
         return [c for c in found if c is not None]
+
+    def _each(self, kind: str, items: list[tuple[str, Any]]) -> list[Check | None]:
+        """Every rule of `kind` for each (where, item), each line named ``<rule> [<where>]``."""
+        found: list[Check | None] = []
+        for where, item in items:
+            for rule in (r for r in RULES if r.applies_to == kind):
+                self.progress(f"checking {rule.id} of {where}")
+                found.append(self._guard(f"{rule.id} [{where}]", lambda r=rule, i=item: r.check(self, i)))  # type: ignore[misc]
+        return found
 
     def _guard(self, name: str, check: Callable[[], Check | None]) -> Check | None:
         try:
