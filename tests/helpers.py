@@ -644,6 +644,19 @@ def efa_group(template: dict[str, Any], prefix: str = "PcsSecurityGroup") -> str
     return group
 
 
+def ready_cluster_template(
+    name: str, context: dict[str, str], instance_type: str = "trn1.32xlarge"
+) -> dict[str, Any]:
+    """A ready cluster stack's synthesized template, from context as `cdk synth -c ...` gives it."""
+    from stacks.cluster_stack import EfaClusterStack
+    from stacks.params import ClusterParams
+
+    params = ClusterParams.from_context(context, default_instance_type=instance_type)
+    app = new_app()
+    stack = EfaClusterStack(app, name, params=params)
+    return app.synth().get_stack_by_name(stack.stack_name).template  # type: ignore[no-any-return]
+
+
 def new_template(stack: Stack) -> dict[str, Any]:
     from aws_cdk import assertions
 

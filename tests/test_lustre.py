@@ -17,7 +17,7 @@ from efa_constructs.core.errors import EfaConfigError
 from efa_constructs.core.lustre import LustreSpec, efa_client_interfaces
 from efa_constructs.node import lnet
 from efa_constructs.tools.template_diff import diff_templates
-from tests.helpers import BASH, Node, executable, isolated_vpc, new_app
+from tests.helpers import BASH, Node, executable, isolated_vpc, new_app, ready_cluster_template
 
 # ---- the rules (FSx for Lustre user guide; the expected numbers are the guide's, not the code's) ----
 
@@ -363,13 +363,7 @@ def test_the_steps_mount_lustre_before_the_signal_only_when_there_is_one() -> No
 
 
 def _ready(**context: str) -> dict:
-    from stacks.cluster_stack import EfaClusterStack
-    from stacks.params import ClusterParams
-
-    params = ClusterParams.from_context(context, default_instance_type="trn1.32xlarge")
-    app = new_app()
-    stack = EfaClusterStack(app, "Lustre", params=params)
-    return app.synth().get_stack_by_name(stack.stack_name).template  # type: ignore[no-any-return]
+    return ready_cluster_template("Lustre", context)
 
 
 @pytest.fixture(scope="module")

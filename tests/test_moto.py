@@ -19,7 +19,7 @@ import pytest
 from moto import mock_aws
 
 from stacks.cluster_stack import READY_CLUSTERS
-from tests.helpers import efa_launch_template, without_pcs
+from tests.helpers import efa_launch_template, ready_cluster_template, without_pcs
 from tests.moto_compat import moto_compatible
 
 pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse")
@@ -109,16 +109,7 @@ def test_ready_stack_instantiates_in_moto(templates: dict[str, Any], aws: dict[s
 
 def test_auto_scaling_node_group_instantiates_in_moto(aws: dict[str, Any]) -> None:
     """The ASG mode: moto creates the group from the EFA launch template and launches its nodes."""
-    from stacks.cluster_stack import EfaClusterStack
-    from stacks.params import ClusterParams
-    from tests.helpers import new_app
-
-    params = ClusterParams.from_context(
-        {"node_group": "asg", "node_count": "3"}, default_instance_type="p5.48xlarge"
-    )
-    app = new_app()
-    stack = EfaClusterStack(app, "Asg", params=params)
-    synthesized = app.synth().get_stack_by_name(stack.stack_name).template
+    synthesized = ready_cluster_template("Asg", {"node_group": "asg", "node_count": "3"}, "p5.48xlarge")
     physical = create(aws, "Asg", synthesized)
     (group_id,) = [
         r for r, v in synthesized["Resources"].items() if v["Type"] == "AWS::AutoScaling::AutoScalingGroup"
@@ -161,16 +152,7 @@ def test_a_cluster_with_lustre_over_efa_instantiates_in_moto(aws: dict[str, Any]
     models no AWS::FSx::FileSystem in CloudFormation (its FSx backend has no CloudFormation handler): the
     file system is left out (tests/moto_compat.py), its properties are checked by cfn-lint and
     tests/test_lustre.py."""
-    from stacks.cluster_stack import EfaClusterStack
-    from stacks.params import ClusterParams
-    from tests.helpers import new_app
-
-    params = ClusterParams.from_context(
-        {"fsx_lustre_gib": "19200", "fsx_lustre_efa": "true"}, default_instance_type="trn1.32xlarge"
-    )
-    app = new_app()
-    stack = EfaClusterStack(app, "Lustre", params=params)
-    synthesized = app.synth().get_stack_by_name(stack.stack_name).template
+    synthesized = ready_cluster_template("Lustre", {"fsx_lustre_gib": "19200", "fsx_lustre_efa": "true"})
     physical = create(aws, "Lustre", synthesized)
     groups = {
         r: physical[r] for r, v in synthesized["Resources"].items() if v["Type"] == "AWS::EC2::SecurityGroup"
