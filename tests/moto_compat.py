@@ -24,7 +24,6 @@ Shared by the in-process moto tests (tests/test_moto.py) and the one-machine clu
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 UNMODELLED = (
@@ -85,10 +84,12 @@ def moto_compatible(
         del t["Resources"][rid]
         value = (stand_ins or {}).get(rid, f"stand-in-{rid}")
         t = _replace(t, rid, value)
-        t["Outputs"] = {k: v for k, v in t.get("Outputs", {}).items() if value not in json.dumps(v["Value"])}
+        t["Outputs"] = {k: v for k, v in t.get("Outputs", {}).items() if v["Value"] != value}
         for resource in t["Resources"].values():
-            if rid in resource.get("DependsOn", []):
-                resource["DependsOn"] = [d for d in resource["DependsOn"] if d != rid]
+            after = resource.get("DependsOn", [])
+            after = [after] if isinstance(after, str) else after
+            if rid in after:
+                resource["DependsOn"] = [d for d in after if d != rid]
     for rid in [r for r, v in t["Resources"].items() if v["Type"] == "AWS::EFS::FileSystem"]:  # (7)
         t = _efs_arn(t, rid)
     for resource in t["Resources"].values():  # (4), (5)
