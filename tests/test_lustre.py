@@ -418,7 +418,7 @@ def test_its_connections_compose_with_cdks() -> None:
 
 def test_pcs_compute_nodes_mount_it_over_efa() -> None:
     """-c fsx_lustre_gib/-c fsx_lustre_efa on the PCS stack: stock cfn-lint accepts it, and the compute nodes'
-    bootstrap runs lustre-client after the EFA check with the client settings (the login nodes: /shared)."""
+    bootstrap runs lustre-client after the EFA check with the client settings, the login nodes' over TCP."""
     from stacks.params import PcsParams
     from stacks.pcs_stack import EfaPcsClusterStack
     from tests.helpers import lint
@@ -433,9 +433,15 @@ def test_pcs_compute_nodes_mount_it_over_efa() -> None:
     assert lint(template, stock=True) == []
     (fs,) = _of_type(template, "AWS::FSx::FileSystem").values()
     assert fs["Properties"]["LustreConfiguration"]["EfaEnabled"] is True
-    text = json.dumps(template)
-    assert "EFA_CDK_STEPS='efa-env,verify-efa,lustre-client'" in text
-    assert "EFA_CDK_LUSTRE_EFA_INTERFACES='2'" in text
+    compute, login = (
+        json.dumps(r["Properties"]["LaunchTemplateData"]["UserData"])
+        for k, r in sorted(_of_type(template, "AWS::EC2::LaunchTemplate").items())
+        if k.startswith(("PcsComputeTemplate", "PcsLoginTemplate"))
+    )
+    assert "EFA_CDK_STEPS='efa-env,verify-efa,lustre-client'" in compute
+    assert "EFA_CDK_LUSTRE_EFA_INTERFACES='2'" in compute
+    # the login nodes mount it too, over TCP (no EFA on a login node), so users stage data in /fsx
+    assert "EFA_CDK_STEPS='lustre-client'" in login and "EFA_CDK_LUSTRE_EFA_INTERFACES='0'" in login
 
 
 # ---- the storage benchmark ----

@@ -127,6 +127,13 @@ def check_pcs_role(role: iam.IRole) -> None:
     )
 
 
+def _bootstrap_part(settings: NodeEnv) -> ec2.UserData:
+    """A shell part running efa-cdk's bootstrap with `settings` (for_linux() writes the #! line)."""
+    shell = ec2.UserData.for_linux()
+    shell.add_commands(bootstrap_script(settings).split("\n", 1)[1])
+    return shell
+
+
 def _block_settings(capacity: Capacity, queue_name: str, slurm_version: str) -> NodeEnv:
     """In a Capacity Block, what the nodes' Slurm notice needs: the queue, the shared directory and PCS's
     Slurm for the cluster's version; else nothing."""
@@ -176,9 +183,8 @@ class EfaPcsCluster(Construct):
             instance type (``compute-1a2b3c``): a type change creates the new group beside the old one.
             Default: ``compute``.
         efs_throughput_mibps: EFS provisioned throughput. Default: Elastic throughput.
-        fsx_lustre_capacity_gib: also an FSx for Lustre file system of this size, which every compute node
-            mounts at /fsx (the node software's ``lustre-client`` step; the login nodes have /shared only).
-            Default: none.
+        fsx_lustre_capacity_gib: also an FSx for Lustre file system of this size, which every node mounts at
+            /fsx (the node software's ``lustre-client`` step; the login nodes over TCP). Default: none.
         fsx_lustre_throughput: its throughput tier, MB/s per TiB (125, 250, 500, 1000). Default: 250.
         fsx_lustre_efa: it serves EFA and the compute nodes reach it over EFA (LNet over the interfaces
             AWS's client setup uses for the type; a node whose Lustre does not ride EFA fails its check).
@@ -392,6 +398,13 @@ class EfaPcsCluster(Construct):
         """The login node group (``LoginNodes``) from a plain launch template (``LoginTemplate``)."""
         login_data = ec2.MultipartUserData()
         login_data.add_part(mount)
+        lustre = self._login_lustre()
+        if lustre is not None:
+            login_data.add_part(
+                ec2.MultipartBody.from_raw_body(
+                    content_type='text/x-shellscript; charset="utf-8"', body=lustre.render()
+                )
+            )
         login_type = login_instance_type or ec2.InstanceType(
             DEFAULT_LOGIN_TYPES[self.plan.instance_type.architecture]
         )
@@ -461,6 +474,7 @@ class EfaPcsCluster(Construct):
         staged = EfaUserData().stage()
         scripts = NodeScripts(self, "NodeScripts", staged)
         scripts.grant_read(self.role)
+        self._scripts_url = scripts.url
         settings: NodeEnv = {
             **node_settings(self.plan.instance_type, self.plan.layout, ()),
             "EFA_CDK_REGION": Aws.REGION,
@@ -471,9 +485,7 @@ class EfaPcsCluster(Construct):
             **self._block_settings,
             **self._lustre_settings(),
         }
-        shell = ec2.UserData.for_linux()
-        shell.add_commands(bootstrap_script(settings).split("\n", 1)[1])  # for_linux() writes the #! line
-        return shell
+        return _bootstrap_part(settings)
 
     def _storage(
         self,
@@ -490,19 +502,32 @@ class EfaPcsCluster(Construct):
             fsx_lustre_throughput=lustre_mbps, fsx_lustre_efa=efa, removal_policy=removal,
         )  # fmt: skip
 
-    def _lustre_settings(self) -> NodeEnv:
-        """The compute nodes' settings for the ``lustre-client`` step (none without a Lustre file system)."""
+    def _lustre_settings(self, efa_client: bool = True) -> NodeEnv:
+        """The settings of the ``lustre-client`` step (none without a Lustre file system): the compute nodes'
+        (over EFA when it serves EFA), or with `efa_client` False the login nodes' (TCP)."""
         spec, lustre = self.storage.lustre_spec, self.storage.lustre
         if spec is None or lustre is None:
             return {}
+        interfaces = efa_client_interfaces(self.plan.instance_type) if spec.efa and efa_client else 0
         return {
             "EFA_CDK_LUSTRE_DNS": lustre.dns_name,
             "EFA_CDK_LUSTRE_MOUNT_NAME": lustre.mount_name,
             "EFA_CDK_LUSTRE_DIR": LUSTRE_DIR,
-            "EFA_CDK_LUSTRE_EFA_INTERFACES": str(
-                efa_client_interfaces(self.plan.instance_type) if spec.efa else 0
-            ),
+            "EFA_CDK_LUSTRE_EFA_INTERFACES": str(interfaces),
         }
+
+    def _login_lustre(self) -> ec2.UserData | None:
+        """The login nodes' shell part with a Lustre file system: efa-cdk's bootstrap running the
+        ``lustre-client`` step over TCP (a login node has no EFA), so users stage data in /fsx; else None."""
+        if self.storage.lustre is None:
+            return None
+        settings: NodeEnv = {
+            "EFA_CDK_REGION": Aws.REGION,
+            "EFA_CDK_SCRIPTS_URL": self._scripts_url,
+            "EFA_CDK_STEPS": "lustre-client",
+            **self._lustre_settings(efa_client=False),
+        }
+        return _bootstrap_part(settings)
 
     def _node_group(
         self,
