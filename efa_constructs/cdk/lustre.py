@@ -104,6 +104,26 @@ def admit_clients(
                 lustre.node.add_dependency(rule)
 
 
+def lustre_client_settings(
+    file_system: fsx.LustreFileSystem,
+    spec: LustreSpec,
+    it: InstanceType,
+    mount_dir: str = DEFAULT_MOUNT_DIR,
+    *,
+    efa_client: bool = True,
+) -> NodeEnv:
+    """What the node software's ``lustre-client`` step reads on a node of type `it`: the file system, where
+    it mounts, and the EFA interfaces LNet uses for it (0, TCP only, without EFA or when `efa_client` is
+    False: a login or head node)."""
+    interfaces = efa_client_interfaces(it) if spec.efa and efa_client else 0
+    return {
+        "EFA_CDK_LUSTRE_DNS": file_system.dns_name,
+        "EFA_CDK_LUSTRE_MOUNT_NAME": file_system.mount_name,
+        "EFA_CDK_LUSTRE_DIR": mount_dir,
+        "EFA_CDK_LUSTRE_EFA_INTERFACES": str(interfaces),
+    }
+
+
 def warn_lustre_blocks_deletion(scope: Construct) -> None:
     """A kept Lustre file system keeps its network interfaces in the subnet, so deleting the stack stops
     there (EFS is kept alone: its mount targets go with the stack). Say how to finish."""
@@ -187,9 +207,4 @@ class EfaLustreFileSystem(Construct):
 
     def client_settings(self, it: InstanceType) -> NodeEnv:
         """What the node software's ``lustre-client`` step reads on a node of type `it`."""
-        return {
-            "EFA_CDK_LUSTRE_DNS": self.file_system.dns_name,
-            "EFA_CDK_LUSTRE_MOUNT_NAME": self.file_system.mount_name,
-            "EFA_CDK_LUSTRE_DIR": self.mount_dir,
-            "EFA_CDK_LUSTRE_EFA_INTERFACES": str(efa_client_interfaces(it) if self.spec.efa else 0),
-        }
+        return lustre_client_settings(self.file_system, self.spec, it, self.mount_dir)

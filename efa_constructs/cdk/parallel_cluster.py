@@ -22,7 +22,7 @@ from typing_extensions import Unpack
 from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import InstanceType, check_ec2_type
 from ..core.errors import EfaConfigError
-from ..core.lustre import DEFAULT_THROUGHPUT, efa_client_interfaces
+from ..core.lustre import DEFAULT_THROUGHPUT
 from ..core.options import DEFAULT_MAX_COUNT, DEFAULT_MIN_COUNT, SHARED_DIR, check_zone_of_subnet
 from ..core.pcluster import (
     DEFAULT_HEAD_NODE_TYPE,
@@ -49,11 +49,12 @@ from ._shared import NodeScripts, cluster_tag, session_manager_statement
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .capacity_block import EfaCapacityBlockEnd
+from .lustre import DEFAULT_MOUNT_DIR as LUSTRE_DIR
+from .lustre import lustre_client_settings
 from .network import EfaNetwork, known_cidr
 from .options import NodeOptions, NodeTemplateOptions, plan_of
 from .storage import EfaSharedStorage, check_lustre_clients
 
-LUSTRE_DIR = "/fsx"
 #: The file name of the rendered bootstrap in the assets (ParallelCluster's OnNodeConfigured).
 PCLUSTER_BOOTSTRAP = "pcluster-bootstrap.sh"
 
@@ -359,12 +360,8 @@ class EfaParallelCluster(Construct):
         spec, lustre = self.storage.lustre_spec, self.storage.lustre
         if spec is None or not spec.efa or lustre is None:
             return ()
-        return (
-            f"EFA_CDK_LUSTRE_DNS={lustre.dns_name}",
-            f"EFA_CDK_LUSTRE_MOUNT_NAME={lustre.mount_name}",
-            f"EFA_CDK_LUSTRE_DIR={LUSTRE_DIR}",
-            f"EFA_CDK_LUSTRE_EFA_INTERFACES={efa_client_interfaces(self.plan.instance_type)}",
-        )
+        settings = lustre_client_settings(lustre, spec, self.plan.instance_type, LUSTRE_DIR)
+        return tuple(f"{name}={value}" for name, value in settings.items())
 
     def _bootstrap_args(self, steps: str) -> tuple[str, ...]:
         return (

@@ -51,7 +51,7 @@ from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import check_ec2_type
 from ..core.errors import EfaConfigError
 from ..core.layout import Layout
-from ..core.lustre import DEFAULT_THROUGHPUT, efa_client_interfaces
+from ..core.lustre import DEFAULT_THROUGHPUT
 from ..core.options import (
     DEFAULT_MAX_COUNT,
     DEFAULT_MIN_COUNT,
@@ -76,7 +76,7 @@ from .acknowledgements import acknowledge
 from .arguments import checked
 from .capacity_block import EfaCapacityBlockEnd
 from .launch_template import EfaLaunchTemplate
-from .lustre import DEFAULT_MOUNT_DIR as LUSTRE_DIR
+from .lustre import lustre_client_settings
 from .machine_image import EfaMachineImage, OsFamily
 from .network import EfaNetwork
 from .options import NodeTemplateOptions, node_type, plan_of
@@ -508,13 +508,7 @@ class EfaPcsCluster(Construct):
         spec, lustre = self.storage.lustre_spec, self.storage.lustre
         if spec is None or lustre is None:
             return {}
-        interfaces = efa_client_interfaces(self.plan.instance_type) if spec.efa and efa_client else 0
-        return {
-            "EFA_CDK_LUSTRE_DNS": lustre.dns_name,
-            "EFA_CDK_LUSTRE_MOUNT_NAME": lustre.mount_name,
-            "EFA_CDK_LUSTRE_DIR": LUSTRE_DIR,
-            "EFA_CDK_LUSTRE_EFA_INTERFACES": str(interfaces),
-        }
+        return lustre_client_settings(lustre, spec, self.plan.instance_type, efa_client=efa_client)
 
     def _login_lustre(self) -> ec2.UserData | None:
         """The login nodes' shell part with a Lustre file system: efa-cdk's bootstrap running the
