@@ -553,3 +553,20 @@ def test_synth_says_that_switching_efa_replaces_the_file_system() -> None:
     EfaLustreFileSystem(stack, "Fsx", vpc=vpc, subnet=subnet, capacity_gib=4800, throughput=1000, efa=True)
     infos = assertions.Annotations.from_stack(stack).find_info("*", assertions.Match.any_value())
     assert any("switching it later replaces the file system" in str(i.entry.data) for i in infos), infos
+
+
+def test_a_benchmark_that_stops_is_a_failed_result_naming_why(tmp_path: Path) -> None:
+    """The benchmarks step's failed results (one helper for every benchmark): a benchmark that exits
+    non-zero and a storage benchmark that prints nothing each report why, with their log's last line."""
+    node = _bench_leader(tmp_path)
+    run = node.run("benchmarks", EFA_CDK_BENCHMARKS="fi_pingpong", EFA_CDK_LUSTRE_BENCH_MIB="lots")
+    assert run.returncode == 0, run.log  # not strict: problems are data
+    body = json.loads((node.root / "var/lib/efa-cdk/benchmarks.json").read_text())
+    results = {r["benchmark"]: r for r in json.loads(body["Data"])}
+    assert results["lustre"] == {
+        "benchmark": "lustre",
+        "ok": False,
+        "reason": "did not finish: EFA_CDK_LUSTRE_BENCH_MIB is not a size in MiB: lots",
+    }
+    assert not results["fi_pingpong"]["ok"]
+    assert results["fi_pingpong"]["reason"].startswith("exited non-zero: ")

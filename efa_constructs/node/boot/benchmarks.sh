@@ -158,6 +158,14 @@ run_hccl_demo() { # HabanaAI/hccl_demo's MPI mode over the hostfile (README "Exa
   "${in_image[@]}" sh -c "cd '$demo' && python3 run_hccl_demo.py --test all_reduce --loop 1000 --size 32m -mpi --hostfile $mpi_hostfile"
 }
 
+# failed_result NAME WHY: NAME's result (out/NAME.json) as a failure, the reason WHY and its log's last line
+# (out/NAME.log; quotes and backslashes dropped, so the JSON holds).
+failed_result() {
+  local reason
+  reason=$(tail -n1 "$out/$1.log" | tr -d "\"\\\\" | cut -c1-200)
+  printf '{"benchmark":"%s","ok":false,"reason":"%s: %s"}\n' "$1" "$2" "$reason" >"$out/$1.json"
+}
+
 results=()
 for bench in $benchmarks; do
   log "running $bench"
@@ -170,8 +178,7 @@ for bench in $benchmarks; do
     python3 "$here/bench_parse.py" "$bench" "$out/$bench.log" --line-rate-gbps "$bench_rate" --provider "$FABRIC" \
       ${EFA_CDK_CONTAINER_IMAGE:+--image "$EFA_CDK_CONTAINER_IMAGE"} >"$out/$bench.json" || true
   else
-    reason=$(tail -n1 "$out/$bench.log" | tr -d "\"\\\\" | cut -c1-200)
-    printf '{"benchmark":"%s","ok":false,"reason":"exited non-zero: %s"}\n' "$bench" "$reason" >"$out/$bench.json"
+    failed_result "$bench" "exited non-zero"
   fi
   log "$bench: $(cat "$out/$bench.json")"
   results+=("$out/$bench.json")
@@ -184,8 +191,7 @@ if [ "$nodes" -ge 3 ]; then
   if [ -s "$STATE/sweep/verdict.json" ]; then
     python3 "$here/sweep.py" result "$STATE/sweep/verdict.json" >"$out/fabric-sweep.json"
   else
-    reason=$(tail -n1 "$out/fabric-sweep.log" | tr -d "\"\\\\" | cut -c1-200)
-    printf '{"benchmark":"fabric-sweep","ok":false,"reason":"did not finish: %s"}\n' "$reason" >"$out/fabric-sweep.json"
+    failed_result fabric-sweep "did not finish"
   fi
   log "fabric-sweep: $(cat "$out/fabric-sweep.json")"
   results+=("$out/fabric-sweep.json")
@@ -196,8 +202,7 @@ if [ -n "${EFA_CDK_LUSTRE_DNS:-}" ] && [ "${EFA_CDK_SWEEP_ONLY:-0}" != 1 ]; then
   log "running the storage benchmark"
   bash "$here/lustre-bench.sh" >"$out/lustre.json" 2>"$out/lustre.log" || true
   if ! [ -s "$out/lustre.json" ]; then
-    reason=$(tail -n1 "$out/lustre.log" | tr -d "\"\\\\" | cut -c1-200)
-    printf '{"benchmark":"lustre","ok":false,"reason":"did not finish: %s"}\n' "$reason" >"$out/lustre.json"
+    failed_result lustre "did not finish"
   fi
   log "lustre: $(cat "$out/lustre.json")"
   results+=("$out/lustre.json")
