@@ -1077,6 +1077,19 @@ def test_without_a_region_the_commands_use_the_stacks_or_name_the_flag(tmp_path:
     assert "cloudformation:DescribeStacks" in run.stderr and "pass --region" not in run.stderr, run.stderr
 
 
+def test_aws_region_alone_is_a_region_as_the_refusal_says(tmp_path: Path) -> None:
+    """The refusal says '(or set AWS_REGION)', and botocore reads only AWS_DEFAULT_REGION: with AWS_REGION
+    alone (as the AWS CLI v2 and the CDK CLI take it), an env-agnostic assembly is asked in that region (here
+    moto's endpoint answers, refusing nothing: the first check passes), not refused for no region."""
+    _assembly(tmp_path, "unknown-region")
+    no_aws = {"AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"}
+    with moto_server("cli") as env:
+        moto = {**no_aws, **{k: v for k, v in env.items() if k != "AWS_DEFAULT_REGION"}, "AWS_REGION": REGION}
+        run = _cli("preflight", cwd=tmp_path, env=moto)
+    assert "pass --region" not in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert f"in {REGION} as" in run.stdout, run.stdout + run.stderr
+
+
 def test_status_asks_the_region_the_stack_deploys_to_before_the_configurations(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

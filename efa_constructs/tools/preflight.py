@@ -10,6 +10,7 @@ and the fix. The calls and the IAM permission each needs are in :data:`PERMISSIO
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -1302,11 +1303,13 @@ def stacks_by_region(out: Path, stacks: Iterable[str], region: str | None) -> di
 
 def session_for(region: str | None, out: Path, stacks: Iterable[str]) -> Any:
     """A boto3 session in `region` (--region), else the region the stacks were synthesized for (the
-    assembly's: where they deploy), else the AWS configuration's; with none, one line naming --region
-    (a client made without a region fails deep in botocore)."""
+    assembly's: where they deploy), else AWS_REGION, else the AWS configuration's (AWS_DEFAULT_REGION, the
+    profile); with none, one line naming --region (a client made without a region fails deep in botocore).
+    AWS_REGION is read here because botocore does not read it (only AWS_DEFAULT_REGION), while the AWS CLI
+    v2 and the CDK CLI do, and the refusals tell users to set it."""
     import boto3
 
-    chosen = region or assembly_region(out, stacks)
+    chosen = region or assembly_region(out, stacks) or os.environ.get("AWS_REGION") or None
     session = boto3.session.Session(region_name=chosen) if chosen else boto3.session.Session()
     if session.region_name:
         return session
