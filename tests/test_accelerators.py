@@ -1,7 +1,7 @@
 """The accelerator checks (issue 43): node/accel.py reads the tools' output (recorded output from public
 sources: tests/fixtures/accelerators/README.md), node/boot/accelerator-check.sh runs the tools and counts
 the devices, at boot (verify-efa.sh: a problem fails the node) and in the health timer (a failed check).
-No NVIDIA driver, DCGM or Neuron tools run here: their commands are stand-ins printing the recorded
+No NVIDIA driver, DCGM, Neuron or Gaudi tools run here: their commands are stand-ins printing the recorded
 output, and the device files are empty files (tests/helpers.py Node)."""
 
 from __future__ import annotations
@@ -182,6 +182,28 @@ def test_neuron_ls_fewer_devices_than_the_type_fails(tmp_path: Path) -> None:
     node = Node(tmp_path)
     stub(node, "neuron-ls", fixture("neuron-ls-inf1.6xlarge.txt"))
     assert check(node) == (1, "neuron-ls lists 4 of 16 Neuron devices\n")
+
+
+def test_hl_smi_lists_every_gaudi_and_its_uncorrectable_errors() -> None:
+    """Two recorded summary tables, of either header: eight healthy HL-225 (hl-smi 1.20), two (1.17)."""
+    assert accel.gaudi_problems(fixture("hl-smi-8-hl225.txt"), 8) == []
+    assert accel.gaudi_problems(fixture("hl-smi-2-hl225.txt"), 2) == []
+    assert accel.gaudi_problems(fixture("hl-smi-2-hl225.txt"), 8) == ["hl-smi lists 2 of 8 Gaudi devices"]
+    # the recorded eight with device 5's uncorrectable count at 3 (its row as printed, one cell changed)
+    row = "|   5  HL-225              N/A  | 0000:4e:00.0     N/A |                   0  |"
+    faulty = fixture("hl-smi-8-hl225.txt").replace(row, row.replace("  0  |", "  3  |"))
+    assert faulty != fixture("hl-smi-8-hl225.txt")
+    assert accel.gaudi_problems(faulty, 8) == [
+        "Gaudi 5 (HL-225, 0000:4e:00.0): 3 uncorrectable errors since the driver loaded"
+    ]
+
+
+def test_a_dl1_node_fails_when_hl_smi_lists_fewer_gaudis(tmp_path: Path) -> None:
+    """dl1.24xlarge has 8 Gaudi (the catalogue): its device files all there, hl-smi listing two."""
+    node = Node(tmp_path, "dl1.24xlarge")
+    assert check(node) == (0, "8 Gaudi devices, no fault reported\n")
+    stub(node, "hl-smi", fixture("hl-smi-2-hl225.txt"))
+    assert check(node) == (1, "hl-smi lists 2 of 8 Gaudi devices\n")
 
 
 def test_a_gpu_node_fails_on_a_fatal_xid_and_not_on_an_applications(tmp_path: Path) -> None:

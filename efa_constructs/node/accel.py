@@ -8,6 +8,8 @@ their output here) and in the tests, on recorded output (tests/fixtures/accelera
                                            reboot or a replacement: one line each
     accel.py dcgm < DCGMI_DIAG_JSON        the tests ``dcgmi diag -j`` failed, with their first message
     accel.py neuron COUNT < NEURON_LS      a line when neuron-ls lists fewer Neuron devices than COUNT
+    accel.py gaudi COUNT < HL_SMI          hl-smi's Gaudi devices: fewer than COUNT, or one with an
+                                           uncorrectable error since the driver loaded
     accel.py gpus < NVIDIA_SMI_L           how many GPUs ``nvidia-smi -L`` lists (a number, not a problem)
 
 Each prints nothing for a healthy node, and exits 1 when it printed a problem.
@@ -112,6 +114,28 @@ def neuron_problems(table: str, expected: int) -> list[str]:
     return [] if have >= expected else [f"neuron-ls lists {have} of {expected} Neuron devices"]
 
 
+#: A device's first row of hl-smi's summary table: ``|   0  HL-225   N/A  | 0000:9a:00.0   N/A |   0  |``: its
+#: index, name, persistence, bus id, display, and the column headed ``Volatile Uncorr. ECC`` (``Volatile
+#: Uncor-Events`` since hl-smi 1.19, the recorded outputs show): the uncorrectable errors since the driver
+#: loaded, as nvidia-smi's column of that name counts them. Running hl-smi without options "displays a summary
+#: table of the detected Gaudi devices" (Intel Gaudi documentation, "System Management Interface Tool
+#: (hl-smi)").
+_AIP = re.compile(r"^\|\s*(\d+)\s+(HL-[\w-]+)\s+\S+\s*\|\s*([0-9a-fA-F:.]+)\s+\S+\s*\|\s*(\S+)\s*\|\s*$")
+
+
+def gaudi_problems(table: str, expected: int) -> list[str]:
+    """What hl-smi's summary table says against a Gaudi node: fewer devices than its type has; a device
+    with uncorrectable errors (a number above 0; N/A is no count)."""
+    devices = [m.groups() for m in map(_AIP.match, table.splitlines()) if m]
+    out = [] if len(devices) >= expected else [f"hl-smi lists {len(devices)} of {expected} Gaudi devices"]
+    for index, name, bus, uncorrectable in devices:
+        if uncorrectable.isdigit() and int(uncorrectable) > 0:
+            out.append(
+                f"Gaudi {index} ({name}, {bus}): {uncorrectable} uncorrectable errors since the driver loaded"
+            )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     text = sys.stdin.read()
@@ -124,8 +148,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     elif args[:1] == ["neuron"] and len(args) == 2 and args[1].isdigit():
         problems = neuron_problems(text, int(args[1]))
+    elif args[:1] == ["gaudi"] and len(args) == 2 and args[1].isdigit():
+        problems = gaudi_problems(text, int(args[1]))
     else:
-        print("usage: accel.py xid | dcgm | gpus | neuron COUNT  (output on stdin)", file=sys.stderr)
+        print(
+            "usage: accel.py xid | dcgm | gpus | neuron COUNT | gaudi COUNT  (output on stdin)",
+            file=sys.stderr,
+        )
         return 2
     for problem in problems:
         print(problem)

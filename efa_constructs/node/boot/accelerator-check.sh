@@ -63,6 +63,11 @@ if [ "$EFA_CDK_ACCELERATOR" = neuron ] && command -v neuron-ls >/dev/null; then
   mapfile -t listed < <(neuron-ls 2>&1 | python3 "$here/accel.py" neuron "$want" || true)
   problems+=("${listed[@]}")
 fi
+if [ "$EFA_CDK_ACCELERATOR" = gaudi ] && command -v hl-smi >/dev/null; then
+  # hl-smi's summary table: every device of the type, none with uncorrectable errors (accel.py gaudi)
+  mapfile -t listed < <(hl-smi 2>&1 | python3 "$here/accel.py" gaudi "$want" || true)
+  problems+=("${listed[@]}")
+fi
 
 if [ "${#problems[@]}" -gt 0 ]; then
   printf '%s\n' "${problems[@]}"
