@@ -59,7 +59,7 @@ class EfaClusterStack(ReadyStackBase):
             if params.fsx_lustre_gib is None
             else EfaLustreFileSystem(
                 self, "Lustre", vpc=vpc, subnet=subnet, capacity_gib=params.fsx_lustre_gib,
-                throughput=params.fsx_lustre_throughput, efa=params.fsx_lustre_efa,
+                throughput=params.fsx_lustre_throughput, efa=params.fsx_lustre_efa, gds=params.fsx_lustre_gds,
             )
         )  # fmt: skip
         self.cluster = EfaCluster(

@@ -62,6 +62,7 @@ class EfaParallelClusterStack(ReadyStackBase):
             fsx_lustre_capacity_gib=params.fsx_lustre_gib,
             fsx_lustre_throughput=params.fsx_lustre_throughput,
             fsx_lustre_efa=params.fsx_lustre_efa,
+            fsx_lustre_gds=params.fsx_lustre_gds,
             **self.node_options(),
             create_cluster=params.create_cluster,
         )

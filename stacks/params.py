@@ -279,6 +279,8 @@ FIELDS: tuple[Field, ...] = (
           ALL),
     Field("fsx_lustre_throughput", "its throughput tier in MB/s per TiB: 125, 250, 500 or 1000", whole, "250",
           ALL),
+    Field("fsx_lustre_gds", "true: the nodes use GPUDirect Storage with it (P5, P5e, P5en, P6-B200; needs "
+          "fsx_lustre_efa)", boolean, "false", ALL),
     Field("create_cluster", "true = create the cluster from the stack", boolean, "false",
           frozenset({PCLUSTER})),
     Field("slurm_version", "the Slurm version AWS PCS runs (23.11, 24.05, 24.11, 25.05, 25.11)", any_text,
@@ -384,6 +386,7 @@ CONTEXT_KEY_OF_OPTION = {
     "capacity_gib": "fsx_lustre_gib",
     "throughput": "fsx_lustre_throughput",
     "efa": "fsx_lustre_efa",
+    "gds": "fsx_lustre_gds",
     "lustre": "fsx_lustre_gib",
 }
 
@@ -535,6 +538,7 @@ class ClusterParams:
     node_replacements: tuple[tuple[int, str], ...] = ()
     fsx_lustre_gib: int | None = None
     fsx_lustre_efa: bool = False
+    fsx_lustre_gds: bool = False
     fsx_lustre_throughput: int = DEFAULT_THROUGHPUT
     #: The instance type's catalogue record, read once by :meth:`from_context` (not a context key).
     catalogue_entry: InstanceType | None = field(default=None, compare=False, repr=False)
@@ -593,6 +597,7 @@ class PclusterParams:
     efs_throughput_mibps: int | None = None
     fsx_lustre_gib: int | None = None
     fsx_lustre_efa: bool = False
+    fsx_lustre_gds: bool = False
     fsx_lustre_throughput: int = DEFAULT_THROUGHPUT
     capacity: Capacity = field(default_factory=Capacity.on_demand)
     placement_group: str | None = None
@@ -634,6 +639,7 @@ class PcsParams:
     efs_throughput_mibps: int | None = None
     fsx_lustre_gib: int | None = None
     fsx_lustre_efa: bool = False
+    fsx_lustre_gds: bool = False
     fsx_lustre_throughput: int = DEFAULT_THROUGHPUT
     capacity: Capacity = field(default_factory=Capacity.on_demand)
     placement_group: str | None = None

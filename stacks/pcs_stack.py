@@ -64,6 +64,7 @@ class EfaPcsClusterStack(ReadyStackBase):
             fsx_lustre_capacity_gib=params.fsx_lustre_gib,
             fsx_lustre_throughput=params.fsx_lustre_throughput,
             fsx_lustre_efa=params.fsx_lustre_efa,
+            fsx_lustre_gds=params.fsx_lustre_gds,
             **self.node_options(),
         )
         self._outputs()

@@ -592,6 +592,7 @@ EKS_FORBIDDEN = ("IamInstanceProfile", "HibernationOptions", "InstanceInitiatedS
 
 #: Stand-ins for the values CloudFormation fills into user data at deploy.
 DEPLOY_VALUES = {
+    "AWS::Partition": "aws",
     "AWS::Region": "us-east-1",
     "AWS::URLSuffix": "amazonaws.com",
     "AWS::AccountId": "123456789012",

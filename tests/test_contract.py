@@ -23,6 +23,7 @@ from aws_cdk import aws_iam as iam
 from efa_constructs import (
     Capacity,
     EfaCluster,
+    EfaLustreFileSystem,
     EfaNodegroup,
     EfaParallelCluster,
     EfaPcsCluster,
@@ -56,6 +57,11 @@ class Orchestrator:
     count_name: str
     build: Callable[..., Any]
     grantable: bool = True
+    #: its keywords for an EFA-enabled FSx for Lustre file system of 19,200 GiB in `subnet`: ``lustre=`` a
+    #: file system given, or the size and EFA of one it makes
+    efa_lustre: Callable[[Stack, ec2.IVpc, ec2.ISubnet], dict[str, Any]] = lambda stack, vpc, subnet: {
+        "lustre": EfaLustreFileSystem(stack, "Fsx", vpc=vpc, subnet=subnet, capacity_gib=19200, efa=True)
+    }
 
 
 #: A keyword the builders leave out (`instance_type=LEFT_OUT`).
@@ -68,8 +74,9 @@ def _node(kw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _cluster(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet, count: int, **kw: Any) -> Any:
-    return EfaCluster(stack, "Nodes", vpc=vpc, subnet=subnet, node_count=count,
-                      node_software=NodeSoftware.none(), **_node(kw))  # fmt: skip
+    software = kw.pop("node_software", NodeSoftware.none())
+    return EfaCluster(stack, "Nodes", vpc=vpc, subnet=subnet, node_count=count, node_software=software,
+                      **_node(kw))  # fmt: skip
 
 
 def _pcs(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet, count: int, **kw: Any) -> Any:
@@ -94,11 +101,31 @@ def _eks(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet, count: int, **kw: Any
                         device_plugin=False, **_node(kw))  # fmt: skip
 
 
+def _given_lustre(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet) -> dict[str, Any]:
+    """A file system given (the node software mounts it on the plain EC2 nodes)."""
+    return {
+        "lustre": EfaLustreFileSystem(stack, "Fsx", vpc=vpc, subnet=subnet, capacity_gib=19200, efa=True),
+        "node_software": NodeSoftware.efa(),
+    }
+
+
+def _own_lustre(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet) -> dict[str, Any]:
+    """One the orchestrator makes."""
+    return {"fsx_lustre_capacity_gib": 19200, "fsx_lustre_efa": True}
+
+
+def _pcs_lustre(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet) -> dict[str, Any]:
+    """... on a cluster that may grow past FSx's connections (a SMALL PCS cluster has 32 instances)."""
+    from efa_constructs import PcsClusterSize
+
+    return {**_own_lustre(stack, vpc, subnet), "size": PcsClusterSize.MEDIUM}
+
+
 ORCHESTRATORS = [
-    Orchestrator("EfaCluster", "node_count", _cluster),
-    Orchestrator("EfaPcsCluster", "max_count", _pcs),
+    Orchestrator("EfaCluster", "node_count", _cluster, efa_lustre=_given_lustre),
+    Orchestrator("EfaPcsCluster", "max_count", _pcs, efa_lustre=_pcs_lustre),
     # ParallelCluster makes its nodes' instance roles itself (docs/parallelcluster.md): no grant principal
-    Orchestrator("EfaParallelCluster", "max_count", _pcluster, grantable=False),
+    Orchestrator("EfaParallelCluster", "max_count", _pcluster, grantable=False, efa_lustre=_own_lustre),
     Orchestrator("EfaNodegroup", "max_size", _eks),
 ]
 IDS = [o.name for o in ORCHESTRATORS]
@@ -272,3 +299,25 @@ def test_every_orchestrator_takes_the_catalogues_record_as_the_type(
     assert nodes.plan.instance_type is record and reads == []
     _, _, nodes = make(orchestrator)  # by name: looked up once
     assert nodes.plan.instance_type == record and reads == [TYPE]
+
+
+#: FSx for Lustre's rules for EFA clients (FSx for Lustre user guide, "configure-efa-clients",
+#: "efa-file-systems"): no trn2 client; at most 1,024 EFA connections per file system, 8 per p5 client.
+LUSTRE_REFUSED = [
+    ("trn2.48xlarge", 2, "efa-cdk:fsx-efa-client-type"),
+    ("p5.48xlarge", 129, "efa-cdk:fsx-efa-connections"),
+]
+
+
+@pytest.mark.parametrize("orchestrator", ORCHESTRATORS, ids=IDS)
+@pytest.mark.parametrize(("itype", "count", "code"), LUSTRE_REFUSED, ids=[c[2] for c in LUSTRE_REFUSED])
+def test_every_orchestrator_refuses_efa_lustre_clients_fsx_does_not_serve(
+    orchestrator: Orchestrator, itype: str, count: int, code: str
+) -> None:
+    stack = Stack(new_app(), "Contract")
+    vpc = network(stack)
+    subnet = vpc.isolated_subnets[0]
+    lustre = orchestrator.efa_lustre(stack, vpc, subnet)
+    with pytest.raises(EfaConfigError) as err:
+        orchestrator.build(stack, vpc, subnet, count, instance_type=ec2.InstanceType(itype), **lustre)
+    assert err.value.code == code, str(err.value)

@@ -5,7 +5,10 @@ no Lustre kernel modules: what the stand-ins record is what a node would run, in
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aws_cdk import Stack, assertions
@@ -242,7 +245,13 @@ esac
 """
 
 
-def _lustre_node(tmp_path: Path, itype: str = "trn1.32xlarge", interfaces: str = "2", **env: str) -> Node:
+def _lustre_node(
+    tmp_path: Path,
+    itype: str = "trn1.32xlarge",
+    interfaces: str = "2",
+    settings: dict[str, str] | None = None,
+    **env: str,
+) -> Node:
     node = Node(
         tmp_path,
         itype,
@@ -250,13 +259,16 @@ def _lustre_node(tmp_path: Path, itype: str = "trn1.32xlarge", interfaces: str =
         EFA_CDK_LUSTRE_MOUNT_NAME="abcdefgh",
         EFA_CDK_LUSTRE_DIR="/fsx",
         EFA_CDK_LUSTRE_EFA_INTERFACES=interfaces,
+        **(settings or {}),
     )
     stub = node.stub_dir / "bin"
     record = '#!{bash}\necho "{name} $*" >>"$STUB_DIR/calls.log"\n{body}\n'
     bodies = {
         "lnetctl": LNETCTL,
         "mount.lustre": "exit 0",
-        "modinfo": 'echo "${STUB_EFA_DRIVER:-2.13.0g}"',
+        # the efa driver's version, or nvidia-fs's (STUB_NVFS, empty: no such module)
+        "modinfo": 'case "$*" in *nvidia_fs*) [ -n "${STUB_NVFS:-}" ] && echo "$STUB_NVFS" ;; '
+        '*) echo "${STUB_EFA_DRIVER:-2.13.0g}" ;; esac',
         "lsmod": 'cat "$STUB_DIR/lsmod" 2>/dev/null || true',
         "lustre_rmmod": 'rm -f "$STUB_DIR/lsmod"',
         "modprobe": "exit 0",
@@ -570,3 +582,403 @@ def test_a_benchmark_that_stops_is_a_failed_result_naming_why(tmp_path: Path) ->
     }
     assert not results["fi_pingpong"]["ok"]
     assert results["fi_pingpong"]["reason"].startswith("exited non-zero: ")
+
+
+# ---- EKS: the FSx CSI driver's static provisioning, and LNet over EFA on the nodes ----
+
+
+def _eks_lustre(
+    *, itype: str = "trn1.32xlarge", zones: tuple[str, str] | None = None, groups: int = 1, **kwargs: Any
+) -> tuple[Stack, Any, list[Any]]:
+    """An aws_eks_v2 cluster with its kubectl provider, an EFA file system and `groups` node groups on it."""
+    from aws_cdk import aws_eks_v2 as eks
+    from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
+
+    from efa_constructs.cdk import EfaNodegroup
+
+    stack = Stack(new_app(), "EksLustre")
+    vpc = isolated_vpc(stack)
+    cluster = eks.Cluster(
+        stack, "Cluster", version=eks.KubernetesVersion.V1_35, vpc=vpc,
+        default_capacity_type=eks.DefaultCapacityType.NODEGROUP, default_capacity=0,
+        vpc_subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
+        kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=KubectlV35Layer(stack, "Kubectl")),
+    )  # fmt: skip
+    subnet = fs_subnet = vpc.isolated_subnets[0]
+    if zones:  # the nodes' and the file system's subnets in these zones
+        subnet, fs_subnet = (
+            ec2.Subnet.from_subnet_attributes(stack, f"In{z}", subnet_id=f"subnet-0123456789abcdef{i}",
+                                              availability_zone=z)
+            for i, z in enumerate(zones)
+        )  # fmt: skip
+    lustre = EfaLustreFileSystem(stack, "Data", vpc=vpc, subnet=fs_subnet, capacity_gib=19200, efa=True)
+    made = [
+        EfaNodegroup(stack, f"Trainers{i}", cluster=cluster, instance_type=ec2.InstanceType(itype),
+                     subnet=subnet, lustre=lustre, **kwargs)
+        for i in range(groups)
+    ]  # fmt: skip
+    return stack, lustre, made
+
+
+@pytest.fixture(scope="module")
+def eks_lustre() -> dict:
+    stack, _, _ = _eks_lustre()
+    return assertions.Template.from_stack(stack).to_json()
+
+
+def test_eks_pods_mount_it_by_a_claim_through_the_csi_driver(eks_lustre: dict) -> None:
+    """Static provisioning as the FSx CSI driver's example and the EKS guide write it: a PersistentVolume of
+    driver fsx.csi.aws.com naming the file system's id, DNS name and mount name, bound to the claim 'fsx';
+    kept (Retain) when the claim goes; the driver's chart (kubernetes-sigs/aws-fsx-csi-driver 1.17.0)."""
+    from tests.helpers import by_type
+
+    charts = {
+        c["Properties"]["Chart"]: c["Properties"] for c in by_type(eks_lustre, "Custom::AWSCDK-EKS-HelmChart")
+    }
+    csi = charts["aws-fsx-csi-driver"]
+    assert (csi["Repository"], csi["Version"], csi["Namespace"]) == (
+        "https://kubernetes-sigs.github.io/aws-fsx-csi-driver",
+        "1.17.0",
+        "kube-system",
+    )
+    (manifest,) = by_type(eks_lustre, "Custom::AWSCDK-EKS-KubernetesResource")
+    (fs_id,) = _of_type(eks_lustre, "AWS::FSx::FileSystem")
+    from tests.helpers import render
+
+    dns = "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com"
+    refs = {fs_id: "fs-0123456789abcdef0", f"{fs_id}.DNSName": dns, f"{fs_id}.LustreMountName": "abcdefgh"}
+    volume, claim = json.loads(render(manifest["Properties"]["Manifest"], refs))
+    assert volume["kind"] == "PersistentVolume" and claim["kind"] == "PersistentVolumeClaim"
+    assert volume["spec"]["csi"] == {
+        "driver": "fsx.csi.aws.com",
+        "volumeHandle": "fs-0123456789abcdef0",
+        "volumeAttributes": {
+            "dnsname": "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
+            "mountname": "abcdefgh",
+        },
+    }
+    assert volume["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    assert volume["spec"]["accessModes"] == claim["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert volume["spec"]["capacity"] == claim["spec"]["resources"]["requests"] == {"storage": "19200Gi"}
+    assert (claim["metadata"]["name"], claim["metadata"]["namespace"]) == ("fsx", "default")
+    assert claim["spec"]["volumeName"] == volume["metadata"]["name"]
+    assert volume["spec"]["claimRef"] == {"namespace": "default", "name": "fsx"}
+    assert volume["spec"]["storageClassName"] == claim["spec"]["storageClassName"] == ""
+
+
+def test_eks_nodes_are_its_efa_clients_and_wait_for_it(eks_lustre: dict) -> None:
+    """The node group's EFA group and the file system's pass all traffic both ways (FSx's rule for EFA); the
+    node group is created after the file system (its nodes mount it at boot); the nodes' user data part runs
+    the lustre-client step with the guide's 2 interfaces of trn1, and stays under EC2's 16 KB."""
+    from tests.helpers import by_type, mime_parts
+
+    (fs_id,) = _of_type(eks_lustre, "AWS::FSx::FileSystem")
+    (group_id,) = [
+        k for k in _of_type(eks_lustre, "AWS::EC2::SecurityGroup") if k.startswith("Trainers0SecurityGroup")
+    ]
+    rules = [
+        r["Properties"] for r in by_type(eks_lustre, "AWS::EC2::SecurityGroupIngress")
+        if r["Properties"].get("SourceSecurityGroupId") == {"Fn::GetAtt": [group_id, "GroupId"]}
+        and "DataLustreSecurityGroup" in json.dumps(r["Properties"]["GroupId"])
+    ]  # fmt: skip
+    assert [r["IpProtocol"] for r in rules] == ["-1"]
+    (nodegroup,) = by_type(eks_lustre, "AWS::EKS::Nodegroup")
+    assert fs_id in nodegroup["DependsOn"]
+    (lt,) = by_type(eks_lustre, "AWS::EC2::LaunchTemplate")
+    script = mime_parts(lt)["text/x-shellscript"]
+    assert "EFA_CDK_STEPS='lustre-client'" in script and "EFA_CDK_LUSTRE_EFA_INTERFACES='2'" in script
+    from tests.helpers import user_data
+
+    assert len(user_data(lt).encode()) < 16 * 1024
+
+
+def test_an_eks_node_role_reads_its_scripts_and_nothing_else(eks_lustre: dict) -> None:
+    """The node role's policies, evaluated (iam_eval): s3:GetObject on the scripts' object, not on another
+    object of the bucket, and no s3:ListBucket."""
+    from tests.iam_eval import Request, allowed, role_statements
+
+    (role,) = [k for k, v in eks_lustre["Resources"].items()
+               if v["Type"] == "AWS::IAM::Role" and k.startswith("Trainers0NodeRole")]  # fmt: skip
+    identity = role_statements(eks_lustre, role)
+    (lt,) = [v for v in eks_lustre["Resources"].values() if v["Type"] == "AWS::EC2::LaunchTemplate"]
+    from tests.helpers import mime_parts
+
+    url = re.search(r"EFA_CDK_SCRIPTS_URL='s3://([^/]+)/([^']+)'", mime_parts(lt)["text/x-shellscript"])
+    assert url is not None
+    bucket, key = url.groups()
+    assert allowed(Request(role, "s3:GetObject", f"arn:aws:s3:::{bucket}/{key}"), identity, [])
+    assert not allowed(Request(role, "s3:GetObject", f"arn:aws:s3:::{bucket}/other.zip"), identity, [])
+    assert not allowed(Request(role, "s3:ListBucket", f"arn:aws:s3:::{bucket}"), identity, [])
+
+
+def test_the_eks_lustre_stack_is_stock_cfn_lint_clean_in_its_own_resources(eks_lustre: dict) -> None:
+    from tests.helpers import lint
+
+    ours = ("Trainers", "Data", "FsxCsiDriver", "LustreVolume")
+    assert [f for f in lint(eks_lustre, stock=True) if any(o in f for o in ours)] == []
+
+
+def test_two_eks_node_groups_share_one_driver_and_one_claim() -> None:
+    stack, _, _ = _eks_lustre(groups=2)
+    t = assertions.Template.from_stack(stack).to_json()
+    from tests.helpers import by_type
+
+    assert [c["Properties"]["Chart"] for c in by_type(t, "Custom::AWSCDK-EKS-HelmChart")].count(
+        "aws-fsx-csi-driver"
+    ) == 1
+    assert len(by_type(t, "Custom::AWSCDK-EKS-KubernetesResource")) == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "code", "says"),
+    [
+        ({"itype": "trn2.48xlarge"}, "efa-cdk:fsx-efa-client-type", "serves no trn2 client over EFA"),
+        ({"zones": ("us-east-1c", "us-east-1d")}, "efa-cdk:fsx-efa-zone", "Availability Zone only"),
+        ({"lustre_claim": "Training_Data"}, "efa-cdk:eks-lustre-claim-name", "lustre_claim='Training_Data'"),
+        ({"lustre_namespace": "-ml"}, "efa-cdk:eks-lustre-claim-name", "DNS-1123 labels"),
+    ],
+)
+def test_an_eks_node_group_refuses_a_mount_that_cannot_work(kwargs: dict, code: str, says: str) -> None:
+    with pytest.raises(EfaConfigError) as err:
+        _eks_lustre(**kwargs)
+    assert err.value.code == code and says in str(err.value), str(err.value)
+
+
+def test_an_eks_claim_names_one_file_system_and_needs_the_kubectl_provider() -> None:
+    from aws_cdk import aws_eks_v2 as eks
+
+    from efa_constructs.cdk import EfaNodegroup
+
+    stack, lustre, _ = _eks_lustre()
+    vpc = lustre.node.scope.node.find_child("Vpc")
+    other = EfaLustreFileSystem(stack, "Other", vpc=vpc, subnet=vpc.isolated_subnets[0], capacity_gib=19200,
+                                efa=True)  # fmt: skip
+    cluster = stack.node.find_child("Cluster")
+    with pytest.raises(EfaConfigError) as err:
+        EfaNodegroup(stack, "More", cluster=cluster, instance_type=ec2.InstanceType("trn1.32xlarge"),
+                     subnet=vpc.isolated_subnets[0], lustre=other)  # fmt: skip
+    assert err.value.code == "efa-cdk:eks-lustre-claim-taken" and "EksLustre/Data" in str(err.value)
+    isolated = [ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)]
+    nodegroup = eks.DefaultCapacityType.NODEGROUP
+    bare = eks.Cluster(stack, "Bare", version=eks.KubernetesVersion.V1_35, vpc=vpc, default_capacity=0,
+                       default_capacity_type=nodegroup, vpc_subnets=isolated)  # fmt: skip
+    with pytest.raises(EfaConfigError) as err:
+        EfaNodegroup(stack, "NoKubectl", cluster=bare, instance_type=ec2.InstanceType("trn1.32xlarge"),
+                     subnet=vpc.isolated_subnets[0], lustre=lustre, device_plugin=False)  # fmt: skip
+    assert err.value.code == "efa-cdk:eks-no-kubectl-provider" and "FSx for Lustre CSI driver" in str(
+        err.value
+    )
+
+
+def _eks_node(tmp_path: Path, template: dict, **env: str) -> tuple[Node, subprocess.CompletedProcess[str]]:
+    """The EKS node group's own user data part, as EC2 hands it over, run on a scratch node: efa-cdk's
+    bootstrap fetches the node scripts (an `aws` stand-in copying their zip) and runs lustre-client against
+    the stand-ins of Lustre's tools; systemctl is a stand-in that records what it is asked."""
+    import shutil
+
+    from tests.helpers import mime_parts
+
+    node = _lustre_node(tmp_path, **env)
+    archive = node.stub_dir / "downloads" / "scripts.zip"
+    shutil.make_archive(str(archive.with_suffix("")), "zip", node.bin)
+    shutil.rmtree(node.bin)
+    executable(
+        node.stub_dir / "bin" / "aws", f'#!{BASH}\ncp "$STUB_DIR/downloads/scripts.zip" "${{@: -1}}"\n'
+    )
+    (fs_id,) = _of_type(template, "AWS::FSx::FileSystem")
+    refs = {f"{fs_id}.DNSName": "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
+            f"{fs_id}.LustreMountName": "abcdefgh"}  # fmt: skip
+    (lt,) = [v for v in template["Resources"].values() if v["Type"] == "AWS::EC2::LaunchTemplate"]
+    part = tmp_path / "eks-part.sh"
+    part.write_text(mime_parts(lt, refs)["text/x-shellscript"])
+    run = subprocess.run([BASH, str(part)], env=node.env, capture_output=True, text=True, timeout=60)
+    return node, run
+
+
+def test_an_eks_node_mounts_it_over_efa_and_joins(tmp_path: Path, eks_lustre: dict) -> None:
+    node, run = _eks_node(tmp_path, eks_lustre)
+    assert run.returncode == 0, run.stdout + run.stderr
+    calls = _calls(node)
+    assert "lnetctl udsp add --src efa --priority 0" in calls and "mount /fsx" in calls
+    assert not [c for c in calls if "nodeadm-run" in c]
+    assert "Lustre rides EFA" in (node.root / "var/log/efa-cdk.log").read_text()
+    assert "EFA_CDK_STACK" not in (node.root / "etc/efa-cdk/node.env").read_text()  # nothing to signal on EKS
+
+
+def test_an_eks_node_where_lustre_fails_never_joins(tmp_path: Path, eks_lustre: dict) -> None:
+    """A failed lustre-client (an EFA driver older than 2.12.1) keeps nodeadm-run.service, which starts
+    kubelet after cloud-init's scripts, from starting: disabled for later boots, its queued start stopped."""
+    node, run = _eks_node(tmp_path, eks_lustre, STUB_EFA_DRIVER="2.10.0")
+    assert run.returncode == 1
+    assert "EFA driver 2.12.1 or later" in run.stdout + run.stderr
+    assert "nodeadm-run.service is held, so this node does not join the cluster" in run.stderr
+    held = [c for c in _calls(node) if c.startswith("systemctl") and "nodeadm-run" in c]
+    assert held == ["systemctl disable nodeadm-run.service", "systemctl stop --no-block nodeadm-run.service"]
+
+
+# ---- GPUDirect Storage (FSx for Lustre user guide, "configure-efa-clients"; NVIDIA's gdscheck) ----
+
+GDS_FIXTURES = Path(__file__).parent / "fixtures" / "gds"
+
+
+def _gdscheck(name: str) -> str:
+    return (GDS_FIXTURES / name).read_text()
+
+
+def test_gdscheck_as_nvidias_guide_prints_it_is_ready_for_fsx() -> None:
+    """NVIDIA's own sample (GDS 1.16.0.49, nvidia_fs 2.27, FSx Lustre Supported, one L4 that supports GDS)."""
+    from efa_constructs.node import gds
+
+    check = gds.parse(_gdscheck("gdscheck-p-nvidia-guide.txt"))
+    assert (check.release, check.nvidia_fs, check.fsx_lustre, check.gpus, check.verified) == (
+        "1.16.0.49",
+        (2, 27),
+        "Supported",
+        1,
+        True,
+    )
+    assert check.problems(gpus=1) == []
+    assert check.problems(gpus=8) == ["1 of 8 GPUs support GDS"]  # a p5 missing seven of its GPUs
+
+
+def test_gdscheck_of_an_old_gds_names_each_problem() -> None:
+    """A recorded GDS 1.0 (nvidia_fs 2.7): older than FSx's 2.24.2, and no FSx Lustre line at all."""
+    from efa_constructs.node import gds
+
+    check = gds.parse(_gdscheck("gdscheck-p-quadro-p1000.txt"))
+    assert check.problems(gpus=1) == [
+        "nvidia_fs 2.7 is older than 2.24.2",
+        "FSx Lustre is not listed (GDS release 1.0.0.82)",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("line", "ready"),
+    [
+        ("FSx Lustre : Supported", True),
+        ("FSx Lustre : nvfs, compat", True),  # GDS 1.16's modes: nvfs is the direct path
+        ("FSx Lustre : compat", False),  # the CPU path alone
+        ("FSx Lustre : Unsupported", False),
+    ],
+)
+def test_gdscheck_reads_the_fsx_line_in_either_form(line: str, ready: bool) -> None:
+    from efa_constructs.node import gds
+
+    text = _gdscheck("gdscheck-p-nvidia-guide.txt").replace("FSx Lustre : Supported", line)
+    assert (gds.parse(text).problems(gpus=1) == []) is ready
+
+
+def test_gdscheck_refuses_a_gpu_without_gds_and_a_failed_platform() -> None:
+    from efa_constructs.node import gds
+
+    text = _gdscheck("gdscheck-p-nvidia-guide.txt").replace(" supports GDS,", ",")
+    text = text.replace("Platform verification succeeded", "Platform verification error")
+    assert gds.parse(text).problems(gpus=1) == [
+        "0 of 1 GPUs support GDS",
+        "the platform verification did not succeed",
+    ]
+
+
+def _gds_node(tmp_path: Path, fixture: str, gpus: str = "1", **env: str) -> Node:
+    """A p5 node whose file system asks for GDS; gdscheck prints `fixture`."""
+    node = _lustre_node(
+        tmp_path, "p5.48xlarge", "8", {"EFA_CDK_LUSTRE_GDS": "1", "EFA_CDK_ACCELERATOR_COUNT": gpus}, **env
+    )
+    executable(
+        node.root / "usr/local/cuda/gds/tools/gdscheck",
+        f'#!{BASH}\necho "gdscheck $*" >>"$STUB_DIR/calls.log"\ncat {GDS_FIXTURES / fixture}\n',
+    )
+    return node
+
+
+def test_a_gds_client_loads_nvidia_fs_before_lustre_and_passes_gdscheck(tmp_path: Path) -> None:
+    node = _gds_node(tmp_path, "gdscheck-p-nvidia-guide.txt", STUB_NVFS="2.28.4")
+    run = node.run("lustre-client")
+    assert run.returncode == 0, run.log
+    calls = _calls(node)
+    assert calls.index("modprobe nvidia_fs") < calls.index("modprobe lnet") < calls.index("gdscheck -p")
+    assert not any(c.startswith(("git ", "make")) for c in calls)  # the image's driver is recent enough
+    assert "GPUDirect Storage: nvidia_fs 2.27, FSx Lustre supported, 1 of 1 GPUs support GDS" in run.log
+
+
+def test_a_gds_client_that_gdscheck_does_not_pass_fails_with_the_reason(tmp_path: Path) -> None:
+    eight = _gds_node(tmp_path / "eight", "gdscheck-p-nvidia-guide.txt", gpus="8", STUB_NVFS="2.28.4")
+    assert eight.run("lustre-client").returncode == 1
+    failure = (eight.root / "var/lib/efa-cdk/failure").read_text()
+    assert failure == "GPUDirect Storage is not ready: 1 of 8 GPUs support GDS\n"
+    old = _gds_node(tmp_path / "old", "gdscheck-p-quadro-p1000.txt", STUB_NVFS="2.28.4")
+    assert old.run("lustre-client").returncode == 1
+    assert "nvidia_fs 2.7 is older than 2.24.2" in (old.root / "var/lib/efa-cdk/failure").read_text()
+
+
+#: git's stand-in: `clone` makes the tree (src/), `rev-parse HEAD` says STUB_COMMIT (default: the pin).
+GIT = r"""
+case "$*" in
+  clone*) mkdir -p "${@: -1}/src" ;;
+  *rev-parse*) echo "${STUB_COMMIT:-d0eda4943d01ef244e35035bad39d6ba20906b5b}" ;;
+esac
+"""
+
+
+def test_a_gds_client_without_nvidia_fs_builds_the_pinned_source_as_fsx_documents(tmp_path: Path) -> None:
+    """No nvidia-fs on the image: the pinned tag is cloned, checked against its commit and built with the
+    FSx guide's NVFS_MAX_PEER_DEVS=128 NVFS_MAX_PCI_DEPTH=16, installed, and loaded at every boot."""
+    node = _gds_node(tmp_path, "gdscheck-p-nvidia-guide.txt")
+    executable(node.stub_dir / "bin" / "git", f'#!{BASH}\necho "git $*" >>"$STUB_DIR/calls.log"\n{GIT}')
+    executable(
+        node.stub_dir / "bin" / "make",
+        f"#!{BASH}\n"
+        'echo "make $* peers=$NVFS_MAX_PEER_DEVS depth=$NVFS_MAX_PCI_DEPTH" >>"$STUB_DIR/calls.log"\n',
+    )
+    executable(node.stub_dir / "bin" / "apt-get", f'#!{BASH}\necho "apt-get $*" >>"$STUB_DIR/calls.log"\n')
+    run = node.run("lustre-client")
+    assert run.returncode == 0, run.log
+    calls = _calls(node)
+    clone = next(c for c in calls if c.startswith("git clone"))
+    assert "--branch v2.28.4 https://github.com/NVIDIA/gds-nvidia-fs.git" in clone
+    assert "make  peers=128 depth=16" in calls and "make install peers=128 depth=16" in calls
+    assert (node.root / "etc/modules-load.d/efa-cdk-nvidia-fs.conf").read_text() == "nvidia_fs\n"
+    # another commit under the tag: not built
+    moved = _gds_node(tmp_path / "moved", "gdscheck-p-nvidia-guide.txt", STUB_COMMIT="0" * 40)
+    for name, body in (("git", GIT), ("make", ""), ("apt-get", "")):
+        executable(moved.stub_dir / "bin" / name, f"#!{BASH}\n{body}")
+    assert moved.run("lustre-client").returncode == 1
+    assert (
+        "not the pinned d0eda4943d01ef244e35035bad39d6ba20906b5b"
+        in (moved.root / "var/lib/efa-cdk/failure").read_text()
+    )
+
+
+def test_gds_is_asked_of_efa_clients_of_the_types_fsx_names() -> None:
+    """GDS needs EFA and a P5, P5e, P5en or P6-B200 client; the settings carry it only when asked (a file
+    system without GDS keeps its nodes' settings as they were)."""
+    with pytest.raises(EfaConfigError) as err:
+        LustreSpec(19200, efa=False, gds=True).check()
+    assert err.value.code == "efa-cdk:fsx-gds-needs-efa"
+    for itype in ("p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"):
+        LustreSpec(19200, efa=True, gds=True).check_clients(instance_type(itype), 4)
+    with pytest.raises(EfaConfigError) as err:
+        LustreSpec(19200, efa=True, gds=True).check_clients(instance_type("p4d.24xlarge"), 4)
+    assert err.value.code == "efa-cdk:fsx-gds-client-type" and "P5, P5e, P5en and P6-B200" in str(err.value)
+    stack = Stack(new_app(), "Gds")
+    vpc = isolated_vpc(stack)
+    subnet = vpc.isolated_subnets[0]
+    with_gds = EfaLustreFileSystem(stack, "A", vpc=vpc, subnet=subnet, capacity_gib=19200, efa=True, gds=True)
+    without = EfaLustreFileSystem(stack, "B", vpc=vpc, subnet=subnet, capacity_gib=19200, efa=True)
+    p5 = instance_type("p5.48xlarge")
+    assert with_gds.client_settings(p5)["EFA_CDK_LUSTRE_GDS"] == "1"
+    assert "EFA_CDK_LUSTRE_GDS" not in without.client_settings(p5)
+
+
+def test_an_eks_node_group_refuses_a_gds_file_system() -> None:
+    """The EKS-optimized AMIs have no GDS driver (awslabs/amazon-eks-ami#2181 is open)."""
+    from efa_constructs.cdk import EfaNodegroup
+
+    stack, _, _ = _eks_lustre(itype="p5.48xlarge")
+    vpc, cluster = stack.node.find_child("Vpc"), stack.node.find_child("Cluster")
+    gds_fs = EfaLustreFileSystem(stack, "Gds", vpc=vpc, subnet=vpc.isolated_subnets[0], capacity_gib=19200,
+                                 efa=True, gds=True)  # fmt: skip
+    with pytest.raises(EfaConfigError) as err:
+        EfaNodegroup(stack, "GdsNodes", cluster=cluster, subnet=vpc.isolated_subnets[0], lustre=gds_fs,
+                     instance_type=ec2.InstanceType("p5.48xlarge"), lustre_claim="gds")  # fmt: skip
+    assert err.value.code == "efa-cdk:eks-lustre-gds"

@@ -56,7 +56,7 @@ def shellcheck(*paths: Path) -> subprocess.CompletedProcess[str]:
 
 def test_every_shipped_script_is_shellcheck_clean() -> None:
     scripts = sorted(NODE.rglob("*.sh"))
-    assert {p.parent.name for p in scripts} == {"boot", "pcluster", "pcs"}
+    assert {p.parent.name for p in scripts} == {"boot", "eks", "pcluster", "pcs"}
     run = shellcheck(*scripts)
     assert run.returncode == 0, run.stdout
 

@@ -376,7 +376,14 @@ def efa_lustre_stack() -> dict[str, Any]:
     return synth(fsx_lustre_gib="19200", fsx_lustre_efa="true", availability_zone="us-east-1d")
 
 
-@pytest.mark.parametrize("which", ["stack", "efa_lustre_stack"])
+@pytest.fixture(scope="module")
+def gds_lustre_stack() -> dict[str, Any]:
+    """... and GPUDirect Storage on p5 compute nodes: one more setting of lustre-client's."""
+    return synth(instance_type="p5.48xlarge", fsx_lustre_gib="19200", fsx_lustre_efa="true",
+                 fsx_lustre_gds="true", availability_zone="us-east-1d")  # fmt: skip
+
+
+@pytest.mark.parametrize("which", ["stack", "efa_lustre_stack", "gds_lustre_stack"])
 def test_resolved_config_passes_the_schema(which: str, request: pytest.FixtureRequest) -> None:
     """The output with every reference replaced by a plausible id is still a valid configuration (and a
     CloudFormation output: under 4,096 characters)."""
@@ -413,9 +420,10 @@ def test_resolved_config_passes_the_schema(which: str, request: pytest.FixtureRe
     assert schema_check([config]) == ["OK"]
     (queue,) = config["Scheduling"]["SlurmQueues"]
     args = queue["CustomActions"]["OnNodeConfigured"]["Args"]
-    efa = which == "efa_lustre_stack"
+    efa, gds = which != "stack", which == "gds_lustre_stack"
     assert ("lustre-client" in next(a for a in args if a.startswith("EFA_CDK_STEPS="))) is efa
-    assert ("EFA_CDK_LUSTRE_EFA_INTERFACES=2" in args) is efa
+    assert (f"EFA_CDK_LUSTRE_EFA_INTERFACES={8 if gds else 2}" in args) is efa
+    assert ("EFA_CDK_LUSTRE_GDS=1" in args) is gds
 
 
 def test_ready_stack_is_lint_clean_and_has_the_efa_pieces(stack: dict[str, Any]) -> None:

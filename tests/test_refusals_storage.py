@@ -74,6 +74,20 @@ ROWS: list[Row] = [
         "efa-cdk:lustre-needs-node-software",
     ),
     (
+        "GPUDirect Storage without EFA",
+        ctx(fsx_lustre_gib="2400", fsx_lustre_gds="true"),
+        "gds",
+        "reaches FSx for Lustre over EFA only",
+        "efa-cdk:fsx-gds-needs-efa",
+    ),
+    (
+        "GPUDirect Storage on a type FSx does not name for it",
+        ctx(fsx_lustre_gib="19200", fsx_lustre_efa="true", fsx_lustre_gds="true"),
+        "gds",
+        "names P5, P5e, P5en and P6-B200 instances",
+        "efa-cdk:fsx-gds-client-type",
+    ),
+    (
         "EFA clients in another zone than the file system",
         lustre_in_another_zone,
         "lustre",

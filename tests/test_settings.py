@@ -11,8 +11,8 @@ from tests.helpers import ROOT
 
 NAME = re.compile(r"EFA_CDK_[A-Z0-9_]+")
 NODE_DIR = ROOT / "efa_constructs/node"
-#: Not a setting: the delimiter of the bootstrap's settings heredoc.
-NOT_SETTINGS = {"EFA_CDK_SETTINGS"}
+#: Not settings: the delimiters of the bootstrap's settings heredoc and of the EKS part's bootstrap heredoc.
+NOT_SETTINGS = {"EFA_CDK_SETTINGS", "EFA_CDK_PART_END"}
 
 
 def _names(files: list[Path]) -> set[str]:

@@ -117,3 +117,11 @@ class NodeScripts:
                 resources=[self.asset.bucket.arn_for_objects(self.asset.s3_object_key)],
             )
         )
+
+
+def shell_part(script: str) -> ec2.UserData:
+    """A shell part of a multi-part user data running `script` (``for_linux()`` writes its ``#!`` line in
+    place of the script's own)."""
+    shell = ec2.UserData.for_linux()
+    shell.add_commands(script.split("\n", 1)[1])
+    return shell

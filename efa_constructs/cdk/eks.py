@@ -31,13 +31,14 @@ launches the nodes. Facts (checked late 2026; docs/eks.md compares with eksctl):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 import jsii
-from aws_cdk import Annotations, Stack, Token
+from aws_cdk import Annotations, Aws, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks_v1
 from aws_cdk import aws_eks_v2 as eks
@@ -49,10 +50,16 @@ from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import AcceleratorKind, InstanceType, all_instance_types
 from ..core.catalogue import instance_type as lookup
 from ..core.errors import EfaConfigError
+from ..core.lustre import check_mount
 from ..core.options import DEFAULT_MAX_COUNT, DEFAULT_MIN_COUNT
+from ..core.settings import NodeEnv
+from ..core.software import EfaUserData, eks_node_script
 from ._node_base import EfaNodeBase
+from ._node_base import known as _known
+from ._shared import NodeScripts, shell_part
 from .acknowledgements import acknowledge
 from .arguments import checked
+from .lustre import EfaLustreFileSystem
 from .machine_image import EfaMachineImage, OsFamily
 from .options import NodeTemplateOptions, plan_of
 
@@ -66,6 +73,16 @@ EFA_RESOURCE = "vpc.amazonaws.com/efa"
 #: CNI policy may instead go to the VPC CNI's own service account (same page), hence optional.
 NODE_ROLE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
 CNI_POLICY = "AmazonEKS_CNI_Policy"
+#: The FSx for Lustre CSI driver's Helm chart (kubernetes-sigs/aws-fsx-csi-driver: docs/install.md names the
+#: repository; charts/aws-fsx-csi-driver/Chart.yaml 1.17.0, driver image v1.9.0, 2026-04-21). Its node plugin
+#: mounts a PersistentVolume's file system as ``<dnsname>@tcp:/<mountname>`` (pkg/driver/node.go); over EFA
+#: when the node's LNet has an efa network (EKS user guide, "fsx-csi-tuning-efa").
+FSX_CSI_CHART = ("FsxCsiDriver", "https://kubernetes-sigs.github.io/aws-fsx-csi-driver", "aws-fsx-csi-driver",
+                 "1.17.0")  # fmt: skip
+#: The driver a PersistentVolume names (the chart's csidriver.yaml; the static provisioning example).
+FSX_CSI_DRIVER = "fsx.csi.aws.com"
+#: A Kubernetes object's name: a DNS-1123 label (Kubernetes, "Object Names and IDs").
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -231,22 +248,27 @@ def capacity_type(module: ModuleType, capacity: Capacity) -> Any:
     return types.CAPACITY_BLOCK if capacity.kind is CapacityKind.CAPACITY_BLOCK else types.ON_DEMAND
 
 
-def _check_kubectl(cluster: AnyCluster, module: ModuleType, which: str) -> None:
-    """The device plugins are Helm charts, installed through the cluster's kubectl provider."""
+def _check_kubectl(
+    cluster: AnyCluster,
+    module: ModuleType,
+    which: str,
+    what: str = "the device plugins are Helm charts",
+    instead: str = "pass device_plugin=False and install the plugins yourself",
+) -> None:
+    """What this construct installs on the cluster (charts, manifests) goes through its kubectl provider."""
     if _kubectl_ready(cluster, module):
         return
     raise EfaConfigError(
         which,
         code="efa-cdk:eks-no-kubectl-provider",
-        value=True,
-        why=f"the device plugins are Helm charts, and the cluster {cluster.node.path} has no "
-        "kubectl provider to install them with",
+        value=cluster.node.path if which == "lustre" else True,
+        why=f"{what}, and the cluster {cluster.node.path} has no kubectl provider to install them with",
         fix=(
             "create the cluster with kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=...)"
             if module is eks
             else "import the cluster with kubectl_role_arn=... (or kubectl_provider=...)"
         )
-        + ", or pass device_plugin=False and install the plugins yourself",
+        + f", or {instead}",
     )
 
 
@@ -311,6 +333,16 @@ class EfaNodegroup(Construct):
         cni_policy: attach ``AmazonEKS_CNI_Policy`` to a created node role. Default: True. The EKS user
             guide prefers it on the VPC CNI's service account (IRSA or Pod Identity): pass False when
             yours has it.
+        lustre: an :class:`EfaLustreFileSystem` the pods mount, over EFA when it serves EFA. The node group
+            is admitted to it (its EFA connections and zone checked); every node runs efa-cdk's
+            ``lustre-client`` step from a user data part (added to `user_data` when given): the Lustre
+            client, LNet over EFA, a mount at the file system's ``mount_dir`` and the proof that Lustre
+            rides EFA; a node where that fails never joins the cluster (its reason on its console and in
+            /var/log/efa-cdk.log). Once per cluster, the FSx for Lustre CSI driver (Helm) and a
+            PersistentVolume with its claim (`lustre_claim` in `lustre_namespace`, ReadWriteMany, kept:
+            reclaim policy Retain) that pods name. Needs the kubectl provider. Default: none.
+        lustre_claim: the PersistentVolumeClaim's name. Default: ``fsx``.
+        lustre_namespace: its namespace, which must exist. Default: ``default``.
     """
 
     @checked
@@ -331,6 +363,9 @@ class EfaNodegroup(Construct):
         device_plugin: bool = True,
         accelerator_device_plugin: bool | None = None,
         cni_policy: bool = True,
+        lustre: EfaLustreFileSystem | None = None,
+        lustre_claim: str = "fsx",
+        lustre_namespace: str = "default",
         **node: Unpack[NodeTemplateOptions],
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
@@ -352,6 +387,10 @@ class EfaNodegroup(Construct):
                            count_name="max_size", placement_group=node.get("placement_group"))  # fmt: skip
         self.security_group, self.placement_group = base.security_group, base.placement_group
         self.role: iam.IRole = node.get("role") or self._node_role(cni_policy)
+        if lustre is not None:
+            lustre.add_clients(base.security_group, it, max_size)  # the rules of FSx's clients first
+            _check_lustre(cluster, module, subnet, lustre, lustre_claim, lustre_namespace)
+            user_data = self._with_lustre_part(user_data, lustre)
         self.launch_template = base.launch_template(
             "LaunchTemplate",
             machine_image=EfaMachineImage.chosen_by_launcher(
@@ -378,6 +417,38 @@ class EfaNodegroup(Construct):
         self.accelerator_device_plugin = (
             cluster_chart(cluster, accelerator_chart) if accelerator_chart is not None else None
         )
+        #: The PersistentVolumeClaim pods mount the Lustre file system by (`lustre_claim`), or None.
+        self.lustre_claim = self._serve_lustre(cluster, lustre, lustre_claim, lustre_namespace)
+
+    def _with_lustre_part(
+        self, user_data: ec2.MultipartUserData | None, lustre: EfaLustreFileSystem
+    ) -> ec2.MultipartUserData:
+        """`user_data` (or a new one) with the part that runs the ``lustre-client`` step (the node scripts
+        from S3, which the node role may read) and keeps the node out of the cluster when it fails
+        (``node/eks/join-gate.sh``)."""
+        scripts = NodeScripts(self, "NodeScripts", EfaUserData().stage())
+        scripts.grant_read(self.role)
+        settings: NodeEnv = {
+            "EFA_CDK_REGION": Aws.REGION,
+            "EFA_CDK_SCRIPTS_URL": scripts.url,
+            "EFA_CDK_STEPS": "lustre-client",
+            **lustre.client_settings(self.plan.instance_type),
+        }
+        parts = user_data or ec2.MultipartUserData()
+        parts.add_part(ec2.MultipartBody.from_user_data(shell_part(eks_node_script(settings))))
+        return parts
+
+    def _serve_lustre(
+        self, cluster: AnyCluster, lustre: EfaLustreFileSystem | None, claim: str, namespace: str
+    ) -> str | None:
+        """The cluster's side of `lustre`: the node group after the file system (its nodes mount it at
+        boot), the CSI driver and the claim, each once per cluster; the claim's name (None without one)."""
+        if lustre is None:
+            return None
+        self.nodegroup.node.add_dependency(lustre.file_system)
+        cluster_chart(cluster, DevicePluginChart(*FSX_CSI_CHART, "kube-system", {}))
+        _lustre_volume(cluster, lustre, claim, namespace)
+        return claim
 
     def _warn_capacity_block(self, desired: int) -> None:
         if self.plan.capacity.kind is CapacityKind.CAPACITY_BLOCK and desired > 0:
@@ -456,16 +527,19 @@ class EfaNodegroup(Construct):
         return self.role
 
 
+def _per_cluster(cluster: AnyCluster, id_: str) -> tuple[Construct, str]:
+    """Where a construct made once per cluster goes: `id_` under the cluster; an imported cluster is a jsii
+    proxy Python cannot scope under: ``<cluster id><id_>`` beside it."""
+    if isinstance(cluster, Construct):
+        return cluster, id_
+    return Stack.of(cluster), f"{cluster.node.id}{id_}"
+
+
 def cluster_chart(cluster: AnyCluster, spec: DevicePluginChart) -> eks.HelmChart | eks_v1.HelmChart:
     """The chart `spec` on `cluster`, created once (``<spec.id>`` under the cluster, or
     ``<cluster id><spec.id>`` beside an imported one) and shared by every node group of the cluster."""
     module = eks_module(cluster)
-    # Under the cluster; an imported cluster is a jsii proxy Python cannot scope under: beside it.
-    scope, id_ = (
-        (cluster, spec.id)
-        if isinstance(cluster, Construct)
-        else (Stack.of(cluster), f"{cluster.node.id}{spec.id}")
-    )
+    scope, id_ = _per_cluster(cluster, spec.id)
     existing = scope.node.try_find_child(id_)
     if isinstance(existing, (eks.HelmChart, eks_v1.HelmChart)):
         return existing
@@ -517,4 +591,117 @@ def _check_sizes(min_size: int, max_size: int, desired_size: int | None) -> None
             value={"min_size": min_size, "desired_size": desired, "max_size": max_size},
             why="an EKS node group needs 0 <= min_size <= desired_size <= max_size and max_size >= 1",
             fix="adjust the sizes",
+        )
+
+
+def _check_lustre(
+    cluster: AnyCluster, module: ModuleType, subnet: ec2.ISubnet, lustre: EfaLustreFileSystem, claim: str,
+    namespace: str,
+) -> None:  # fmt: skip
+    """What a node group's mount of `lustre` needs: over EFA, the file system's zone; the kubectl provider; a
+    claim name Kubernetes takes."""
+    check_mount(lustre.spec, node_software=True, client_zone=_known(subnet.availability_zone),
+                file_system_zone=_known(lustre.availability_zone))  # fmt: skip
+    if lustre.spec.gds:
+        raise EfaConfigError(
+            "lustre",
+            code="efa-cdk:eks-lustre-gds",
+            value=lustre.node.path,
+            why="the EKS-optimized AMIs carry no GPUDirect Storage driver or tools (the request for them, "
+            "awslabs/amazon-eks-ami#2181, is open)",
+            fix="give the node group a file system made with gds=False: its pods read and write over EFA",
+        )
+    what = "the FSx for Lustre CSI driver is a Helm chart and its volume a manifest"
+    _check_kubectl(cluster, module, "lustre", what, "leave lustre out and mount it yourself")
+    _check_claim(claim, namespace)
+
+
+def _check_claim(claim: str, namespace: str) -> None:
+    for which, name in (("lustre_claim", claim), ("lustre_namespace", namespace)):
+        if not _DNS_LABEL.fullmatch(name):
+            raise EfaConfigError(
+                which,
+                code="efa-cdk:eks-lustre-claim-name",
+                value=name,
+                why="a Kubernetes claim's name and namespace are DNS-1123 labels: at most 63 lowercase "
+                "letters, digits and '-', starting and ending with a letter or digit",
+                fix="pass a name like 'fsx' or 'training-data'",
+            )
+
+
+def lustre_volume_manifests(
+    claim: str, namespace: str, capacity_gib: int, file_system_id: str, dns_name: str, mount_name: str
+) -> list[dict[str, Any]]:
+    """A file system made outside Kubernetes as a PersistentVolume of the FSx CSI driver, and the claim bound
+    to it (static provisioning: the driver's examples/kubernetes/static_provisioning; EKS user guide,
+    "fsx-csi-tuning-efa"). Retained: deleting the claim keeps the file system's data (the examples' Recycle is
+    for volumes Kubernetes made); the claim and volume name each other, so no other claim takes it."""
+    volume = f"efa-cdk-{namespace}-{claim}"  # volumes are cluster-wide, claims per namespace
+    size = {"storage": f"{capacity_gib}Gi"}
+    modes = ["ReadWriteMany"]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": volume},
+            "spec": {
+                "capacity": size,
+                "volumeMode": "Filesystem",
+                "accessModes": modes,
+                "mountOptions": ["flock"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": "",
+                "claimRef": {"namespace": namespace, "name": claim},
+                "csi": {
+                    "driver": FSX_CSI_DRIVER,
+                    "volumeHandle": file_system_id,
+                    "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name},
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": claim, "namespace": namespace},
+            "spec": {
+                "accessModes": modes,
+                "storageClassName": "",
+                "resources": {"requests": size},
+                "volumeName": volume,
+            },
+        },
+    ]
+
+
+class _LustreVolume(Construct):
+    """The volume and claim of one file system on one cluster (``Resource``: the manifest)."""
+
+    def __init__(
+        self, scope: Construct, id_: str, cluster: AnyCluster, lustre: EfaLustreFileSystem, claim: str,
+        namespace: str,
+    ) -> None:  # fmt: skip
+        super().__init__(scope, id_)
+        self.file_system = lustre
+        fs = lustre.file_system
+        manifests = lustre_volume_manifests(
+            claim, namespace, lustre.spec.capacity_gib, fs.file_system_id, fs.dns_name, fs.mount_name
+        )
+        eks_module(cluster).KubernetesManifest(self, "Resource", cluster=cluster, manifest=manifests)
+
+
+def _lustre_volume(cluster: AnyCluster, lustre: EfaLustreFileSystem, claim: str, namespace: str) -> None:
+    """The claim `namespace`/`claim` of `lustre` on `cluster`, made once (node groups share it); refused when
+    the cluster's claim of that name is another file system's."""
+    scope, id_ = _per_cluster(cluster, f"LustreVolume-{namespace}-{claim}")
+    existing = scope.node.try_find_child(id_)
+    if existing is None:
+        _LustreVolume(scope, id_, cluster, lustre, claim, namespace)
+    elif not isinstance(existing, _LustreVolume) or existing.file_system is not lustre:
+        raise EfaConfigError(
+            "lustre_claim",
+            code="efa-cdk:eks-lustre-claim-taken",
+            value=f"{namespace}/{claim}",
+            why="the cluster already has a claim of that name for another file system "
+            f"({getattr(existing, 'file_system', existing).node.path})",
+            fix="give each file system its own lustre_claim",
         )

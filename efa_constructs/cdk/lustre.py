@@ -113,14 +113,16 @@ def lustre_client_settings(
     efa_client: bool = True,
 ) -> NodeEnv:
     """What the node software's ``lustre-client`` step reads on a node of type `it`: the file system, where
-    it mounts, and the EFA interfaces LNet uses for it (0, TCP only, without EFA or when `efa_client` is
-    False: a login or head node)."""
+    it mounts, the EFA interfaces LNet uses for it (0, TCP only, without EFA or when `efa_client` is
+    False: a login or head node), and whether it sets up GPUDirect Storage (EFA clients only)."""
     interfaces = efa_client_interfaces(it) if spec.efa and efa_client else 0
     return {
         "EFA_CDK_LUSTRE_DNS": file_system.dns_name,
         "EFA_CDK_LUSTRE_MOUNT_NAME": file_system.mount_name,
         "EFA_CDK_LUSTRE_DIR": mount_dir,
         "EFA_CDK_LUSTRE_EFA_INTERFACES": str(interfaces),
+        # only when asked: the settings of a file system without GDS stay as they were
+        **({"EFA_CDK_LUSTRE_GDS": "1"} if spec.gds and interfaces else {}),
     }
 
 
@@ -158,6 +160,10 @@ class EfaLustreFileSystem(Construct):
         efa: serve EFA clients (``EfaEnabled``; Lustre 2.15 and a metadata configuration). Set at creation
             only: switching it replaces the file system, which ``efa-cdk template-diff`` reports. Default:
             False.
+        gds: its EFA clients read and write with GPUDirect Storage: each loads the NVIDIA GDS driver
+            (nvidia-fs 2.24.2 or later; built from NVIDIA's source at a pinned commit when the image has
+            none) and passes ``gdscheck -p``. P5, P5e, P5en and P6-B200 clients only; needs `efa`. Default:
+            False.
         mount_dir: where the nodes mount it. Default: ``/fsx``.
         removal_policy: what deleting the stack does to it. Default: RETAIN.
 
@@ -177,12 +183,13 @@ class EfaLustreFileSystem(Construct):
         capacity_gib: int,
         throughput: int = DEFAULT_THROUGHPUT,
         efa: bool = False,
+        gds: bool = False,
         mount_dir: str = DEFAULT_MOUNT_DIR,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
-        self.spec = LustreSpec(capacity_gib, throughput, efa)
+        self.spec = LustreSpec(capacity_gib, throughput, efa, gds)
         self.spec.check()
         self.mount_dir = mount_dir
         #: Its Availability Zone (its subnet's): EFA clients must be in it.

@@ -96,6 +96,9 @@ class EfaParallelCluster(Construct):
             OnNodeConfigured: LNet over EFA, mounted again, and the proof that Lustre rides EFA; a node where
             it does not fails). ParallelCluster 3.16 configures no Lustre client over EFA itself. Set at
             creation only: switching it replaces the file system. Default: False.
+        fsx_lustre_gds: the compute nodes use GPUDirect Storage with it (P5, P5e, P5en, P6-B200; needs
+            ``fsx_lustre_efa``): the GDS driver and ``gdscheck`` in the ``lustre-client`` step.
+            Default: False.
         storage_removal_policy: Default: RETAIN (file systems outlive the stack).
         create_cluster: also create the cluster with ParallelCluster's custom resource.
             Default: False (deploy the YAML output with ``pcluster create-cluster``).
@@ -128,6 +131,7 @@ class EfaParallelCluster(Construct):
         fsx_lustre_capacity_gib: int | None = None,
         fsx_lustre_throughput: int = DEFAULT_THROUGHPUT,
         fsx_lustre_efa: bool = False,
+        fsx_lustre_gds: bool = False,
         storage_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         create_cluster: bool = False,
         **node: Unpack[NodeOptions],
@@ -141,7 +145,9 @@ class EfaParallelCluster(Construct):
         check_ec2_type(head_type, "head_node_instance_type")
         capacity = self.plan.capacity
         _check_inputs(vpc, head_node_subnet, compute_subnet, ssh_peers, capacity)
-        check_lustre_clients(fsx_lustre_capacity_gib, fsx_lustre_throughput, fsx_lustre_efa, it, max_count)
+        check_lustre_clients(
+            fsx_lustre_capacity_gib, fsx_lustre_throughput, fsx_lustre_efa, it, max_count, fsx_lustre_gds
+        )
         self.network, vpc, head_node_subnet, compute_subnet = self._network(
             vpc, head_node_subnet, compute_subnet, availability_zone
         )
@@ -158,17 +164,11 @@ class EfaParallelCluster(Construct):
                            placement_group=node.get("placement_group"))  # fmt: skip
         self.security_group, self.placement_group = base.security_group, base.placement_group
         self.storage = EfaSharedStorage(
-            self,
-            "Storage",
-            vpc=vpc,
-            subnet=compute_subnet,
-            clients=self.security_group,
-            efs_throughput_mibps=efs_throughput_mibps,
-            fsx_lustre_capacity_gib=fsx_lustre_capacity_gib,
-            fsx_lustre_throughput=fsx_lustre_throughput,
-            fsx_lustre_efa=fsx_lustre_efa,
-            removal_policy=storage_removal_policy,
-        )
+            self, "Storage", vpc=vpc, subnet=compute_subnet, clients=self.security_group,
+            efs_throughput_mibps=efs_throughput_mibps, fsx_lustre_capacity_gib=fsx_lustre_capacity_gib,
+            fsx_lustre_throughput=fsx_lustre_throughput, fsx_lustre_efa=fsx_lustre_efa,
+            fsx_lustre_gds=fsx_lustre_gds, removal_policy=storage_removal_policy,
+        )  # fmt: skip
         #: The head node's key pair: yours, or one the construct created (``created_key_pair``).
         self.key_pair: ec2.IKeyPair = key_pair or ec2.KeyPair(self, "KeyPair", type=ec2.KeyPairType.ED25519)
 

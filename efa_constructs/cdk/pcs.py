@@ -71,7 +71,7 @@ from ..core.pcs import (
 from ..core.settings import NodeEnv
 from ..core.software import EfaUserData, bootstrap_script, node_settings
 from ._node_base import EfaNodeBase
-from ._shared import NodeScripts, cluster_tag, session_manager_statement
+from ._shared import NodeScripts, cluster_tag, session_manager_statement, shell_part
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .capacity_block import EfaCapacityBlockEnd
@@ -125,13 +125,6 @@ def check_pcs_role(role: iam.IRole) -> None:
         "/aws-pcs/",
         fix="create the role with path='/aws-pcs/' (or role_name='AWSPCS...'), or leave role unset",
     )
-
-
-def _bootstrap_part(settings: NodeEnv) -> ec2.UserData:
-    """A shell part running efa-cdk's bootstrap with `settings` (for_linux() writes the #! line)."""
-    shell = ec2.UserData.for_linux()
-    shell.add_commands(bootstrap_script(settings).split("\n", 1)[1])
-    return shell
 
 
 def _block_settings(capacity: Capacity, queue_name: str, slurm_version: str) -> NodeEnv:
@@ -189,6 +182,9 @@ class EfaPcsCluster(Construct):
         fsx_lustre_efa: it serves EFA and the compute nodes reach it over EFA (LNet over the interfaces
             AWS's client setup uses for the type; a node whose Lustre does not ride EFA fails its check).
             Set at creation only: switching it replaces the file system. Default: False.
+        fsx_lustre_gds: the compute nodes use GPUDirect Storage with it (P5, P5e, P5en, P6-B200; needs
+            ``fsx_lustre_efa``): the GDS driver and ``gdscheck`` in the ``lustre-client`` step.
+            Default: False.
         storage_removal_policy: Default: RETAIN.
         imds_users: the local users, besides root, that may reach instance metadata (and so the node
             role) on every node, e.g. ``["ec2-user"]`` for jobs that use ``grant_principal``'s grants.
@@ -226,6 +222,7 @@ class EfaPcsCluster(Construct):
         fsx_lustre_capacity_gib: int | None = None,
         fsx_lustre_throughput: int = DEFAULT_THROUGHPUT,
         fsx_lustre_efa: bool = False,
+        fsx_lustre_gds: bool = False,
         storage_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         imds_users: Sequence[str] = (),
         bridged_containers: bool = False,
@@ -244,7 +241,8 @@ class EfaPcsCluster(Construct):
         if role is not None:
             check_pcs_role(role)
         check_user_names(imds_users)
-        check_lustre_clients(fsx_lustre_capacity_gib, fsx_lustre_throughput, fsx_lustre_efa, it, max_count)
+        lustre = (fsx_lustre_capacity_gib, fsx_lustre_throughput, fsx_lustre_efa)
+        check_lustre_clients(*lustre, it, max_count, fsx_lustre_gds)
         # PCS's own refusals first, then the node's (its layout): what PCS refuses, no layout fixes
         node = {**node, "instance_type": it}  # looked up once
         self.plan = plan_of(node, default_layout=_LEGACY, bridged_containers=bridged_containers)
@@ -256,13 +254,7 @@ class EfaPcsCluster(Construct):
                            count_name="max_count", availability_zone=availability_zone,
                            placement_group=node.get("placement_group"))  # fmt: skip
         self.security_group, self.placement_group = base.security_group, base.placement_group
-        self.storage = self._storage(
-            efs_throughput_mibps,
-            fsx_lustre_capacity_gib,
-            fsx_lustre_throughput,
-            fsx_lustre_efa,
-            storage_removal_policy,
-        )
+        self.storage = self._storage(efs_throughput_mibps, *lustre, fsx_lustre_gds, storage_removal_policy)
         self.role: iam.IRole = role or self._node_role()
         # The nodes mount /shared with IAM (node/pcs/prep.sh: `iam`), as root: the file system's policy
         # refuses anonymous clients, so the role needs ClientMount, ClientWrite and ClientRootAccess.
@@ -485,7 +477,7 @@ class EfaPcsCluster(Construct):
             **self._block_settings,
             **self._lustre_settings(),
         }
-        return _bootstrap_part(settings)
+        return shell_part(bootstrap_script(settings))
 
     def _storage(
         self,
@@ -493,13 +485,14 @@ class EfaPcsCluster(Construct):
         lustre_gib: int | None,
         lustre_mbps: int,
         efa: bool,
+        gds: bool,
         removal: RemovalPolicy,
     ) -> EfaSharedStorage:
         """EFS for /shared and, when asked, FSx for Lustre for /fsx (``Storage``), open to the nodes."""
         return EfaSharedStorage(
             self, "Storage", vpc=self.vpc, subnet=self.subnet, clients=self.security_group,
             efs_throughput_mibps=efs_mibps, fsx_lustre_capacity_gib=lustre_gib,
-            fsx_lustre_throughput=lustre_mbps, fsx_lustre_efa=efa, removal_policy=removal,
+            fsx_lustre_throughput=lustre_mbps, fsx_lustre_efa=efa, fsx_lustre_gds=gds, removal_policy=removal,
         )  # fmt: skip
 
     def _lustre_settings(self, efa_client: bool = True) -> NodeEnv:
@@ -521,7 +514,7 @@ class EfaPcsCluster(Construct):
             "EFA_CDK_STEPS": "lustre-client",
             **self._lustre_settings(efa_client=False),
         }
-        return _bootstrap_part(settings)
+        return shell_part(bootstrap_script(settings))
 
     def _node_group(
         self,

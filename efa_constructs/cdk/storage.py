@@ -17,16 +17,16 @@ from .lustre import admit_clients, lustre_file_system, lustre_group, warn_lustre
 from .security_group import keep_default_egress_closed
 
 #: This construct's names of the Lustre options, in its refusals.
-FSX_NAMES = ("fsx_lustre_capacity_gib", "fsx_lustre_throughput", "fsx_lustre_efa")
+FSX_NAMES = ("fsx_lustre_capacity_gib", "fsx_lustre_throughput", "fsx_lustre_efa", "fsx_lustre_gds")
 
 
 def check_lustre_clients(
-    gib: int | None, throughput: int, efa: bool, it: InstanceType, max_count: int
+    gib: int | None, throughput: int, efa: bool, it: InstanceType, max_count: int, gds: bool = False
 ) -> None:
     """An orchestrator's compute nodes as the file system's EFA clients (its head or login nodes mount it over
-    TCP): their EFA connections against the file system's, refused in EfaSharedStorage's names."""
+    TCP): their type and EFA connections against the file system's, refused in EfaSharedStorage's names."""
     if gib is not None and not Token.is_unresolved(max_count):
-        LustreSpec(gib, throughput, efa, names=FSX_NAMES).check_clients(it, max_count)
+        LustreSpec(gib, throughput, efa, gds, names=FSX_NAMES).check_clients(it, max_count)
 
 
 class EfaSharedStorage(Construct):
@@ -51,6 +51,9 @@ class EfaSharedStorage(Construct):
             security group open to itself and the clients for all traffic, as FSx requires). Set at
             creation only: switching it replaces the file system (``template-diff`` says so). Default:
             False. The nodes' LNet must be configured for EFA to use it (the Lustre client step).
+        fsx_lustre_gds: its EFA clients use GPUDirect Storage (P5, P5e, P5en, P6-B200; needs
+            ``fsx_lustre_efa``): the client step loads the GDS driver and checks it with ``gdscheck``.
+            Default: False.
         removal_policy: what deleting the stack does to the file systems. Default: RETAIN.
     """
 
@@ -67,6 +70,7 @@ class EfaSharedStorage(Construct):
         fsx_lustre_capacity_gib: int | None = None,
         fsx_lustre_throughput: int = DEFAULT_THROUGHPUT,
         fsx_lustre_efa: bool = False,
+        fsx_lustre_gds: bool = False,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
@@ -87,7 +91,13 @@ class EfaSharedStorage(Construct):
         self.lustre_spec = (
             None
             if fsx_lustre_capacity_gib is None
-            else LustreSpec(fsx_lustre_capacity_gib, fsx_lustre_throughput, fsx_lustre_efa, names=FSX_NAMES)
+            else LustreSpec(
+                fsx_lustre_capacity_gib,
+                fsx_lustre_throughput,
+                fsx_lustre_efa,
+                fsx_lustre_gds,
+                names=FSX_NAMES,
+            )
         )
         if self.lustre_spec is not None:
             self.lustre_spec.check()

@@ -38,6 +38,9 @@ EFA_CLIENT_INTERFACES = {
 #: family" ("configure-efa-clients"). A Trn2 UltraServer's nodes are trn2u instances of the same
 #: hardware (EC2 user guide, "Amazon EC2 UltraServers"): refused alike, until AWS says otherwise.
 NOT_EFA_CLIENTS = frozenset({"trn2", "trn2u"})
+#: The clients FSx for Lustre names for GPUDirect Storage: "Amazon EC2 P5, P5e, P5en, or P6-B200 instance"
+#: ("configure-efa-clients", Install the GDS driver).
+GDS_FAMILIES = frozenset({"p5", "p5e", "p5en", "p6-b200"})
 #: What FSx quotes per client ("efa-file-systems"; "performance"), for the docs and the refusals.
 PER_CLIENT_GBPS = {"tcp": 100, "efa": 700, "efa+gds": 1200}
 
@@ -56,11 +59,25 @@ class LustreSpec:
     capacity_gib: int
     throughput: int = DEFAULT_THROUGHPUT
     efa: bool = False
-    #: The three options as the caller names them, for the refusals (EfaSharedStorage: fsx_lustre_*).
-    names: tuple[str, str, str] = field(default=("capacity_gib", "throughput", "efa"), compare=False)
+    #: Its EFA clients read and write with GPUDirect Storage (the GDS driver and gdscheck on every node).
+    gds: bool = False
+    #: The four options as the caller names them, for the refusals (EfaSharedStorage: fsx_lustre_*).
+    names: tuple[str, str, str, str] = field(
+        default=("capacity_gib", "throughput", "efa", "gds"), compare=False
+    )
 
     def check(self) -> None:
-        """Refuse a tier FSx does not sell and a size it does not make (steps differ with EFA)."""
+        """Refuse a tier FSx does not sell, a size it does not make (steps differ with EFA), and GDS
+        without EFA."""
+        if self.gds and not self.efa:
+            raise EfaConfigError(
+                self.names[3],
+                code="efa-cdk:fsx-gds-needs-efa",
+                value=True,
+                why="GPUDirect Storage reaches FSx for Lustre over EFA only (FSx for Lustre user guide, "
+                "efa-file-systems)",
+                fix=f"set {self.names[2]}=True as well, or leave {self.names[3]} off",
+            )
         if self.throughput not in THROUGHPUT_TIERS:
             raise EfaConfigError(
                 self.names[1],
@@ -108,6 +125,15 @@ class LustreSpec:
                 "configure-efa-clients: Nitro v4 or later, excluding the trn2 family)",
                 fix=f"{self.names[2]}=False: {it.family} nodes reach Lustre over TCP, up to "
                 f"{PER_CLIENT_GBPS['tcp']} Gbps each",
+            )
+        if self.gds and it.family not in GDS_FAMILIES:
+            raise EfaConfigError(
+                self.names[3],
+                code="efa-cdk:fsx-gds-client-type",
+                value=it.name,
+                why="FSx for Lustre names P5, P5e, P5en and P6-B200 instances for GPUDirect Storage (FSx for "
+                "Lustre user guide, configure-efa-clients)",
+                fix=f"{self.names[3]}=False: {it.name} nodes read and write over EFA without GDS",
             )
         per_client = efa_client_interfaces(it)
         if per_client * clients > MAX_EFA_CONNECTIONS:

@@ -76,6 +76,7 @@ class NodeEnv(TypedDict, total=False):
     EFA_CDK_LUSTRE_MOUNT_NAME: Annotated[str, NODE, "its Lustre mount name"]
     EFA_CDK_LUSTRE_DIR: Annotated[str, NODE, "where it mounts"]
     EFA_CDK_LUSTRE_EFA_INTERFACES: Annotated[str, NODE, "EFA interfaces LNet uses for it (0: TCP only)"]
+    EFA_CDK_LUSTRE_GDS: Annotated[str, NODE, "1: its EFA clients use GPUDirect Storage (nvidia-fs, gdscheck)"]
     # monitoring
     EFA_CDK_METRICS_NAMESPACE: Annotated[str, NODE, "the cluster's CloudWatch namespace"]
     EFA_CDK_AGENT_CONFIG: Annotated[str, NODE, "the CloudWatch agent's configuration"]

@@ -91,6 +91,8 @@ NODE_LOG = "/var/log/efa-cdk.log"
 NODE_FOLDERS = ("boot", "pcluster", "pcs", "slurm", ".")  # pcs: prep.sh's metadata rule (imds step)
 #: The line of ``node/boot/bootstrap.sh`` that the settings replace.
 SETTINGS_MARK = "# efa-cdk:settings"
+#: The line of ``node/eks/join-gate.sh`` that the rendered bootstrap replaces.
+BOOTSTRAP_MARK = "# efa-cdk:bootstrap"
 _STEP_NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 _SETTING = re.compile(r"^EFA_CDK_[A-Z0-9_]+$")
 
@@ -517,3 +519,11 @@ def bootstrap_script(settings: NodeEnv) -> str:
     at = lines.index(SETTINGS_MARK)
     lines[at : at + 1] = [f"{k}='{v}'" for k, v in sorted(settings.items())]
     return "\n".join(lines)
+
+
+def eks_node_script(settings: NodeEnv) -> str:
+    """``node/eks/join-gate.sh`` with :func:`bootstrap_script` (`settings`) in it: an EKS node's part, which
+    keeps the node out of the cluster when the bootstrap fails."""
+    template = (resources.files("efa_constructs") / "node" / "eks" / "join-gate.sh").read_text()
+    assert template.count(BOOTSTRAP_MARK) == 1, "join-gate.sh must have exactly one bootstrap line"
+    return template.replace(BOOTSTRAP_MARK, bootstrap_script(settings))

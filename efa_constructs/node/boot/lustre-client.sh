@@ -4,7 +4,8 @@
 #   lustre-client.sh          the boot step (before the node's signal)
 #   lustre-client.sh --lnet   the unit efa-cdk-lustre-lnet runs at every boot, before the mount
 # Settings: EFA_CDK_LUSTRE_DNS and EFA_CDK_LUSTRE_MOUNT_NAME (the file system), EFA_CDK_LUSTRE_DIR (where it
-# mounts), EFA_CDK_LUSTRE_EFA_INTERFACES (the EFA interfaces LNet uses; 0 or unset: TCP only).
+# mounts), EFA_CDK_LUSTRE_EFA_INTERFACES (the EFA interfaces LNet uses; 0 or unset: TCP only),
+# EFA_CDK_LUSTRE_GDS (1: GPUDirect Storage: the nvidia-fs driver, loaded before Lustre, and gdscheck).
 # Sources (FSx for Lustre user guide): "install-lustre-client" (the AL2023 package), "mounting-ec2-instance"
 # (mount options), "configure-efa-clients" (operating systems; the interfaces per type; the lnetctl
 # commands), "efa-file-systems"; EKS user guide "fsx-csi-tuning-efa" (EFA driver >= 2.12.1; the module order:
@@ -19,6 +20,15 @@ want=${EFA_CDK_LUSTRE_EFA_INTERFACES:-0}
 unit=efa-cdk-lustre-lnet
 MIN_EFA_DRIVER=2.12.1
 PEER_CREDITS=32 # the user guide's lnetctl net add --net efa ... --peer-credits 32
+gds=${EFA_CDK_LUSTRE_GDS:-0}
+# GPUDirect Storage ("configure-efa-clients", Install the GDS driver): nvidia-fs 2.24.2 or later, built from
+# NVIDIA's source with NVFS_MAX_PEER_DEVS=128 NVFS_MAX_PCI_DEPTH=16 where the image has none (AWS's Deep
+# Learning AMIs have it). The source is pinned by its commit: tag v2.28.4 of NVIDIA/gds-nvidia-fs, the newest
+# release (2026-04-24), is commit d0eda49; a clone that is another commit is refused.
+MIN_NVIDIA_FS=2.24.2
+NVFS_REPO=https://github.com/NVIDIA/gds-nvidia-fs.git
+NVFS_TAG=v2.28.4
+NVFS_COMMIT=d0eda4943d01ef244e35035bad39d6ba20906b5b
 
 # primary_interface: the interface of the default route (LNet's tcp network and kefalnd's ipif_name).
 primary_interface() { ip -o -4 route show to default | awk '{for (i = 1; i < NF; i++) if ($i == "dev") { print $(i + 1); exit }}'; }
@@ -39,6 +49,41 @@ chosen_efa() {
 # efa_counts: NIDS SENT RECEIVED of LNet's efa network.
 efa_counts() { lnetctl net show --net efa -v 2>/dev/null | python3 "$here/lnet.py" efa; }
 
+# build_nvidia_fs: NVIDIA's GDS driver from its pinned source, with the peer-device settings FSx documents,
+# installed for this kernel and loaded at every boot.
+build_nvidia_fs() {
+  local src="$STATE/gds-nvidia-fs"
+  log "GPUDirect Storage: nvidia-fs ${1:-absent} is older than $MIN_NVIDIA_FS, building $NVFS_TAG"
+  case "$(os_id)" in
+    amzn) dnf install -y git make gcc "kernel-devel-$(uname -r)" >&2 ;;
+    ubuntu) apt-get install -y git make gcc "linux-headers-$(uname -r)" >&2 ;;
+  esac || die "GPUDirect Storage: could not install what building nvidia-fs needs (git, make, gcc, kernel headers)"
+  rm -rf "$src"
+  retry 3 10 git clone --quiet --depth 1 --branch "$NVFS_TAG" "$NVFS_REPO" "$src" \
+    || die "GPUDirect Storage: could not fetch $NVFS_REPO $NVFS_TAG"
+  local commit
+  commit=$(git -C "$src" rev-parse HEAD)
+  [ "$commit" = "$NVFS_COMMIT" ] \
+    || die "GPUDirect Storage: $NVFS_REPO $NVFS_TAG is commit $commit, not the pinned $NVFS_COMMIT: not building it"
+  (cd "$src/src" && export NVFS_MAX_PEER_DEVS=128 NVFS_MAX_PCI_DEPTH=16 && make >&2 && make install >&2) \
+    || die "GPUDirect Storage: building nvidia-fs $NVFS_TAG failed (it needs the NVIDIA driver's sources under /usr/src/nvidia-*): see /var/log/efa-cdk.log"
+  mkdir -p "$R/etc/modules-load.d"
+  echo nvidia_fs >"$R/etc/modules-load.d/efa-cdk-nvidia-fs.conf"
+}
+
+# gds_check: gdscheck -p, read by gds.py: FSx Lustre supported, nvidia-fs recent enough, every GPU.
+gds_check() {
+  local tool gpus out verdict
+  for tool in "$R"/usr/local/cuda/gds/tools/gdscheck "$R"/usr/local/cuda-*/gds/tools/gdscheck ""; do
+    [ -x "$tool" ] && break
+  done
+  [ -n "$tool" ] || die "GPUDirect Storage: no gdscheck (NVIDIA's gds-tools, under /usr/local/cuda/gds/tools): use an AWS Deep Learning AMI, which has it"
+  gpus=${EFA_CDK_ACCELERATOR_COUNT:-$(find "$R/dev" -maxdepth 1 -name 'nvidia[0-9]*' | wc -l)}
+  out=$("$tool" -p 2>&1) || die "GPUDirect Storage: gdscheck -p failed: $(tail -n 1 <<<"$out")"
+  verdict=$(python3 "$here/gds.py" --gpus "$gpus" <<<"$out") || die "GPUDirect Storage is not ready: $verdict"
+  log "GPUDirect Storage: $verdict"
+}
+
 # configure_lnet: LNet's tcp and efa networks from scratch. Module options apply only when a module loads,
 # so Lustre is unloaded first (lustre_rmmod) whenever it is loaded: otherwise only some EFAs attach, silently.
 configure_lnet() {
@@ -47,6 +92,7 @@ configure_lnet() {
   [ -n "$eth" ] || die "Lustre over EFA: no default route, so no primary interface for LNet's tcp network"
   mapfile -t devs <"$ETC/lustre-efa-devices"
   if lsmod | grep -q '^lnet '; then lustre_rmmod || die "Lustre over EFA: lustre_rmmod could not unload Lustre (is it still mounted?)"; fi
+  [ "$gds" != 1 ] || modprobe nvidia_fs || die "GPUDirect Storage: could not load nvidia-fs before Lustre"
   modprobe lnet
   modprobe kefalnd "ipif_name=$eth"
   modprobe ksocklnd
@@ -81,12 +127,16 @@ fi
 
 if [ "$want" -gt 0 ]; then
   # What AWS supports for Lustre over EFA: the EFA driver 2.12.1 or later; Ubuntu with kernel 6.8 or later.
-  driver=$(modinfo -F version efa 2>/dev/null | sed 's/[^0-9.].*//')
+  driver=$(modinfo -F version efa 2>/dev/null | sed 's/[^0-9.].*//') || driver="" # no module: none
   version_at_least "$driver" "$MIN_EFA_DRIVER" \
     || die "Lustre over EFA needs the EFA driver $MIN_EFA_DRIVER or later, this node has ${driver:-none}: install a newer EFA installer"
   kernel=$(uname -r | cut -d- -f1)
   [ "$(os_id)" != ubuntu ] || version_at_least "$kernel" 6.8 \
     || die "Lustre over EFA on Ubuntu needs kernel 6.8 or later, this node runs $kernel"
+  if [ "$gds" = 1 ]; then
+    have=$(modinfo -F version nvidia_fs 2>/dev/null | sed 's/[^0-9.].*//') || have=""
+    version_at_least "$have" "$MIN_NVIDIA_FS" || build_nvidia_fs "$have"
+  fi
   mkdir -p "$ETC"
   chosen_efa "$want" >"$ETC/lustre-efa-devices"
   [ -s "$ETC/lustre-efa-devices" ] || die "Lustre over EFA: no EFA device on this node"
@@ -131,3 +181,4 @@ if [ "$sent1" -le "$sent0" ] || [ "$recv1" -le "$recv0" ]; then
   die "Lustre traffic does not ride EFA: across 64 MiB written and read, LNet's efa network sent $((sent1 - sent0)) and received $((recv1 - recv0)) messages (the file system's EFA, its security group, or this node's LNet)"
 fi
 log "Lustre rides EFA: LNet's efa network sent $((sent1 - sent0)) and received $((recv1 - recv0)) messages across 64 MiB"
+[ "$gds" != 1 ] || gds_check
