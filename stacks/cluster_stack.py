@@ -195,7 +195,7 @@ class EfaClusterStack(ReadyStackBase):
         )
         CfnOutput(self, "SecurityGroupId", value=self.cluster.security_group.security_group_id)
         if self.lustre is not None:
-            fs = self.lustre.file_system
+            fs = self.lustre
             kept = "The FSx for Lustre file system (kept when the stack is deleted)"
             CfnOutput(self, "LustreFileSystemId", value=fs.file_system_id, description=kept)
             CfnOutput(

@@ -982,3 +982,97 @@ def test_an_eks_node_group_refuses_a_gds_file_system() -> None:
         EfaNodegroup(stack, "GdsNodes", cluster=cluster, subnet=vpc.isolated_subnets[0], lustre=gds_fs,
                      instance_type=ec2.InstanceType("p5.48xlarge"), lustre_claim="gds")  # fmt: skip
     assert err.value.code == "efa-cdk:eks-lustre-gds"
+
+
+# ---- a file system that exists: EfaLustreFileSystem.from_file_system_attributes ----
+
+EXISTING = {
+    "file_system_id": "fs-0123456789abcdef0",
+    "dns_name": "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
+    "mount_name": "abcdefgh",
+    "capacity_gib": 19200,
+    "efa": True,
+}
+
+
+def _existing(stack: Stack, zone: str = "us-east-1c", **kwargs: Any) -> EfaLustreFileSystem:
+    group = ec2.SecurityGroup.from_security_group_id(stack, "FsGroup", "sg-0123456789abcdef0")
+    return EfaLustreFileSystem.from_file_system_attributes(
+        stack, "Existing", security_group=group, availability_zone=zone, **{**EXISTING, **kwargs}
+    )
+
+
+def test_an_existing_file_system_is_mounted_and_left_alone() -> None:
+    """EfaCluster with a file system made outside the app: nothing of it in the template but the rules between
+    its group and the nodes' (all traffic both ways: EFA), and the nodes' settings name it; stock cfn-lint
+    accepts the template."""
+    from aws_cdk import Environment
+
+    from efa_constructs import EfaCluster, EfaNetwork
+    from tests.helpers import by_type, lint, user_data
+
+    stack = Stack(new_app(), "Existing", env=Environment(region="us-east-1"))
+    net = EfaNetwork(stack, "Net", availability_zone="us-east-1c")
+    EfaCluster(stack, "C", instance_type=ec2.InstanceType("trn1.32xlarge"), vpc=net.vpc,
+               subnet=net.private_subnet, lustre=_existing(stack))  # fmt: skip
+    t = assertions.Template.from_stack(stack).to_json()
+    assert not by_type(t, "AWS::FSx::FileSystem")
+    into_fs = [r["Properties"] for r in by_type(t, "AWS::EC2::SecurityGroupIngress")
+               if r["Properties"]["GroupId"] == "sg-0123456789abcdef0"]  # fmt: skip
+    assert [r["IpProtocol"] for r in into_fs] == ["-1"]
+    from_fs = [r["Properties"] for r in by_type(t, "AWS::EC2::SecurityGroupIngress")
+               if r["Properties"].get("SourceSecurityGroupId") == "sg-0123456789abcdef0"]  # fmt: skip
+    assert [r["IpProtocol"] for r in from_fs] == ["-1"]
+    (lt,) = by_type(t, "AWS::EC2::LaunchTemplate")
+    script = user_data(lt)
+    assert f"EFA_CDK_LUSTRE_DNS='{EXISTING['dns_name']}'" in script
+    assert "EFA_CDK_LUSTRE_MOUNT_NAME='abcdefgh'" in script
+    assert lint(t, stock=True) == []
+
+
+def test_an_existing_file_system_keeps_fsxs_rules() -> None:
+    """Its attributes are checked as a made one's: EFA clients in its zone; a size FSx does not make."""
+    from efa_constructs import EfaCluster, EfaNetwork
+
+    stack = Stack(new_app(), "Rules")
+    net = EfaNetwork(stack, "Net", availability_zone="us-east-1c")
+    with pytest.raises(EfaConfigError) as err:
+        EfaCluster(stack, "C", instance_type=ec2.InstanceType("trn1.32xlarge"), vpc=net.vpc,
+                   subnet=net.private_subnet, lustre=_existing(stack, "us-east-1d"))  # fmt: skip
+    assert err.value.code == "efa-cdk:fsx-efa-zone"
+    with pytest.raises(EfaConfigError) as err:
+        _existing(Stack(new_app(), "Size"), capacity_gib=2400)
+    assert err.value.code == "efa-cdk:fsx-efa-capacity-step"
+
+
+def test_parallelcluster_mounts_an_existing_file_system_by_its_id() -> None:
+    """ParallelCluster's SharedStorage names the file system's id at its mount directory; the compute nodes'
+    lustre-client step gets it (EFA); with fsx_lustre_capacity_gib as well it is refused."""
+    from efa_constructs.cdk import EfaParallelCluster
+
+    stack = Stack(new_app(), "Pc")
+    vpc = isolated_vpc(stack)
+    subnet = ec2.Subnet.from_subnet_attributes(
+        stack, "Nodes", subnet_id="subnet-0123456789abcdef0", availability_zone="us-east-1c"
+    )
+    trn1 = ec2.InstanceType("trn1.32xlarge")
+    cluster = EfaParallelCluster(stack, "P", vpc=vpc, compute_subnet=subnet, head_node_subnet=subnet,
+                                 instance_type=trn1, lustre=_existing(stack))  # fmt: skip
+    config = cluster.config.to_dict()
+    lustre = [s for s in config["SharedStorage"] if s["StorageType"] == "FsxLustre"]
+    assert lustre == [{"MountDir": "/fsx", "Name": "lustre", "StorageType": "FsxLustre",
+                       "FsxLustreSettings": {"FileSystemId": "fs-0123456789abcdef0"}}]  # fmt: skip
+    (queue,) = config["Scheduling"]["SlurmQueues"]
+    args = queue["CustomActions"]["OnNodeConfigured"]["Args"]
+    assert f"EFA_CDK_LUSTRE_DNS={EXISTING['dns_name']}" in args and "EFA_CDK_LUSTRE_EFA_INTERFACES=2" in args
+    from tests.helpers import by_type
+
+    ingress = by_type(assertions.Template.from_stack(stack).to_json(), "AWS::EC2::SecurityGroupIngress")
+    assert [
+        r["Properties"]["IpProtocol"] for r in ingress if r["Properties"]["GroupId"] == "sg-0123456789abcdef0"
+    ] == ["-1"]  # the cluster's group admitted, all traffic (EFA)
+    with pytest.raises(EfaConfigError) as err:
+        EfaParallelCluster(Stack(new_app(), "Two"), "P", availability_zone="us-east-1c",
+                           instance_type=ec2.InstanceType("trn1.32xlarge"), fsx_lustre_capacity_gib=1200,
+                           lustre=_existing(Stack(new_app(), "Other")))  # fmt: skip
+    assert err.value.code == "efa-cdk:pcluster-two-lustre"

@@ -682,9 +682,13 @@ class _LustreVolume(Construct):
     ) -> None:  # fmt: skip
         super().__init__(scope, id_)
         self.file_system = lustre
-        fs = lustre.file_system
         manifests = lustre_volume_manifests(
-            claim, namespace, lustre.spec.capacity_gib, fs.file_system_id, fs.dns_name, fs.mount_name
+            claim,
+            namespace,
+            lustre.spec.capacity_gib,
+            lustre.file_system_id,
+            lustre.dns_name,
+            lustre.mount_name,
         )
         eks_module(cluster).KubernetesManifest(self, "Resource", cluster=cluster, manifest=manifests)
 

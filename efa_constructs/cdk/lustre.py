@@ -105,7 +105,7 @@ def admit_clients(
 
 
 def lustre_client_settings(
-    file_system: fsx.LustreFileSystem,
+    file_system: EfaLustreFileSystem | fsx.LustreFileSystem,
     spec: LustreSpec,
     it: InstanceType,
     mount_dir: str = DEFAULT_MOUNT_DIR,
@@ -167,9 +167,13 @@ class EfaLustreFileSystem(Construct):
         mount_dir: where the nodes mount it. Default: ``/fsx``.
         removal_policy: what deleting the stack does to it. Default: RETAIN.
 
+    A file system made elsewhere (another stack, the console, ``aws fsx create-file-system``) is given to the
+    same orchestrators with :meth:`from_file_system_attributes`.
+
     Attributes:
-        file_system: the ``aws_fsx.LustreFileSystem`` (``Lustre``). security_group: its group
-        (``LustreSecurityGroup``). spec: what was asked (:class:`~efa_constructs.core.lustre.LustreSpec`).
+        file_system: the ``aws_fsx`` file system (``Lustre``): a ``LustreFileSystem``, or imported.
+        security_group: its group (``LustreSecurityGroup``). spec: what was asked
+        (:class:`~efa_constructs.core.lustre.LustreSpec`). file_system_id, dns_name, mount_name: where it is.
     """
 
     @checked
@@ -194,12 +198,43 @@ class EfaLustreFileSystem(Construct):
         self.mount_dir = mount_dir
         #: Its Availability Zone (its subnet's): EFA clients must be in it.
         self.availability_zone = subnet.availability_zone
-        self.security_group = lustre_group(self, vpc)
-        self.file_system = lustre_file_system(
-            self, vpc, subnet, self.security_group, self.spec, removal_policy
+        self.security_group: ec2.ISecurityGroup = lustre_group(self, vpc)
+        made = lustre_file_system(self, vpc, subnet, self.security_group, self.spec, removal_policy)
+        self.file_system: fsx.IFileSystem = made
+        self.file_system_id, self.dns_name, self.mount_name = (
+            made.file_system_id,
+            made.dns_name,
+            made.mount_name,
         )
         if removal_policy is RemovalPolicy.RETAIN:
             warn_lustre_blocks_deletion(self)
+
+    @staticmethod
+    def from_file_system_attributes(
+        scope: Construct,
+        id_: str,
+        *,
+        file_system_id: str,
+        dns_name: str,
+        mount_name: str,
+        security_group: ec2.ISecurityGroup,
+        availability_zone: str,
+        capacity_gib: int,
+        throughput: int = DEFAULT_THROUGHPUT,
+        efa: bool = False,
+        gds: bool = False,
+        mount_dir: str = DEFAULT_MOUNT_DIR,
+    ) -> EfaLustreFileSystem:
+        """A file system that exists already (``aws fsx describe-file-systems`` has each attribute:
+        ``FileSystemId``, ``DNSName``, ``LustreConfiguration.MountName``, its network interfaces' group,
+        the subnet's zone, ``StorageCapacity``, ``PerUnitStorageThroughput``, ``EfaEnabled``). Nothing of it
+        is created, changed or deleted: clients are admitted with rules between its group (imported mutable)
+        and theirs only; the rules FSx documents are checked against what is given."""
+        return _ExistingLustreFileSystem(
+            scope, id_, file_system_id=file_system_id, dns_name=dns_name, mount_name=mount_name,
+            security_group=security_group, availability_zone=availability_zone,
+            spec=LustreSpec(capacity_gib, throughput, efa, gds), mount_dir=mount_dir,
+        )  # fmt: skip
 
     @property
     def connections(self) -> ec2.Connections:
@@ -210,8 +245,37 @@ class EfaLustreFileSystem(Construct):
         """Let `count` nodes of type `it` in group `clients` mount it: their EFA connections checked against
         the file system's (:meth:`LustreSpec.check_clients`), then the groups opened to each other."""
         self.spec.check_clients(it, count)
+        assert isinstance(self.file_system, fsx.LustreFileSystem)
         admit_clients(self.file_system, self.security_group, clients, self.spec.efa)
 
     def client_settings(self, it: InstanceType) -> NodeEnv:
         """What the node software's ``lustre-client`` step reads on a node of type `it`."""
-        return lustre_client_settings(self.file_system, self.spec, it, self.mount_dir)
+        return lustre_client_settings(self, self.spec, it, self.mount_dir)
+
+
+class _ExistingLustreFileSystem(EfaLustreFileSystem):
+    """:meth:`EfaLustreFileSystem.from_file_system_attributes`: the same face, no resource of its own."""
+
+    def __init__(
+        self, scope: Construct, id_: str, *, file_system_id: str, dns_name: str, mount_name: str,
+        security_group: ec2.ISecurityGroup, availability_zone: str, spec: LustreSpec, mount_dir: str,
+    ) -> None:  # fmt: skip
+        Construct.__init__(self, scope, id_)  # not EfaLustreFileSystem's: it creates the file system
+        spec.check()
+        self.spec, self.mount_dir, self.availability_zone = spec, mount_dir, availability_zone
+        self.security_group = security_group
+        self.file_system = fsx.LustreFileSystem.from_lustre_file_system_attributes(
+            self, "Lustre", dns_name=dns_name, file_system_id=file_system_id, security_group=security_group
+        )
+        self.file_system_id, self.dns_name, self.mount_name = file_system_id, dns_name, mount_name
+
+    def add_clients(self, clients: ec2.ISecurityGroup, it: InstanceType, count: int) -> None:
+        """The clients' rules only, both ways (with EFA all traffic, as FSx requires); the servers' own
+        rules are the file system's already (a second copy would fail the deploy as a duplicate)."""
+        self.spec.check_clients(it, count)
+        ports = (
+            [ec2.Port.all_traffic()] if self.spec.efa else [ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023)]
+        )
+        for port in ports:
+            clients.connections.allow_to(self.security_group, port, "Lustre")
+            self.security_group.connections.allow_to(clients, port, "Lustre to the cluster")

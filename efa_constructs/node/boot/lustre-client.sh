@@ -58,9 +58,8 @@ build_nvidia_fs() {
     amzn) dnf install -y git make gcc "kernel-devel-$(uname -r)" >&2 ;;
     ubuntu) apt-get install -y git make gcc "linux-headers-$(uname -r)" >&2 ;;
   esac || die "GPUDirect Storage: could not install what building nvidia-fs needs (git, make, gcc, kernel headers)"
-  rm -rf "$src"
-  retry 3 10 git clone --quiet --depth 1 --branch "$NVFS_TAG" "$NVFS_REPO" "$src" \
-    || die "GPUDirect Storage: could not fetch $NVFS_REPO $NVFS_TAG"
+  clone() { rm -rf "$src" && git clone --quiet --depth 1 --branch "$NVFS_TAG" "$NVFS_REPO" "$src"; }
+  retry 3 10 clone || die "GPUDirect Storage: could not fetch $NVFS_REPO $NVFS_TAG"
   local commit
   commit=$(git -C "$src" rev-parse HEAD)
   [ "$commit" = "$NVFS_COMMIT" ] \
