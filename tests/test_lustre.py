@@ -1075,4 +1075,38 @@ def test_parallelcluster_mounts_an_existing_file_system_by_its_id() -> None:
         EfaParallelCluster(Stack(new_app(), "Two"), "P", availability_zone="us-east-1c",
                            instance_type=ec2.InstanceType("trn1.32xlarge"), fsx_lustre_capacity_gib=1200,
                            lustre=_existing(Stack(new_app(), "Other")))  # fmt: skip
-    assert err.value.code == "efa-cdk:pcluster-two-lustre"
+    assert err.value.code == "efa-cdk:lustre-given-and-made"
+
+
+def test_pcs_nodes_mount_an_existing_file_system() -> None:
+    """EfaPcsCluster(lustre=): the compute nodes' bootstrap runs lustre-client with the given file system over
+    EFA, the login nodes' over TCP, the cluster's group admitted; refused beside fsx_lustre_capacity_gib."""
+    from efa_constructs import EfaPcsCluster
+    from tests.helpers import by_type
+
+    stack = Stack(new_app(), "Pcs")
+    vpc = isolated_vpc(stack)
+    subnet = ec2.Subnet.from_subnet_attributes(
+        stack, "Nodes", subnet_id="subnet-0123456789abcdef0", availability_zone="us-east-1c"
+    )
+    EfaPcsCluster(stack, "C", ami_id="ami-0123456789abcdef0", vpc=vpc, subnet=subnet,
+                  instance_type=ec2.InstanceType("trn1.32xlarge"), lustre=_existing(stack))  # fmt: skip
+    t = assertions.Template.from_stack(stack).to_json()
+    assert not by_type(t, "AWS::FSx::FileSystem")
+    compute, login = (
+        json.dumps(r["Properties"]["LaunchTemplateData"]["UserData"])
+        for k, r in sorted(_of_type(t, "AWS::EC2::LaunchTemplate").items())
+        if k.startswith(("CComputeTemplate", "CLoginTemplate"))
+    )
+    assert f"EFA_CDK_LUSTRE_DNS='{EXISTING['dns_name']}'" in compute
+    assert "EFA_CDK_STEPS='efa-env,verify-efa,lustre-client'" in compute
+    assert "EFA_CDK_LUSTRE_EFA_INTERFACES='2'" in compute and "EFA_CDK_LUSTRE_EFA_INTERFACES='0'" in login
+    assert any(
+        r["Properties"]["GroupId"] == "sg-0123456789abcdef0"
+        for r in by_type(t, "AWS::EC2::SecurityGroupIngress")
+    )
+    with pytest.raises(EfaConfigError) as err:
+        EfaPcsCluster(Stack(new_app(), "Two"), "C", ami_id="ami-0123456789abcdef0",
+                      availability_zone="us-east-1c", instance_type=ec2.InstanceType("trn1.32xlarge"),
+                      fsx_lustre_capacity_gib=1200, lustre=_existing(Stack(new_app(), "Other")))  # fmt: skip
+    assert err.value.code == "efa-cdk:lustre-given-and-made"

@@ -15,7 +15,6 @@ from typing import cast
 import jsii
 from aws_cdk import Aws, CfnOutput, CfnStack, CustomResource, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 from typing_extensions import Unpack
@@ -23,7 +22,7 @@ from typing_extensions import Unpack
 from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import InstanceType, check_ec2_type
 from ..core.errors import EfaConfigError
-from ..core.lustre import DEFAULT_THROUGHPUT, LustreSpec, check_mount
+from ..core.lustre import DEFAULT_THROUGHPUT
 from ..core.options import DEFAULT_MAX_COUNT, DEFAULT_MIN_COUNT, SHARED_DIR, check_zone_of_subnet
 from ..core.pcluster import (
     DEFAULT_HEAD_NODE_TYPE,
@@ -46,16 +45,14 @@ from ..core.software import (
     pcluster_head_steps,
 )
 from ._node_base import EfaNodeBase
-from ._node_base import known as _known
 from ._shared import NodeScripts, cluster_tag, session_manager_statement
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .capacity_block import EfaCapacityBlockEnd
-from .lustre import DEFAULT_MOUNT_DIR as LUSTRE_DIR
 from .lustre import EfaLustreFileSystem, lustre_client_settings
 from .network import EfaNetwork, known_cidr
 from .options import NodeOptions, NodeTemplateOptions, plan_of
-from .storage import EfaSharedStorage, check_lustre_clients
+from .storage import EfaSharedStorage, admit_given_lustre, check_lustre_clients, lustre_in_use
 
 #: The file name of the rendered bootstrap in the assets (ParallelCluster's OnNodeConfigured).
 PCLUSTER_BOOTSTRAP = "pcluster-bootstrap.sh"
@@ -172,7 +169,8 @@ class EfaParallelCluster(Construct):
                            placement_group=node.get("placement_group"))  # fmt: skip
         self.security_group, self.placement_group = base.security_group, base.placement_group
         #: The Lustre file system given as ``lustre`` (admitted here), or None.
-        self.lustre = self._given_lustre(lustre, fsx_lustre_capacity_gib, compute_subnet, max_count)
+        self.lustre = admit_given_lustre(lustre, fsx_lustre_capacity_gib, self.security_group, it, max_count,
+                                         compute_subnet)  # fmt: skip
         self.storage = EfaSharedStorage(
             self, "Storage", vpc=vpc, subnet=compute_subnet, clients=self.security_group,
             efs_throughput_mibps=efs_throughput_mibps, fsx_lustre_capacity_gib=fsx_lustre_capacity_gib,
@@ -268,7 +266,7 @@ class EfaParallelCluster(Construct):
             capacity_reservation_id=capacity.target,
         )
         storage = [SharedStorage("shared", SHARED_DIR, "Efs", self.storage.file_system.file_system_id)]
-        lustre = self._lustre_in_use()
+        lustre = lustre_in_use(self.lustre, self.storage)
         if lustre is not None:
             storage.append(SharedStorage("lustre", lustre[2], "FsxLustre", lustre[0].file_system_id))
         queue = SlurmQueue(
@@ -363,38 +361,10 @@ class EfaParallelCluster(Construct):
         self._scripts_url, self._entry_url = scripts.url, entry.url
         self._read = (scripts.location, entry.location)
 
-    def _given_lustre(
-        self, lustre: EfaLustreFileSystem | None, gib: int | None, subnet: ec2.ISubnet, max_count: int
-    ) -> EfaLustreFileSystem | None:
-        """`lustre`, its clients (the compute nodes, over EFA in its zone) checked and admitted; None."""
-        if lustre is None:
-            return None
-        if gib is not None:
-            raise EfaConfigError(
-                "lustre",
-                code="efa-cdk:pcluster-two-lustre",
-                value=lustre.node.path,
-                why="fsx_lustre_capacity_gib makes a file system at /fsx as well, and ParallelCluster mounts "
-                "one FSx for Lustre file system per directory",
-                fix="pass lustre or fsx_lustre_capacity_gib, not both",
-            )
-        check_mount(lustre.spec, node_software=True, client_zone=_known(subnet.availability_zone),
-                    file_system_zone=_known(lustre.availability_zone))  # fmt: skip
-        lustre.add_clients(self.security_group, self.plan.instance_type, _known(max_count) or 0)
-        return lustre
-
-    def _lustre_in_use(self) -> tuple[EfaLustreFileSystem | fsx.LustreFileSystem, LustreSpec, str] | None:
-        """The Lustre file system the cluster mounts (given or made), what it is, and where: or None."""
-        if self.lustre is not None:
-            return self.lustre, self.lustre.spec, self.lustre.mount_dir
-        if self.storage.lustre is not None and self.storage.lustre_spec is not None:
-            return self.storage.lustre, self.storage.lustre_spec, LUSTRE_DIR
-        return None
-
     def _lustre_client_args(self) -> tuple[str, ...]:
         """With an EFA-enabled file system, the compute nodes' settings for the ``lustre-client`` step (values
         known at deploy: its Args); else none."""
-        used = self._lustre_in_use()
+        used = lustre_in_use(self.lustre, self.storage)
         if used is None or not used[1].efa:
             return ()
         settings = lustre_client_settings(*used[:2], self.plan.instance_type, used[2])

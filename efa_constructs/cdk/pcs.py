@@ -76,11 +76,11 @@ from .acknowledgements import acknowledge
 from .arguments import checked
 from .capacity_block import EfaCapacityBlockEnd
 from .launch_template import EfaLaunchTemplate
-from .lustre import lustre_client_settings
+from .lustre import EfaLustreFileSystem, lustre_client_settings
 from .machine_image import EfaMachineImage, OsFamily
 from .network import EfaNetwork
 from .options import NodeTemplateOptions, node_type, plan_of
-from .storage import EfaSharedStorage, check_lustre_clients
+from .storage import EfaSharedStorage, admit_given_lustre, check_lustre_clients, lustre_in_use
 
 #: The IAM path that lets PCS accept a role and instance profile whatever their names.
 PCS_IAM_PATH = "/aws-pcs/"
@@ -185,6 +185,10 @@ class EfaPcsCluster(Construct):
         fsx_lustre_gds: the compute nodes use GPUDirect Storage with it (P5, P5e, P5en, P6-B200; needs
             ``fsx_lustre_efa``): the GDS driver and ``gdscheck`` in the ``lustre-client`` step.
             Default: False.
+        lustre: an FSx for Lustre file system made elsewhere: an :class:`EfaLustreFileSystem` of this app, or
+            one that exists (``EfaLustreFileSystem.from_file_system_attributes``), mounted at its
+            ``mount_dir`` as the one the cluster would make (compute nodes over EFA when it serves EFA, login
+            nodes over TCP). Not with ``fsx_lustre_capacity_gib``. Default: none.
         storage_removal_policy: Default: RETAIN.
         imds_users: the local users, besides root, that may reach instance metadata (and so the node
             role) on every node, e.g. ``["ec2-user"]`` for jobs that use ``grant_principal``'s grants.
@@ -223,6 +227,7 @@ class EfaPcsCluster(Construct):
         fsx_lustre_throughput: int = DEFAULT_THROUGHPUT,
         fsx_lustre_efa: bool = False,
         fsx_lustre_gds: bool = False,
+        lustre: EfaLustreFileSystem | None = None,
         storage_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         imds_users: Sequence[str] = (),
         bridged_containers: bool = False,
@@ -241,8 +246,8 @@ class EfaPcsCluster(Construct):
         if role is not None:
             check_pcs_role(role)
         check_user_names(imds_users)
-        lustre = (fsx_lustre_capacity_gib, fsx_lustre_throughput, fsx_lustre_efa)
-        check_lustre_clients(*lustre, it, max_count, fsx_lustre_gds)
+        made = (fsx_lustre_capacity_gib, fsx_lustre_throughput, fsx_lustre_efa)
+        check_lustre_clients(*made, it, max_count, fsx_lustre_gds)
         # PCS's own refusals first, then the node's (its layout): what PCS refuses, no layout fixes
         node = {**node, "instance_type": it}  # looked up once
         self.plan = plan_of(node, default_layout=_LEGACY, bridged_containers=bridged_containers)
@@ -254,7 +259,10 @@ class EfaPcsCluster(Construct):
                            count_name="max_count", availability_zone=availability_zone,
                            placement_group=node.get("placement_group"))  # fmt: skip
         self.security_group, self.placement_group = base.security_group, base.placement_group
-        self.storage = self._storage(efs_throughput_mibps, *lustre, fsx_lustre_gds, storage_removal_policy)
+        self.storage = self._storage(efs_throughput_mibps, *made, fsx_lustre_gds, storage_removal_policy)
+        #: The Lustre file system given as ``lustre`` (admitted here), or None.
+        self.lustre = admit_given_lustre(lustre, fsx_lustre_capacity_gib, self.security_group, it, max_count,
+                                         self.subnet)  # fmt: skip
         self.role: iam.IRole = role or self._node_role()
         # The nodes mount /shared with IAM (node/pcs/prep.sh: `iam`), as root: the file system's policy
         # refuses anonymous clients, so the role needs ClientMount, ClientWrite and ClientRootAccess.
@@ -472,7 +480,7 @@ class EfaPcsCluster(Construct):
             "EFA_CDK_REGION": Aws.REGION,
             "EFA_CDK_SCRIPTS_URL": scripts.url,
             "EFA_CDK_STEPS": ",".join(
-                PCS_COMPUTE_STEPS + (("lustre-client",) if self.storage.lustre else ())
+                PCS_COMPUTE_STEPS + (("lustre-client",) if lustre_in_use(self.lustre, self.storage) else ())
             ),
             **self._block_settings,
             **self._lustre_settings(),
@@ -498,15 +506,18 @@ class EfaPcsCluster(Construct):
     def _lustre_settings(self, efa_client: bool = True) -> NodeEnv:
         """The settings of the ``lustre-client`` step (none without a Lustre file system): the compute nodes'
         (over EFA when it serves EFA), or with `efa_client` False the login nodes' (TCP)."""
-        spec, lustre = self.storage.lustre_spec, self.storage.lustre
-        if spec is None or lustre is None:
+        used = lustre_in_use(self.lustre, self.storage)
+        if used is None:
             return {}
-        return lustre_client_settings(lustre, spec, self.plan.instance_type, efa_client=efa_client)
+        file_system, spec, mount_dir = used
+        return lustre_client_settings(
+            file_system, spec, self.plan.instance_type, mount_dir, efa_client=efa_client
+        )
 
     def _login_lustre(self) -> ec2.UserData | None:
         """The login nodes' shell part with a Lustre file system: efa-cdk's bootstrap running the
         ``lustre-client`` step over TCP (a login node has no EFA), so users stage data in /fsx; else None."""
-        if self.storage.lustre is None:
+        if lustre_in_use(self.lustre, self.storage) is None:
             return None
         settings: NodeEnv = {
             "EFA_CDK_REGION": Aws.REGION,

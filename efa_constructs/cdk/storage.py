@@ -11,9 +11,17 @@ from constructs import Construct
 
 from ..core.catalogue import InstanceType
 from ..core.errors import EfaConfigError
-from ..core.lustre import DEFAULT_THROUGHPUT, LustreSpec
+from ..core.lustre import DEFAULT_THROUGHPUT, LustreSpec, check_mount
+from ._node_base import known
 from .arguments import checked
-from .lustre import admit_clients, lustre_file_system, lustre_group, warn_lustre_blocks_deletion
+from .lustre import (
+    DEFAULT_MOUNT_DIR,
+    EfaLustreFileSystem,
+    admit_clients,
+    lustre_file_system,
+    lustre_group,
+    warn_lustre_blocks_deletion,
+)
 from .security_group import keep_default_egress_closed
 
 #: This construct's names of the Lustre options, in its refusals.
@@ -27,6 +35,34 @@ def check_lustre_clients(
     TCP): their type and EFA connections against the file system's, refused in EfaSharedStorage's names."""
     if gib is not None and not Token.is_unresolved(max_count):
         LustreSpec(gib, throughput, efa, gds, names=FSX_NAMES).check_clients(it, max_count)
+
+
+def admit_given_lustre(
+    lustre: EfaLustreFileSystem | None,
+    made_gib: int | None,
+    clients: ec2.ISecurityGroup,
+    it: InstanceType,
+    max_count: int,
+    subnet: ec2.ISubnet,
+) -> EfaLustreFileSystem | None:
+    """An orchestrator's ``lustre=`` (a file system made elsewhere, or one that exists): refused beside one it
+    makes (``fsx_lustre_capacity_gib``); its rules checked for the compute nodes (zone, type, EFA connections)
+    and their group admitted. None when not given."""
+    if lustre is None:
+        return None
+    if made_gib is not None:
+        raise EfaConfigError(
+            "lustre",
+            code="efa-cdk:lustre-given-and-made",
+            value=lustre.node.path,
+            why="fsx_lustre_capacity_gib makes a file system at /fsx as well, and the nodes mount one FSx "
+            "for Lustre file system per directory",
+            fix="pass lustre or fsx_lustre_capacity_gib, not both",
+        )
+    check_mount(lustre.spec, node_software=True, client_zone=known(subnet.availability_zone),
+                file_system_zone=known(lustre.availability_zone))  # fmt: skip
+    lustre.add_clients(clients, it, known(max_count) or 0)
+    return lustre
 
 
 class EfaSharedStorage(Construct):
@@ -177,3 +213,15 @@ class EfaSharedStorage(Construct):
         lustre = lustre_file_system(self, vpc, subnet, self.lustre_security_group, spec, removal_policy)
         admit_clients(lustre, self.lustre_security_group, clients, spec.efa)
         return lustre
+
+
+def lustre_in_use(
+    given: EfaLustreFileSystem | None, storage: EfaSharedStorage
+) -> tuple[EfaLustreFileSystem | fsx.LustreFileSystem, LustreSpec, str] | None:
+    """The Lustre file system an orchestrator's nodes mount: the one given (``lustre=``) or the one its
+    storage made; what it is, and where it mounts. None without one."""
+    if given is not None:
+        return given, given.spec, given.mount_dir
+    if storage.lustre is not None and storage.lustre_spec is not None:
+        return storage.lustre, storage.lustre_spec, DEFAULT_MOUNT_DIR
+    return None
