@@ -658,6 +658,21 @@ def ready_cluster_template(
     return app.synth().get_stack_by_name(stack.stack_name).template  # type: ignore[no-any-return]
 
 
+def eks_cluster_with_kubectl(stack: Stack, vpc: Any) -> Any:
+    """An aws_eks_v2 cluster in `vpc`'s isolated subnets, with the kubectl provider its charts and manifests
+    need, and no default capacity."""
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_eks_v2 as eks
+    from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
+
+    return eks.Cluster(
+        stack, "Cluster", version=eks.KubernetesVersion.V1_35, vpc=vpc,
+        default_capacity_type=eks.DefaultCapacityType.NODEGROUP, default_capacity=0,
+        vpc_subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
+        kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=KubectlV35Layer(stack, "Kubectl")),
+    )  # fmt: skip
+
+
 def new_template(stack: Stack) -> dict[str, Any]:
     from aws_cdk import assertions
 

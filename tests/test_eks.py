@@ -31,6 +31,7 @@ from tests.helpers import (
     EKS_FORBIDDEN,
     ROOT,
     by_type,
+    eks_cluster_with_kubectl,
     isolated_vpc,
     lint,
     new_app,
@@ -328,14 +329,7 @@ def test_one_device_plugin_for_two_node_groups_and_capacity_blocks() -> None:
     app = new_app()
     stack = Stack(app, "Two")
     vpc = isolated_vpc(stack)
-    from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
-
-    cluster = eks.Cluster(
-        stack, "Cluster", version=eks.KubernetesVersion.V1_35, vpc=vpc,
-        default_capacity_type=eks.DefaultCapacityType.NODEGROUP, default_capacity=0,
-        vpc_subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
-        kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=KubectlV35Layer(stack, "Kubectl")),
-    )  # fmt: skip
+    cluster = eks_cluster_with_kubectl(stack, vpc)
     subnet = vpc.isolated_subnets[0]
     a = EfaNodegroup(
         stack, "A", cluster=cluster, instance_type=ec2.InstanceType("p5.48xlarge"), subnet=subnet

@@ -591,19 +591,12 @@ def _eks_lustre(
     *, itype: str = "trn1.32xlarge", zones: tuple[str, str] | None = None, groups: int = 1, **kwargs: Any
 ) -> tuple[Stack, Any, list[Any]]:
     """An aws_eks_v2 cluster with its kubectl provider, an EFA file system and `groups` node groups on it."""
-    from aws_cdk import aws_eks_v2 as eks
-    from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
-
     from efa_constructs.cdk import EfaNodegroup
+    from tests.helpers import eks_cluster_with_kubectl
 
     stack = Stack(new_app(), "EksLustre")
     vpc = isolated_vpc(stack)
-    cluster = eks.Cluster(
-        stack, "Cluster", version=eks.KubernetesVersion.V1_35, vpc=vpc,
-        default_capacity_type=eks.DefaultCapacityType.NODEGROUP, default_capacity=0,
-        vpc_subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
-        kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=KubectlV35Layer(stack, "Kubectl")),
-    )  # fmt: skip
+    cluster = eks_cluster_with_kubectl(stack, vpc)
     subnet = fs_subnet = vpc.isolated_subnets[0]
     if zones:  # the nodes' and the file system's subnets in these zones
         subnet, fs_subnet = (
