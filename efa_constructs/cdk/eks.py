@@ -254,6 +254,7 @@ def _check_kubectl(
     which: str,
     what: str = "the device plugins are Helm charts",
     instead: str = "pass device_plugin=False and install the plugins yourself",
+    value: object = True,
 ) -> None:
     """What this construct installs on the cluster (charts, manifests) goes through its kubectl provider."""
     if _kubectl_ready(cluster, module):
@@ -261,7 +262,7 @@ def _check_kubectl(
     raise EfaConfigError(
         which,
         code="efa-cdk:eks-no-kubectl-provider",
-        value=cluster.node.path if which == "lustre" else True,
+        value=value,
         why=f"{what}, and the cluster {cluster.node.path} has no kubectl provider to install them with",
         fix=(
             "create the cluster with kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=...)"
@@ -612,7 +613,9 @@ def _check_lustre(
             fix="give the node group a file system made with gds=False: its pods read and write over EFA",
         )
     what = "the FSx for Lustre CSI driver is a Helm chart and its volume a manifest"
-    _check_kubectl(cluster, module, "lustre", what, "leave lustre out and mount it yourself")
+    _check_kubectl(
+        cluster, module, "lustre", what, "leave lustre out and mount it yourself", cluster.node.path
+    )
     _check_claim(claim, namespace)
 
 

@@ -266,9 +266,10 @@ class EfaParallelCluster(Construct):
             capacity_reservation_id=capacity.target,
         )
         storage = [SharedStorage("shared", SHARED_DIR, "Efs", self.storage.file_system.file_system_id)]
-        lustre = lustre_in_use(self.lustre, self.storage)
-        if lustre is not None:
-            storage.append(SharedStorage("lustre", lustre[2], "FsxLustre", lustre[0].file_system_id))
+        used = lustre_in_use(self.lustre, self.storage)
+        if used is not None:
+            file_system, _, mount_dir = used
+            storage.append(SharedStorage("lustre", mount_dir, "FsxLustre", file_system.file_system_id))
         queue = SlurmQueue(
             name=queue_name,
             subnet_ids=(compute_subnet.subnet_id,),
@@ -367,7 +368,8 @@ class EfaParallelCluster(Construct):
         used = lustre_in_use(self.lustre, self.storage)
         if used is None or not used[1].efa:
             return ()
-        settings = lustre_client_settings(*used[:2], self.plan.instance_type, used[2])
+        file_system, spec, mount_dir = used
+        settings = lustre_client_settings(file_system, spec, self.plan.instance_type, mount_dir)
         return tuple(f"{name}={value}" for name, value in settings.items())
 
     def _bootstrap_args(self, steps: str) -> tuple[str, ...]:

@@ -44,7 +44,7 @@ class GdsCheck:
         out = []
         if self.nvidia_fs < MIN_NVIDIA_FS:
             have = ".".join(map(str, self.nvidia_fs)) or "none"
-            out.append(f"nvidia_fs {have} is older than 2.24.2")
+            out.append(f"nvidia_fs {have} is older than {'.'.join(map(str, MIN_NVIDIA_FS))}")
         if not DIRECT & set(self.fsx_lustre.split(",")):
             out.append(f"FSx Lustre is {self.fsx_lustre or 'not listed'} (GDS release {self.release or '?'})")
         if self.gpus_with_gds < gpus:
