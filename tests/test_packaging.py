@@ -63,6 +63,14 @@ def test_the_wheel_installs_beside_the_users_aws_cdk_lib_and_synthesizes() -> No
     assert any(
         "EFA_CDK_STEPS=" in json.dumps(r) for r in res.values() if r["Type"] == "AWS::EC2::LaunchTemplate"
     )
+    # the file system the app had before: admitted (a rule on its group), mounted by the PCS compute nodes
+    assert any(r["Properties"].get("GroupId") == "sg-0fedcba9876543210" for r in res.values()
+               if r["Type"] == "AWS::EC2::SecurityGroupIngress")  # fmt: skip
+    assert any(
+        "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com" in json.dumps(r)
+        for r in res.values()
+        if r["Type"] == "AWS::EC2::LaunchTemplate"
+    )
 
 
 def test_the_wheel_holds_the_package_its_data_and_its_types_and_nothing_else() -> None:
@@ -73,6 +81,8 @@ def test_the_wheel_holds_the_package_its_data_and_its_types_and_nothing_else() -
         "efa_constructs/core/catalogue/instance_types.json",
         "efa_constructs/node/boot/bootstrap.sh",
         "efa_constructs/node/bench_parse.py",
+        "efa_constructs/node/eks/join-gate.sh",  # the EKS nodes' part (EfaNodegroup(lustre=))
+        "efa_constructs/node/gds.py",
     ):
         assert needed in files, needed
     assert not [f for f in files if f.split("/")[0] in {"tests", "stacks", "docs", "scripts"}]

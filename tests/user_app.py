@@ -27,6 +27,7 @@ from efa_constructs import (
     Capacity,
     EfaCluster,
     EfaLaunchTemplate,
+    EfaLustreFileSystem,
     EfaNodegroup,
     EfaPcsCluster,
     EfaSecurityGroup,
@@ -104,7 +105,18 @@ def build(app: cdk.App) -> cdk.Stack:
         capacity=Capacity.capacity_block("cr-0123456789abcdef0"),
     )
 
-    # An AWS PCS cluster in the same VPC.
+    # An AWS PCS cluster in the same VPC, mounting an FSx for Lustre file system the team made before.
+    datasets = EfaLustreFileSystem.from_file_system_attributes(
+        stack,
+        "Datasets",
+        file_system_id="fs-0123456789abcdef0",
+        dns_name="fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
+        mount_name="abcdefgh",
+        security_group=ec2.SecurityGroup.from_security_group_id(stack, "DatasetsSg", "sg-0fedcba9876543210"),
+        availability_zone=private.availability_zone,
+        capacity_gib=19200,
+        efa=True,
+    )
     EfaPcsCluster(
         stack,
         "Pcs",
@@ -114,6 +126,7 @@ def build(app: cdk.App) -> cdk.Stack:
         subnet=private,
         size=PcsClusterSize.SMALL,
         max_count=4,
+        lustre=datasets,
     )
     return stack
 
