@@ -74,7 +74,8 @@ def _node(kw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _cluster(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet, count: int, **kw: Any) -> Any:
-    software = kw.pop("node_software", NodeSoftware.none())
+    # the node software mounts a Lustre file system; without one the nodes boot bare
+    software = kw.pop("node_software", NodeSoftware.efa() if "lustre" in kw else NodeSoftware.none())
     return EfaCluster(stack, "Nodes", vpc=vpc, subnet=subnet, node_count=count, node_software=software,
                       **_node(kw))  # fmt: skip
 
@@ -101,14 +102,6 @@ def _eks(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet, count: int, **kw: Any
                         device_plugin=False, **_node(kw))  # fmt: skip
 
 
-def _given_lustre(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet) -> dict[str, Any]:
-    """A file system given (the node software mounts it on the plain EC2 nodes)."""
-    return {
-        "lustre": EfaLustreFileSystem(stack, "Fsx", vpc=vpc, subnet=subnet, capacity_gib=19200, efa=True),
-        "node_software": NodeSoftware.efa(),
-    }
-
-
 def _own_lustre(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet) -> dict[str, Any]:
     """One the orchestrator makes."""
     return {"fsx_lustre_capacity_gib": 19200, "fsx_lustre_efa": True}
@@ -122,7 +115,7 @@ def _pcs_lustre(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet) -> dict[str, A
 
 
 ORCHESTRATORS = [
-    Orchestrator("EfaCluster", "node_count", _cluster, efa_lustre=_given_lustre),
+    Orchestrator("EfaCluster", "node_count", _cluster),
     Orchestrator("EfaPcsCluster", "max_count", _pcs, efa_lustre=_pcs_lustre),
     # ParallelCluster makes its nodes' instance roles itself (docs/parallelcluster.md): no grant principal
     Orchestrator("EfaParallelCluster", "max_count", _pcluster, grantable=False, efa_lustre=_own_lustre),
@@ -321,3 +314,20 @@ def test_every_orchestrator_refuses_efa_lustre_clients_fsx_does_not_serve(
     with pytest.raises(EfaConfigError) as err:
         orchestrator.build(stack, vpc, subnet, count, instance_type=ec2.InstanceType(itype), **lustre)
     assert err.value.code == code, str(err.value)
+
+
+@pytest.mark.parametrize("orchestrator", ORCHESTRATORS, ids=IDS)
+def test_every_orchestrator_refuses_a_given_efa_file_system_in_another_zone(
+    orchestrator: Orchestrator,
+) -> None:
+    """Each takes a file system made elsewhere (``lustre=``); FSx serves EFA clients in the file system's zone
+    only ("efa-file-systems"): nodes in us-east-1a, the file system in us-east-1b."""
+    stack = Stack(new_app(), "Contract")
+    vpc = network(stack)
+    other = ec2.Subnet.from_subnet_attributes(
+        stack, "Other", subnet_id="subnet-0123456789abcdef0", availability_zone="us-east-1b"
+    )
+    lustre = EfaLustreFileSystem(stack, "Fsx", vpc=vpc, subnet=other, capacity_gib=19200, efa=True)
+    with pytest.raises(EfaConfigError) as err:
+        orchestrator.build(stack, vpc, vpc.isolated_subnets[0], 2, lustre=lustre)
+    assert err.value.code == "efa-cdk:fsx-efa-zone", str(err.value)
