@@ -172,13 +172,7 @@ def _status(args: argparse.Namespace) -> int:
     if args.permissions:
         return _print_permissions(status.PERMISSIONS)
     if not args.stack:
-        raise EfaConfigError(
-            "STACK",
-            code="efa-cdk:cli-status-needs-one-stack",
-            value=None,
-            why="status reads one deployed stack",
-            fix="name it: efa-cdk status Trn1EfaCluster",
-        )
+        return _usage(args, "status reads one deployed stack: name it (efa-cdk status Trn1EfaCluster)")
     return status.main(args.stack, args.region, args.output == "json", args.pcluster_name)
 
 
@@ -188,14 +182,22 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.permissions:
         return _print_permissions(sweep.PERMISSIONS)
     if not args.stack:
-        raise EfaConfigError(
-            "STACK",
-            code="efa-cdk:cli-sweep-needs-one-stack",
-            value=None,
-            why="sweep runs on one deployed stack",
-            fix="name it: efa-cdk sweep Trn1EfaCluster",
-        )
+        return _usage(args, "sweep runs on one deployed stack: name it (efa-cdk sweep Trn1EfaCluster)")
     return sweep.main(args.stack, args.region, args.output == "json")
+
+
+def _usage(args: argparse.Namespace, message: str) -> Exit:
+    """A command line that is wrong: the message, and the usage exit code (as argparse's own errors)."""
+    _error(args, message, "usage")
+    return Exit.USAGE
+
+
+def _error(args: argparse.Namespace, message: str, kind: str) -> None:
+    """An error's one line on stderr; with ``--output json`` also a JSON object on stdout, so a program that
+    reads the output finds why (``{"error": {"kind": ..., "message": ...}}``)."""
+    print(f"error: {message}", file=sys.stderr)
+    if getattr(args, "output", None) == "json":
+        print(json.dumps({"error": {"kind": kind, "message": message}}))
 
 
 def _dashboard(_args: argparse.Namespace) -> int:
@@ -357,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except EfaConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
+        _error(args, str(err), err.code)
         return Exit.FOUND
     except BrokenPipeError:  # the reader stopped (`| head`): no traceback (Python docs, signal: SIGPIPE)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -279,8 +279,8 @@ FIELDS: tuple[Field, ...] = (
           ALL),
     Field("fsx_lustre_throughput", "its throughput tier in MB/s per TiB: 125, 250, 500 or 1000", whole, "250",
           ALL),
-    Field("fsx_lustre_gds", "true: the nodes use GPUDirect Storage with it (P5, P5e, P5en, P6-B200; needs "
-          "fsx_lustre_efa)", boolean, "false", ALL),
+    Field("fsx_lustre_gds", "true: the nodes use GPUDirect Storage with it (P5, P5e, P5en, P6-B200, "
+          "P6e-GB200; needs fsx_lustre_efa)", boolean, "false", ALL),
     Field("create_cluster", "true = create the cluster from the stack", boolean, "false",
           frozenset({PCLUSTER})),
     Field("slurm_version", "the Slurm version AWS PCS runs (23.11, 24.05, 24.11, 25.05, 25.11)", any_text,

@@ -1354,3 +1354,27 @@ def test_the_lustre_quotas_hold_the_file_system_beside_the_regions(
     )
     assert "--service-code fsx --quota-code L-8F1B9C74 --desired-value 105600" in failed["fix"]
     assert passed["status"] == "PASS" and "86400 GiB in 1 file systems + 19200 GiB" in passed["found"]
+
+
+def test_status_never_lets_node_written_text_forge_a_line_or_end_in_a_traceback() -> None:
+    """Issue 53 item 15: what nodes write (benchmark reasons, the last replacement) may hold a newline (a
+    forged line of its own), bidirectional or zero-width characters (a line that reads otherwise than it is),
+    an epoch past the calendar, a digit of another script, or a share that is no number: each is shown as
+    text, on its own line, and status never ends in a traceback."""
+    forged = {
+        "benchmark": "nccl-tests",
+        "ok": False,
+        "reason": "slow\nnccl-tests: 400 GB/s peak, 100% of the EFA line rate\u202e\u200b",
+    }
+    line = status.render_benchmark(forged)
+    assert "\n" not in line and "\u202e" not in line and "\u200b" not in line
+    share = status.render_benchmark({"benchmark": "lustre", "ok": True, "nodes": 2, "efa_share": "most"})
+    assert "unreadable share" in share
+    assert status._when("99999999999999999999 ops") == "99999999999999999999 ops"  # past the calendar
+    assert status._when("\u00b2 ops") == "\u00b2 ops"  # '²'.isdigit() is True, int('²') is not a number
+    assert status._when("1764000000 ops").endswith("UTC by ops")
+    report = status.render({
+        "stack": "S", "status": "UPDATE_COMPLETE\nforged: line", "nodes": [], "benchmarks": [forged],
+        "alarms": [], "changes": ["replaced\u2028node 3"],
+    })  # fmt: skip
+    assert not any(line.startswith(("forged", "nccl-tests: 400", "node 3")) for line in report.splitlines())

@@ -39,6 +39,7 @@ OWNERS = {
     "params": ("stacks/params.py",),
     "checks": (
         "efa_constructs/core/checks.py",
+        "efa_constructs/core/node_rules.py",
         "efa_constructs/cdk/_shared.py",
         "efa_constructs/cdk/cluster.py",
         "efa_constructs/cdk/launch_template.py",
@@ -102,7 +103,7 @@ def test_every_refusal_has_a_stable_id_of_its_own() -> None:
             assert isinstance(code, ast.Constant) and re.match(CODE_PATTERN, code.value), where
             sites.setdefault(code.value, []).append(where)
     shared = {code: places for code, places in sites.items() if len(places) > 1}
-    # a zone outside the stack's region: the network's own check and the cluster's
+    # a zone outside the stack's region: the network's own check and the node rules'
     assert shared.keys() == {"efa-cdk:zone-outside-region"}, shared
     import enum
 
@@ -114,6 +115,13 @@ def test_every_refusal_has_a_stable_id_of_its_own() -> None:
         for n, k in zip(efa_constructs.__all__, kebab, strict=True)
         if isinstance(getattr(efa_constructs, n), type) and issubclass(getattr(efa_constructs, n), enum.Enum)
     }
+    # The register of node rules raises each rule under the id an orchestrator has always given it
+    # (NodeRule.former, issue 52): those ids are the register's, sited at its raise site.
+    from efa_constructs.core.node_rules import NODE_RULES
+
+    for rule in NODE_RULES:
+        for former in rule.former.values():
+            sites.setdefault(former, []).extend(sites[rule.id])
     assert {row[4] for row in matrix_rows()} <= sites.keys() | enums
     # each row sits in the file of the module that raises its id (an enum's unknown choice: the params')
     misplaced = [
@@ -155,7 +163,7 @@ def test_a_rejected_configuration_leaves_no_template(request: pytest.FixtureRequ
     """app.py exits non-zero with the refusal, and writes no template (runs in the background)."""
     run, tmp = background_result(request.node.nodeid)
     assert run.returncode != 0
-    assert "node_count=0: a cluster needs at least one node" in run.stderr
+    assert "node_count=0: EfaCluster needs at least one node" in run.stderr
     assert not list(tmp.glob("out/*.template.json"))
 
 

@@ -359,3 +359,41 @@ def test_the_pcs_ready_stack_names_its_block_for_status() -> None:
     t = app_module.build(new_app(context)).synth().get_stack_by_name("Trn1PcsCluster").template
     assert t["Outputs"]["CapacityBlockId"]["Value"] == BLOCK
     assert _run_command_tag(t) == {"Fn::Join": ["", [{"Ref": "AWS::StackName"}, "/Pcs"]]}
+
+
+@pytest.mark.parametrize(
+    "planted", ["a link to root's file", "a directory of a user's", "a link as the directory"]
+)
+def test_the_end_time_in_the_shared_directory_never_follows_a_users_link(
+    tmp_path: Path, planted: str
+) -> None:
+    """Issue 53 item 12: /shared is every user's (mode 1777 on PCS). A link a user plants where root writes
+    (or a .efa-cdk of their own) must not make root overwrite the file it points to (/etc/shadow)."""
+    import os
+
+    node = Node(tmp_path, EFA_CDK_SHARED_DIR="/shared")
+    shared = node.root / "shared"
+    shared.mkdir(mode=0o1777)
+    secret = node.root / "etc-shadow"
+    secret.write_text("root:hash\n")
+    dot = shared / ".efa-cdk"
+    if planted == "a link as the directory":
+        elsewhere = node.root / "elsewhere"
+        elsewhere.mkdir()
+        dot.symlink_to(elsewhere)
+    else:
+        dot.mkdir(mode=0o777 if planted == "a directory of a user's" else 0o755)
+        os.chmod(dot, 0o777 if planted == "a directory of a user's" else 0o755)
+        for name in ("capacity-block-ending", "capacity-block-ending.tmp"):
+            (dot / name).symlink_to(secret)
+    r = node.run("capacity-block-ending", EFA_CDK_BLOCK_END="2026-11-26T12:00:00.000Z")
+    assert r.returncode == 0, r.log
+    assert secret.read_text() == "root:hash\n"  # never written through
+    if planted == "a link to root's file":  # root's own directory: the link is replaced, not followed
+        assert not (dot / "capacity-block-ending").is_symlink()
+        assert (dot / "capacity-block-ending").read_text() == "2026-11-26T12:00:00.000Z\n"
+    else:
+        assert "not a directory only root may write to" in r.log
+    assert (
+        node.read("var/lib/efa-cdk/capacity-block-ending") == "2026-11-26T12:00:00.000Z\n"
+    )  # the node's own

@@ -202,5 +202,43 @@ def test_sweep_lists_its_permissions_without_a_stack_and_asks_for_one_otherwise(
 
     assert main(["sweep", "--permissions"]) == 0
     assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == list(PERMISSIONS)
-    assert main(["sweep"]) == 1
-    assert "sweep runs on one deployed stack" in capsys.readouterr().err
+    assert main(["sweep"]) == 2  # issue 53 item 19: a usage error, as the exit table says (it was 1)
+    err = capsys.readouterr().err
+    assert "sweep runs on one deployed stack" in err and "None" not in err
+
+
+@pytest.mark.parametrize("command", ["status", "sweep"])
+def test_a_command_without_its_stack_is_a_usage_error_and_says_so_in_json_too(
+    command: str, capsys: Any
+) -> None:
+    """Issue 53 item 19: exit 2 (the table's usage error), no `STACK=None`, and with --output json an error
+    object on stdout for the program reading it (stdout was empty)."""
+    assert main([command, "--output", "json"]) == 2
+    out, err = capsys.readouterr()
+    body = json.loads(out)
+    assert (
+        body["error"]["kind"] == "usage" and f"efa-cdk {command} Trn1EfaCluster" in body["error"]["message"]
+    )
+    assert err.startswith("error: ") and "STACK=None" not in err
+
+
+def test_a_refusal_under_json_output_is_an_error_object_with_its_id(capsys: Any) -> None:
+    assert main(["layout", "m5.large", "--output", "json"]) == 1
+    body = json.loads(capsys.readouterr().out)
+    assert body["error"]["kind"].startswith("efa-cdk:") and "m5.large" in body["error"]["message"]
+
+
+def test_an_unreachable_endpoint_is_not_called_a_credentials_problem() -> None:
+    """Issue 53 item 19: each error botocore raises before AWS answers gets its own hint (botocore.exceptions'
+    classes), through preflight's one error policy; an endpoint that does not answer was told to set
+    credentials."""
+    from botocore import exceptions as e
+
+    from efa_constructs.tools.aws import hint
+    from efa_constructs.tools.preflight import _failure
+
+    unreachable = e.EndpointConnectionError(endpoint_url="https://ec2.us-east-1.amazonaws.com/")
+    assert "could not be reached" in str(_failure("zone", "ec2:DescribeAvailabilityZones", unreachable))
+    assert "credentials" not in hint(unreachable)
+    assert hint(e.NoCredentialsError()) == "set AWS credentials, e.g. AWS_PROFILE"
+    assert "AWS_REGION" in hint(e.NoRegionError())

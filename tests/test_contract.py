@@ -11,6 +11,7 @@ groups are in one VPC; EC2 places a Capacity Block's instances itself) and aws-c
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,7 @@ from efa_constructs import (
     EfaSecurityGroup,
     NodeSoftware,
 )
+from efa_constructs.core import node_rules
 from efa_constructs.core.errors import EfaConfigError
 from tests.helpers import new_app
 
@@ -95,9 +97,14 @@ def _eks(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet, count: int, **kw: Any
     from aws_cdk import aws_eks_v2 as eks
 
     isolated = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
-    cluster = eks.Cluster(stack, "Eks", version=eks.KubernetesVersion.V1_35, vpc=vpc, default_capacity=0,
-                          default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
-                          vpc_subnets=[isolated])  # fmt: skip
+    if "lustre" in kw:  # the CSI driver's chart and the volume need the kubectl provider
+        from tests.helpers import eks_cluster_with_kubectl
+
+        cluster = eks_cluster_with_kubectl(stack, vpc)
+    else:
+        cluster = eks.Cluster(stack, "Eks", version=eks.KubernetesVersion.V1_35, vpc=vpc, default_capacity=0,
+                              default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+                              vpc_subnets=[isolated])  # fmt: skip
     return EfaNodegroup(stack, "Nodes", cluster=cluster, subnet=subnet, min_size=0, max_size=count,
                         device_plugin=False, **_node(kw))  # fmt: skip
 
@@ -331,3 +338,198 @@ def test_every_orchestrator_refuses_a_given_efa_file_system_in_another_zone(
     with pytest.raises(EfaConfigError) as err:
         orchestrator.build(stack, vpc, vpc.isolated_subnets[0], 2, lustre=lustre)
     assert err.value.code == "efa-cdk:fsx-efa-zone", str(err.value)
+    # issue 53 item 18: a file system given is where it is: the fix moves the nodes to it
+    assert err.value.fix.startswith("put the nodes in a subnet of us-east-1b"), str(err.value)
+
+
+# --- issue 52: the contract generated from the register of node rules (efa_constructs/core/node_rules.py)
+
+
+#: The rules about the node every orchestrator in their scope obeys (from EC2's reservations and VPCs,
+#: CloudFormation's regions, gp3's sizes, FSx for Lustre's clients): a rule dropped from the register fails
+#: here, not silently.
+SHARED_RULES = {
+    "efa-cdk:node-counts",
+    "efa-cdk:subnet-of-another-vpc",
+    "efa-cdk:zone-outside-region",
+    "efa-cdk:capacity-other-instance-type",
+    "efa-cdk:root-volume-range",
+    "efa-cdk:fsx-efa-client-type",
+}
+RULE_CASES = [(r, o) for r in node_rules.NODE_RULES for o in ORCHESTRATORS if o.name in r.scope]
+
+
+def _build_example(orchestrator: Orchestrator, example: dict[str, object]) -> Any:
+    """`example` (a rule's, in the request's words) as the orchestrator's own keywords."""
+    from aws_cdk import Environment
+
+    region = example.get("region")
+    stack = Stack(new_app(), "Contract", env=Environment(region=str(region)) if region else None)
+    vpc = network(stack)
+    subnet = vpc.isolated_subnets[0]
+    kw: dict[str, Any] = {k: v for k, v in example.items() if k in ("capacity", "root_volume_gib")}
+    if "instance_type" in example:
+        kw["instance_type"] = ec2.InstanceType(str(example["instance_type"]))
+    if example.get("lustre") == "over EFA":
+        kw.update(orchestrator.efa_lustre(stack, vpc, subnet))
+    if example.get("subnets") == "of another VPC":
+        subnet = network(stack, "Other").isolated_subnets[0]
+    count = example.get("count", 2)
+    return orchestrator.build(stack, vpc, subnet, count, **kw)
+
+
+def test_the_register_holds_the_shared_rules_and_binds_every_orchestrator() -> None:
+    """The contract below is generated from the register: it covers every rule, and every orchestrator that
+    builds on the node base is in it (each call of EfaNodeBase names one of the register's)."""
+    import re
+
+    from tests.helpers import ROOT
+
+    assert {r.id for r in node_rules.NODE_RULES} >= SHARED_RULES
+    assert [o.name for o in ORCHESTRATORS] == list(node_rules.ORCHESTRATORS)
+    code = "".join(p.read_text() for p in (ROOT / "efa_constructs" / "cdk").glob("*.py"))
+    calls = re.findall(r'EfaNodeBase\(\s*self, self\.plan, orchestrator="(\w+)"', code)
+    assert sorted(calls) == sorted(node_rules.ORCHESTRATORS)
+
+
+@pytest.mark.parametrize(
+    ("rule", "orchestrator"), RULE_CASES, ids=[f"{r.id[8:]}-{o.name}" for r, o in RULE_CASES]
+)
+def test_every_orchestrator_refuses_each_rules_example(
+    rule: node_rules.NodeRule, orchestrator: Orchestrator
+) -> None:
+    with pytest.raises(EfaConfigError) as err:
+        _build_example(orchestrator, dict(rule.example))
+    assert err.value.code in {*rule.ids, rule.id, rule.former.get(orchestrator.name)}, str(err.value)
+    assert "${Token[" not in str(err.value) and "object at 0x" not in str(err.value)
+
+
+@pytest.mark.parametrize("orchestrator", ORCHESTRATORS, ids=IDS)
+def test_every_orchestrator_refuses_a_reservation_group_of_another_region(orchestrator: Orchestrator) -> None:
+    """Issue 52's first drift: EfaPcsCluster and EfaNodegroup synthesized a template that failed at deploy."""
+    group = Capacity.reservation_group("arn:aws:resource-groups:eu-west-1:111122223333:group/training")
+    with pytest.raises(EfaConfigError) as err:
+        _build_example(orchestrator, {"region": "us-east-1", "capacity": group})
+    assert err.value.code == "efa-cdk:reservation-group-other-region", str(err.value)
+
+
+@pytest.mark.parametrize("orchestrator", ORCHESTRATORS, ids=IDS)
+def test_every_orchestrator_takes_a_count_known_at_deploy(orchestrator: Orchestrator) -> None:
+    """Issue 52's second drift: a count from a CloudFormation parameter is checked at deploy (as aws-cdk-lib's
+    own Nodegroup and Auto Scaling take it), never compared or printed at synth. The template refers to the
+    parameter where the count goes."""
+    from aws_cdk import CfnParameter
+
+    from efa_constructs import NodeGroup
+
+    stack = Stack(new_app(), "Contract")
+    vpc = network(stack)
+    count = CfnParameter(stack, "NodeCount", type="Number", default=4).value_as_number
+    extra = {"node_group": NodeGroup.ASG} if orchestrator.name == "EfaCluster" else {}
+    nodes = orchestrator.build(stack, vpc, vpc.isolated_subnets[0], count, **extra)
+    text = json.dumps(assertions.Template.from_stack(stack).to_json())
+    if (
+        orchestrator.name == "EfaParallelCluster"
+    ):  # its configuration, which the user's stack outputs or posts
+        text = json.dumps(stack.resolve(nodes.config_yaml))
+        assert "MaxCount: ', {'Ref': 'NodeCount'}" in str(stack.resolve(nodes.config_yaml))
+    assert '{"Ref": "NodeCount"}' in text, orchestrator.name
+    assert "e+289" not in text and "Token[" not in text
+
+
+@pytest.mark.parametrize("orchestrator", ORCHESTRATORS, ids=IDS)
+def test_a_refusal_beside_a_count_known_at_deploy_never_prints_its_encoding(
+    orchestrator: Orchestrator,
+) -> None:
+    """A rule that refuses something else while the count is a token says so without the token's number."""
+    from aws_cdk import CfnParameter
+
+    from efa_constructs import NodeGroup
+
+    stack = Stack(new_app(), "Contract")
+    vpc = network(stack)
+    count = CfnParameter(stack, "NodeCount", type="Number").value_as_number
+    extra = {"node_group": NodeGroup.ASG} if orchestrator.name == "EfaCluster" else {}
+    small = Capacity.reservation(RESERVATION, instance_type="p5.48xlarge", instance_count=1)
+    with pytest.raises(EfaConfigError) as err:
+        orchestrator.build(stack, vpc, vpc.isolated_subnets[0], count, capacity=small, **extra)
+    assert err.value.code == "efa-cdk:capacity-other-instance-type"
+    for encoding in ("${Token[", "e+289", "e+28", "object at 0x"):
+        assert encoding not in str(err.value), str(err.value)
+
+
+# --- issue 53 items 1-2: a file system in its own stack (the usual layout), and one whose group is imported
+
+
+def _two_stacks(orchestrator: Orchestrator, efa: bool) -> tuple[Stack, Stack, Any]:
+    """A storage stack (the VPC and the file system, retained) and a cluster stack whose nodes mount it."""
+    app = new_app()
+    storage = Stack(app, "Storage")
+    vpc = network(storage)
+    subnet = vpc.isolated_subnets[0]
+    fs = EfaLustreFileSystem(
+        storage, "Fsx", vpc=vpc, subnet=subnet, capacity_gib=19200 if efa else 2400, efa=efa
+    )
+    cluster = Stack(app, "Training")
+    nodes = orchestrator.build(cluster, vpc, subnet, 2, lustre=fs)
+    return storage, cluster, nodes
+
+
+@pytest.mark.parametrize("efa", [True, False], ids=["efa", "tcp"])
+@pytest.mark.parametrize("orchestrator", ORCHESTRATORS, ids=IDS)
+def test_every_orchestrator_mounts_a_file_system_of_another_stack(
+    orchestrator: Orchestrator, efa: bool
+) -> None:
+    """The dependency runs one way, cluster -> storage: the file system's stack names nothing of the
+    cluster's (before, every orchestrator ended in a DependencyCycle), and the rules between the two groups,
+    both ways, are the cluster stack's."""
+    storage, cluster, nodes = _two_stacks(orchestrator, efa)
+    cluster.node.root.synth()  # no cycle
+    assert storage in cluster.dependencies and cluster not in storage.dependencies
+    stored = json.dumps(assertions.Template.from_stack(storage).to_json())
+    assert "Training" not in stored and "ImportValue" not in stored
+    nodes_group = cluster.resolve(nodes.security_group.security_group_id)
+    port = {"IpProtocol": "-1"} if efa else {"IpProtocol": "tcp", "FromPort": 988, "ToPort": 988}
+
+    def rules(kind: str, peer: str) -> list[dict[str, Any]]:
+        """The cluster stack's rules of `kind` on the file system's group (a reference to the storage
+        stack's LustreSecurityGroup) whose `peer` is the nodes' group, on Lustre's port."""
+        found = assertions.Template.from_stack(cluster).find_resources(kind)
+        return [
+            r["Properties"] for r in found.values()
+            if "FsxLustreSecurityGroup" in json.dumps(r["Properties"]["GroupId"])
+            and r["Properties"].get(peer) == nodes_group
+            and port.items() <= r["Properties"].items()
+        ]  # fmt: skip
+
+    # the file system's group: in from the nodes, and out to them (FSx's servers reach their clients)
+    assert rules("AWS::EC2::SecurityGroupIngress", "SourceSecurityGroupId")
+    assert rules("AWS::EC2::SecurityGroupEgress", "DestinationSecurityGroupId")
+
+
+@pytest.mark.parametrize("mutable", [True, False])
+def test_an_imported_file_system_group_gets_its_rules_both_ways(mutable: bool) -> None:
+    """aws-cdk-lib drops an imported group's egress rules (allow_all_outbound, the default) or all its rules
+    (mutable=False) without a word (aws-ec2 security-group.ts, MutableImport.addEgressRule): the rules are
+    written on the group's id, so the file system reaches its clients either way."""
+    stack = Stack(new_app(), "Existing")
+    vpc = network(stack)
+    group = ec2.SecurityGroup.from_security_group_id(
+        stack, "FsGroup", "sg-0123456789abcdef0", mutable=mutable
+    )
+    fs = EfaLustreFileSystem.from_file_system_attributes(
+        stack, "Fsx", file_system_id="fs-0123456789abcdef0", dns_name="fs.example", mount_name="abcdefgh",
+        security_group=group, availability_zone=ZONE, capacity_gib=19200, efa=True,
+    )  # fmt: skip
+    nodes = _cluster(stack, vpc, vpc.isolated_subnets[0], 2, lustre=fs)
+    t = assertions.Template.from_stack(stack)
+    mine = stack.resolve(nodes.security_group.security_group_id)
+    both = {"IpProtocol": "-1"}
+    t.has_resource_properties(
+        "AWS::EC2::SecurityGroupEgress",
+        {"GroupId": "sg-0123456789abcdef0", "DestinationSecurityGroupId": mine, **both},
+    )
+    t.has_resource_properties(
+        "AWS::EC2::SecurityGroupIngress",
+        {"GroupId": "sg-0123456789abcdef0", "SourceSecurityGroupId": mine, **both},
+    )

@@ -232,7 +232,7 @@ def eks_cluster() -> Any:
             "ami_type='BOTTLEROCKET_X86_64_NVIDIA'",
         ),
         ({"ami_type": eks.NodegroupAmiType.AL2023_ARM_64_NVIDIA}, "trn1.32xlarge is x86_64"),
-        ({"min_size": 3, "max_size": 2}, "0 <= min_size <= desired_size <= max_size"),
+        ({"min_size": 3, "max_size": 2}, "EfaNodegroup needs 0 <= min_size <= max_size and max_size >= 1"),
         (
             {"capacity": Capacity.capacity_block("cr-0123456789abcdef0"), "placement_group": "pg"},
             "placement_group",
@@ -269,15 +269,25 @@ def test_node_group_refuses_bad_input(eks_cluster: Any, kwargs: dict[str, Any], 
     ],
 )
 def test_node_group_sizes(sizes: tuple[int, int, int | None], ok: bool, key: str) -> None:
-    """EKS: 0 <= minSize <= desiredSize <= maxSize, maxSize >= 1 (EKS API, NodegroupScalingConfig)."""
+    """EKS: 0 <= minSize <= desiredSize <= maxSize, maxSize >= 1 (EKS API, NodegroupScalingConfig): the
+    register's count rule (min and max, as the node base runs it for EKS) and EKS's own desired size."""
+    from efa_constructs import instance_type
     from efa_constructs.cdk.eks import _check_sizes
+    from efa_constructs.core.node_rules import NodeRequest, node_rule, run_node_rules
+
+    def check() -> None:
+        request = NodeRequest("EfaNodegroup", instance_type("trn1.32xlarge"), sizes[1], "max_size",
+                              min_count=sizes[0], min_name="min_size")  # fmt: skip
+        run_node_rules(request, rules=(node_rule("efa-cdk:node-counts"),))
+        _check_sizes(*sizes)
 
     if ok:
-        _check_sizes(*sizes)
+        check()
     else:
         with pytest.raises(EfaConfigError) as err:
-            _check_sizes(*sizes)
+            check()
         assert str(err.value).startswith(f"{key}=")
+        assert err.value.code == "efa-cdk:eks-sizes"  # the id EKS's sizes have always had
 
 
 def test_node_group_defaults_and_user_data_parts(eks_cluster: Any) -> None:

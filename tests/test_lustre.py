@@ -38,6 +38,14 @@ def test_an_efa_file_system_grows_in_its_tiers_steps(throughput: int, step: int)
         assert f"{step:,} GiB" in str(e.value)
 
 
+def test_the_step_refusal_offers_a_higher_tier_only_below_the_highest() -> None:
+    """Issue 53 item 18: at 1000 MB/s/TiB (the highest tier) the fix offered "a higher tier"."""
+    for throughput, offered in ((250, True), (1000, False)):
+        with pytest.raises(EfaConfigError) as err:
+            LustreSpec(2400, throughput, efa=True).check()
+        assert ("higher tier" in err.value.fix) is offered, err.value.fix
+
+
 def test_without_efa_the_sizes_stay_1200_or_2400s_and_the_tiers_are_fsxs() -> None:
     for size in (1200, 2400, 4800):
         LustreSpec(size).check()
@@ -536,7 +544,7 @@ def test_the_leader_runs_it_on_every_node_at_once(tmp_path: Path) -> None:
     assert out["ok"] and out["nodes"] == 2 and out["efa_share"] > 0.5, out
     assert out["write_gbytes_s"] > 0 and out["read_gbytes_s"] > 0
     assert {out["slowest_write"]["node"], out["slowest_read"]["node"]} <= {"10.0.1.10", "10.0.1.11"}
-    assert not list((node.root / "fsx/efa-cdk-bench").iterdir())  # each node removed its file
+    assert not list((node.root / "fsx").glob(".efa-cdk-bench.*"))  # each node removed its directory
     assert (
         sum(c.startswith("ssh ") and "10.0.1.11" in c for c in _calls(node)) == 4
     )  # counts, write, read, counts
@@ -834,14 +842,34 @@ def test_gdscheck_as_nvidias_guide_prints_it_is_ready_for_fsx() -> None:
     assert check.problems(gpus=8) == ["1 of 8 GPUs support GDS"]  # a p5 missing seven of its GPUs
 
 
-def test_gdscheck_of_an_old_gds_names_each_problem() -> None:
-    """A recorded GDS 1.0 (nvidia_fs 2.7): older than FSx's 2.24.2, and no FSx Lustre line at all."""
+def test_gdscheck_of_an_old_gds_names_its_problem() -> None:
+    """A recorded GDS 1.0 (nvidia_fs 2.7): older than FSx's 2.24.2. It prints no FSx Lustre line (no release
+    before 1.16 does): that alone is no problem."""
     from efa_constructs.node import gds
 
     check = gds.parse(_gdscheck("gdscheck-p-quadro-p1000.txt"))
-    assert check.problems(gpus=1) == [
-        "nvidia_fs 2.7 is older than 2.24.2",
-        "FSx Lustre is not listed (GDS release 1.0.0.82)",
+    assert check.fsx_lustre == "" and check.problems(gpus=1) == ["nvidia_fs 2.7 is older than 2.24.2"]
+
+
+def test_gdscheck_of_gds_1_14_at_fsxs_driver_floor_is_ready() -> None:
+    """Issue 53 items 3-4: a recorded GDS 1.14 (luigifcruz/stelline, four RTX 6000 Ada) prints nvidia_fs 2.24,
+    major.minor as every release does, and no FSx Lustre line. 2.24 is FSx's floor (2.24.2) at the precision
+    gdscheck prints; one minor below is not."""
+    from efa_constructs.node import gds
+
+    text = _gdscheck("gdscheck-p-1.14-rtx6000ada.txt")
+    check = gds.parse(text)
+    assert (check.release, check.nvidia_fs, check.fsx_lustre, check.gpus_with_gds) == (
+        "1.14.0.30",
+        (2, 24),
+        "",
+        4,
+    )
+    assert check.problems(gpus=4) == []
+    older = gds.parse(text.replace("nvidia_fs version:  2.24", "nvidia_fs version:  2.23"))
+    assert older.problems(gpus=4) == ["nvidia_fs 2.23 is older than 2.24.2"]
+    assert gds.parse(text.replace("2.24 libcufile", "2.24.1 libcufile")).problems(gpus=4) == [
+        "nvidia_fs 2.24.1 is older than 2.24.2"  # where a release prints three parts, all three count
     ]
 
 
@@ -943,16 +971,16 @@ def test_a_gds_client_without_nvidia_fs_builds_the_pinned_source_as_fsx_document
 
 
 def test_gds_is_asked_of_efa_clients_of_the_types_fsx_names() -> None:
-    """GDS needs EFA and a P5, P5e, P5en or P6-B200 client; the settings carry it only when asked (a file
-    system without GDS keeps its nodes' settings as they were)."""
+    """GDS needs EFA and a P5, P5e, P5en, P6-B200 or P6e-GB200 client (issue 53 item 7: P6e-GB200 was
+    refused); the settings carry it only when asked (a file system without GDS keeps its nodes' settings)."""
     with pytest.raises(EfaConfigError) as err:
         LustreSpec(19200, efa=False, gds=True).check()
     assert err.value.code == "efa-cdk:fsx-gds-needs-efa"
-    for itype in ("p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"):
+    for itype in ("p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge", "p6e-gb200.36xlarge"):
         LustreSpec(19200, efa=True, gds=True).check_clients(instance_type(itype), 4)
     with pytest.raises(EfaConfigError) as err:
         LustreSpec(19200, efa=True, gds=True).check_clients(instance_type("p4d.24xlarge"), 4)
-    assert err.value.code == "efa-cdk:fsx-gds-client-type" and "P5, P5e, P5en and P6-B200" in str(err.value)
+    assert err.value.code == "efa-cdk:fsx-gds-client-type" and "P6-B200 and P6e-GB200" in str(err.value)
     stack = Stack(new_app(), "Gds")
     vpc = isolated_vpc(stack)
     subnet = vpc.isolated_subnets[0]
@@ -1103,3 +1131,40 @@ def test_pcs_nodes_mount_an_existing_file_system() -> None:
                       availability_zone="us-east-1c", instance_type=ec2.InstanceType("trn1.32xlarge"),
                       fsx_lustre_capacity_gib=1200, lustre=_existing(Stack(new_app(), "Other")))  # fmt: skip
     assert err.value.code == "efa-cdk:lustre-given-and-made"
+
+
+def test_the_lustre_proof_writes_only_in_a_new_directory_of_roots(tmp_path: Path) -> None:
+    """Issue 53 item 13: the client's proof writes as root into the file system, where users write too. It
+    writes into a directory it makes new (mktemp -d: root's, 0700, a name no one foresees), never through a
+    name a user could plant a link at (the old `.efa-cdk-lnet-probe.<host>`), and removes it."""
+    import re
+
+    node = _lustre_node(tmp_path)
+    (node.root / "fsx").mkdir(parents=True)
+    run = node.run("lustre-client")
+    assert run.returncode == 0, run.log
+    (write,) = [c for c in _calls(node) if c.startswith("dd if=/dev/zero")]
+    target = re.search(r"of=(\S+)", write).group(1)  # type: ignore[union-attr]
+    assert re.fullmatch(rf"{node.root}/fsx/\.efa-cdk-lnet-probe\.[A-Za-z0-9]{{8}}/probe", target), target
+    assert not list((node.root / "fsx").glob(".efa-cdk-lnet-probe*"))  # removed
+
+
+def test_the_storage_benchmark_never_writes_through_a_planted_link(tmp_path: Path) -> None:
+    """Issue 53 item 13: links a user put where the benchmark once wrote (/fsx/efa-cdk-bench/<host>) are not
+    followed: each node writes in a directory it made new, and removes it."""
+    import socket
+    import subprocess
+
+    node = _bench_leader(tmp_path)
+    secret = node.root / "etc-shadow"
+    secret.write_text("root:hash\n")
+    planted = node.root / "fsx/efa-cdk-bench"
+    planted.mkdir(parents=True)
+    for host in (socket.gethostname(), "10.0.1.10", "10.0.1.11"):  # the leader's name, and the stand-ins'
+        (planted / host).symlink_to(secret)
+    run = subprocess.run(
+        [BASH, str(node.bin / "lustre-bench.sh")], env=node.env, capture_output=True, text=True
+    )
+    assert run.returncode == 0 and json.loads(run.stdout)["ok"], run.stdout + run.stderr
+    assert secret.read_text() == "root:hash\n"
+    assert not list((node.root / "fsx").glob(".efa-cdk-bench.*"))

@@ -202,7 +202,7 @@ def test_ultraservers_keep_the_topology_plugin_parallelcluster_sets_up() -> None
         (
             lambda: ComputeResource("x", ("trn1.32xlarge",), min_count=3, max_count=2),
             "max_count",
-            "MinCount <= MaxCount",
+            "min_count <= max_count",
         ),
         (lambda: ComputeResource("Trn1", ("trn1.32xlarge",)), "compute_resource_name", "lowercase"),
         (lambda: config("trn1.32xlarge", subnet_ids=SUBNETS), "subnet_ids", "one subnet"),
@@ -481,7 +481,7 @@ def test_capacity_block_queue() -> None:
     [
         ({"instance_type": "m5.large"}, "instance_type", "does not support EFA"),
         ({"image_os": "alinux2"}, "image_os", "no longer supported"),
-        ({"min_count": "3", "max_count": "2"}, "max_count", "MinCount <= MaxCount"),
+        ({"min_count": "3", "max_count": "2"}, "max_count", "min_count <= max_count"),
         ({"ssh_peers": "10.0.0.0/8,192.168.0.0/16"}, "ssh_peers", "takes one CIDR"),
         ({"create_cluster": "yes"}, "create_cluster", "not true or false"),
         ({"fsx_lustre_gib": "1000"}, "fsx_lustre_capacity_gib", "multiple of 2400"),
@@ -741,6 +741,37 @@ def test_bootstrap_fetches_scripts_and_runs_the_steps(tmp_path: Path) -> None:
     assert re.search(r"EFA_CDK_SLOTS='32'", node.read("etc/efa-cdk/node.env"))
     assert not node.signals()  # ParallelCluster tracks its nodes: no CloudFormation signal
     assert "EFA_CDK_SCRIPTS_URL='s3://b/scripts.zip'" in node.read("etc/efa-cdk/node.env")
+
+
+def test_the_benchmark_handle_is_readable_by_root_alone(tmp_path: Path) -> None:
+    """Issue 53 item 14: the benchmark wait condition's presigned URL lets whoever reads it fail the stack or
+    forge the results efa-cdk status prints. It goes to /etc/efa-cdk/node.secret.env (0600), which the steps
+    read as root; node.env (0644, read by users' jobs for EFA_CDK_SLOTS) no longer holds it."""
+    import stat
+
+    root = tmp_path / "root"
+    url = "https://cloudformation-waitcondition-us-east-1.s3.amazonaws.com/arn%3Aaws?X-Amz-Signature=abc"
+    (tmp_path / "b.sh").write_text(bootstrap_script({"EFA_CDK_SLOTS": "32", "EFA_CDK_BENCHMARK_URL": url}))
+    run = subprocess.run(
+        [BASH, str(tmp_path / "b.sh")],
+        env={"PATH": "/usr/bin:/bin", "EFA_CDK_ROOT": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    env, secret = root / "etc/efa-cdk/node.env", root / "etc/efa-cdk/node.secret.env"
+    assert "EFA_CDK_SLOTS='32'" in env.read_text() and "X-Amz-Signature" not in env.read_text(), run.stdout
+    assert secret.read_text() == f"EFA_CDK_BENCHMARK_URL='{url}'\n"
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+    lib = Path(__file__).parent.parent / "efa_constructs/node/boot/lib.sh"
+    seen = subprocess.run(
+        [BASH, "-c", f'. "{lib}"; echo "$EFA_CDK_BENCHMARK_URL"'],
+        env={"PATH": "/usr/bin:/bin", "EFA_CDK_ROOT": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert seen.stdout.strip() == url  # the steps (root) still read it
 
 
 def test_bootstrap_refuses_an_argument_that_is_not_a_setting(tmp_path: Path) -> None:

@@ -269,10 +269,19 @@ def test_pcs_takes_the_queue_names_pcs_takes(name: str) -> None:
     ],
 )
 def test_pcs_node_counts_at_the_size_limits(counts: tuple[int, int, int], size: str, fits: bool) -> None:
+    """The node group's counts (the register's count rule, as the node base runs it for PCS) and PCS's own
+    rules of the cluster's size and its login nodes."""
+    from efa_constructs import instance_type
+    from efa_constructs.core.node_rules import NodeRequest, node_rule, run_node_rules
     from efa_constructs.core.pcs import PcsClusterSize, check_node_counts
 
+    lo, hi, login = counts
+
     def check() -> None:
-        check_node_counts(*counts, PcsClusterSize(size), Capacity.on_demand(), "trn1.32xlarge")
+        request = NodeRequest("EfaPcsCluster", instance_type("trn1.32xlarge"), hi, "max_count", min_count=lo,
+                              min_name="min_count")  # fmt: skip
+        run_node_rules(request, rules=(node_rule("efa-cdk:node-counts"),))
+        check_node_counts(hi, login, PcsClusterSize(size), Capacity.on_demand(), "trn1.32xlarge")
 
     if fits:
         check()
@@ -288,7 +297,7 @@ def test_pcs_too_many_nodes_names_the_size_that_fits(max_count: int, names: str 
     from efa_constructs.core.pcs import PcsClusterSize, check_node_counts
 
     with pytest.raises(EfaConfigError) as err:  # max_count + 1 login node
-        check_node_counts(0, max_count, 1, PcsClusterSize.SMALL, Capacity.on_demand(), "trn1.32xlarge")
+        check_node_counts(max_count, 1, PcsClusterSize.SMALL, Capacity.on_demand(), "trn1.32xlarge")
     assert (f"create the cluster with size {names}" if names else "a LARGE cluster manages 2048") in str(
         err.value
     )

@@ -84,7 +84,7 @@ ROWS: list[Row] = [
         "GPUDirect Storage on a type FSx does not name for it",
         ctx(fsx_lustre_gib="19200", fsx_lustre_efa="true", fsx_lustre_gds="true"),
         "gds",
-        "names P5, P5e, P5en and P6-B200 instances",
+        "names P5, P5e, P5en, P6-B200 and P6e-GB200 instances",
         "efa-cdk:fsx-gds-client-type",
     ),
     (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -288,3 +289,13 @@ def test_a_users_app_is_synthesized_as_the_cdk_cli_does(tmp_path: Any) -> None:
     (value,) = [r["Properties"]["Value"] for r in templates["Infra"]["Resources"].values()
                 if r["Type"] == "AWS::SSM::Parameter"]  # fmt: skip
     assert value == "from-cache True"  # cdk.context.json over cdk.json's value; the flag from cdk.json
+
+
+def test_outside_a_git_repository_it_says_so(tmp_path: Path) -> None:
+    """Issue 53 item 19: outside a repository the refusal said the base was "not a commit"."""
+    from efa_constructs.core.errors import EfaConfigError
+    from efa_constructs.tools.template_diff import run
+
+    with pytest.raises(EfaConfigError) as err:
+        run("HEAD", None, {}, repo=tmp_path)
+    assert err.value.code == "efa-cdk:diff-not-a-repository" and "in none" in str(err.value)

@@ -18,14 +18,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
-from aws_cdk import Token
+from aws_cdk import Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from ..core.node_plan import NodePlan
+from ..core.node_rules import LustreUse, NodeRequest, SubnetFact, run_node_rules
 from ..core.options import InternetEgress
-from ._shared import check_subnet_of, cluster_placement_group
+from ._shared import cluster_placement_group
 from .launch_template import EfaLaunchTemplate, PlannedLaunchTemplate, TemplateWiring
 from .machine_image import EfaMachineImage
 from .security_group import EfaSecurityGroup
@@ -36,6 +37,18 @@ T = TypeVar("T")
 def known(value: T) -> T | None:
     """The value, or None when it is an unresolved token (checked at deploy, not at synth)."""
     return None if Token.is_unresolved(value) else value
+
+
+def subnet_fact(vpc: ec2.IVpc, subnet: ec2.ISubnet, what: str) -> SubnetFact:
+    """What the subnet rule reads of `subnet` (the orchestrator's `what`): the VPC it was made under in this
+    app (its construct path says which; an imported subnet's is not known at synth) and the nodes' VPC."""
+    owner = next((s for s in reversed(subnet.node.scopes[:-1]) if hasattr(s, "select_subnets")), None)
+    return SubnetFact(
+        keyword=what,
+        path=subnet.node.path,
+        owner=owner.node.path if owner is not None else None,
+        vpc=vpc.node.path if isinstance(vpc, Construct) else None,
+    )
 
 
 class EfaNodeBase:
@@ -53,27 +66,45 @@ class EfaNodeBase:
         scope: Construct,
         plan: NodePlan,
         *,
+        orchestrator: str,
         vpc: ec2.IVpc,
         subnets: Mapping[str, ec2.ISubnet | None],
         count: int | None,
         count_name: str,
+        min_count: int | None = None,
+        min_name: str | None = None,
         availability_zone: str | None = None,
+        lustre: LustreUse | None = None,
         placement_group: ec2.IPlacementGroup | None = None,
         use_placement_group: bool = True,
         ssh_peers: Sequence[ec2.IPeer] = (),
         internet_egress: InternetEgress = InternetEgress.WEB,
     ) -> None:
-        """Run the node rules every orchestrator shares, in this one place, then make the groups: each of
-        `subnets` (the nodes' subnets by the orchestrator's keyword for each) is of `vpc`, and the capacity
-        holds the nodes' type, in the first subnet's zone (else `availability_zone`, the one asked for), for
-        `count` nodes at most (`count_name` its keyword; a token: not checked), :meth:`NodePlan.check_fits`.
-        The contract tests (tests/test_contract.py) hold all four orchestrators to them."""
-        for what, subnet in subnets.items():
-            if subnet is not None:
-                check_subnet_of(vpc, subnet, what)
+        """Run the register of node rules (``core/node_rules.NODE_RULES``) over what `orchestrator` (its class
+        name) asks, in this one place, then make the groups. `subnets`: the nodes' subnets by the
+        orchestrator's keyword for each (the first decides the nodes' zone, else `availability_zone`);
+        `count`: the most nodes (`count_name` its keyword), `min_count`: those kept running (`min_name`; None
+        where the orchestrator has no such option); `lustre`: the file system the nodes mount. A token reads
+        as "known at deploy" (:func:`known`). The contract tests (tests/test_contract.py) put every rule to
+        every orchestrator."""
         first = next((s for s in subnets.values() if s is not None), None)
         zone = (known(first.availability_zone) if first is not None else None) or availability_zone
-        plan.check_fits(count=known(count), count_name=count_name, availability_zone=zone)
+        run_node_rules(
+            NodeRequest(
+                orchestrator=orchestrator,
+                instance_type=plan.instance_type,
+                count=known(count),
+                count_name=count_name,
+                capacity=plan.capacity,
+                root_volume_gib=known(plan.root_volume_gib),
+                min_count=known(min_count) if min_name else known(count),
+                min_name=min_name,
+                zone=zone,
+                region=known(Stack.of(scope).region),
+                subnets=tuple(subnet_fact(vpc, s, what) for what, s in subnets.items() if s is not None),
+                lustre=lustre,
+            )
+        )
         self._scope, self.plan = scope, plan
         self.security_group = EfaSecurityGroup(
             scope, "SecurityGroup", vpc=vpc, ssh_peers=ssh_peers, internet_egress=internet_egress

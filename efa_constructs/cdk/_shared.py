@@ -1,4 +1,4 @@
-"""What the orchestrators share, below them: the subnet check, the placement rule, the Session Manager
+"""What the orchestrators share, below them: the placement rule, the Session Manager
 and node-scripts statements. Private to the package (each orchestrator imports from here; none from
 another orchestrator)."""
 
@@ -15,24 +15,7 @@ from constructs import Construct
 
 from ..core.capacity import Capacity
 from ..core.checks import check_placement_for_capacity
-from ..core.errors import EfaConfigError
 from .acknowledgements import acknowledge
-
-
-def check_subnet_of(vpc: ec2.IVpc, subnet: ec2.ISubnet, what: str) -> None:
-    """Refuse a subnet made in this app under another VPC (its construct path says which). An imported
-    subnet's VPC is not known at synth: EC2 refuses the launch then (interfaces and security groups in
-    different VPCs)."""
-    owner = next((s for s in reversed(subnet.node.scopes[:-1]) if hasattr(s, "select_subnets")), None)
-    if owner is not None and owner is not vpc and isinstance(vpc, Construct):
-        raise EfaConfigError(
-            what,
-            code="efa-cdk:subnet-of-another-vpc",
-            value=subnet.node.path,
-            why=f"it belongs to the VPC {owner.node.path}, the cluster is in {vpc.node.path}; "
-            "an instance's interfaces and its security group must be in one VPC",
-            fix=f"pass a subnet of {vpc.node.path} (vpc.private_subnets[0]), or that subnet's VPC as vpc=",
-        )
 
 
 def path_in_stack(scope: Construct) -> str:

@@ -13,7 +13,6 @@ from aws_cdk import (
     CfnResource,
     CfnResourceSignal,
     Duration,
-    Stack,
     Tags,
     Token,
 )
@@ -26,7 +25,6 @@ from ..core.catalogue import AcceleratorKind
 from ..core.checks import ClusterRequest, check_cluster, replacement_without_spare
 from ..core.containers import ContainerRun
 from ..core.errors import EfaConfigError
-from ..core.lustre import check_mount
 from ..core.node_plan import PlannedNodes
 from ..core.options import DEFAULT_NODE_COUNT, InternetEgress, NodeGroup, PublicIp
 from ..core.software import Benchmark, EfaUserData
@@ -44,6 +42,7 @@ from .network import known_cidr
 from .node import EfaAutoScalingGroup, EfaNode
 from .node_software import BenchmarkReport, NodeSoftware, NodeSoftwareInstallation
 from .options import NodeTemplateOptions, plan_of
+from .storage import lustre_use
 
 __all__ = ["EfaCluster", "NodeGroup", "PublicIp"]
 _EFA_SOFTWARE = NodeSoftware.efa()
@@ -169,10 +168,11 @@ class EfaCluster(PlannedNodes, Construct):
         self._warn(vpc, node_count, ssh_peers, key_pair)
         # 2. what every node shares
         subnets = {"subnet": self.subnet, "public_subnet": eip_subnet}
-        base = EfaNodeBase(self, self.plan, vpc=vpc, subnets=subnets,
-                           count=node_count, count_name="node_count", placement_group=placement_group,
-                           use_placement_group=use_placement_group, ssh_peers=ssh_peers,
-                           internet_egress=internet_egress)  # fmt: skip
+        base = EfaNodeBase(self, self.plan, orchestrator="EfaCluster", vpc=vpc, subnets=subnets,
+                           count=node_count, count_name="node_count",
+                           lustre=lustre_use(lustre, node_software=self.node_software is not None),
+                           placement_group=placement_group, use_placement_group=use_placement_group,
+                           ssh_peers=ssh_peers, internet_egress=internet_egress)  # fmt: skip
         self.security_group, self.placement_group = base.security_group, base.placement_group
         self.node_user_data = node_software.user_data or ec2.UserData.for_linux()
         self.launch_template = base.launch_template(
@@ -196,7 +196,7 @@ class EfaCluster(PlannedNodes, Construct):
         # The nodes fetch their software at boot: launch them once their subnet's route out (NAT) exists.
         for launched in self._launched:
             launched.node.add_dependency(self.subnet.internet_connectivity_established)
-        self._admit_lustre(node_count)
+        self._admit_lustre()
         on = self.node_software is not None if monitoring is None else monitoring
         self.monitoring = self._monitoring(alarm_email, sweep_minutes) if on else None
         benchmarks = self.node_software.benchmarks_for(self.instance_type) if self.node_software else ()
@@ -246,31 +246,23 @@ class EfaCluster(PlannedNodes, Construct):
             availability_zone=_known(self.subnet.availability_zone),
             public_subnet=eip_subnet is not None,
             public_subnet_availability_zone=_known(eip_subnet.availability_zone) if eip_subnet else None,
-            root_volume_gib=_known(self.plan.root_volume_gib),
             monitoring=monitoring,
             sweep_minutes=sweep_minutes,
             container=self.container is not None,
             node_replacements=tuple(self._replacements.items()),
-            region=_known(Stack.of(self).region),
         )
         check_cluster(request)
-        if self.lustre is not None:
-            check_mount(self.lustre.spec, node_software=node_software.config is not None,
-                        client_zone=_known(self.subnet.availability_zone),
-                        file_system_zone=_known(self.lustre.availability_zone))  # fmt: skip
-            if _known(node_count) is not None:
-                self.lustre.spec.check_clients(self.instance_type, node_count)
         warning = replacement_without_spare(request)
         if warning:
             Annotations.of(self).add_warning_v2("efa-cdk:replacement-without-spare-capacity", warning)
 
-    def _admit_lustre(self, node_count: int) -> None:
+    def _admit_lustre(self) -> None:
         """The file system opened to the nodes, and created before them: they mount it at boot."""
         if self.lustre is None:
             return
-        self.lustre.add_clients(self.security_group, self.instance_type, _known(node_count) or 0)
+        after = self.lustre.add_clients(self.security_group)
         for launched in self._launched:
-            launched.node.add_dependency(self.lustre.file_system)
+            launched.node.add_dependency(*after)
 
     def _warn(
         self, vpc: ec2.IVpc, node_count: int, ssh_peers: Sequence[ec2.IPeer], key_pair: ec2.IKeyPair | None

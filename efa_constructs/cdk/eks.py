@@ -50,7 +50,7 @@ from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import AcceleratorKind, InstanceType, all_instance_types
 from ..core.catalogue import instance_type as lookup
 from ..core.errors import EfaConfigError
-from ..core.lustre import check_mount
+from ..core.node_rules import AT_DEPLOY
 from ..core.options import DEFAULT_MAX_COUNT, DEFAULT_MIN_COUNT
 from ..core.settings import NodeEnv
 from ..core.software import EfaUserData, eks_node_script
@@ -62,6 +62,7 @@ from .arguments import checked
 from .lustre import EfaLustreFileSystem
 from .machine_image import EfaMachineImage, OsFamily
 from .options import NodeTemplateOptions, plan_of
+from .storage import lustre_use
 
 #: eks-charts' EFA device plugin (aws/eks-charts stable/aws-efa-k8s-device-plugin/Chart.yaml).
 DEVICE_PLUGIN_CHART = "aws-efa-k8s-device-plugin"
@@ -384,14 +385,14 @@ class EfaNodegroup(Construct):
         accelerator_chart = ACCELERATOR_PLUGINS.get(it.accelerator.kind) if wants_accelerator else None
         if device_plugin or accelerator_chart:
             _check_kubectl(cluster, module, "device_plugin" if device_plugin else "accelerator_device_plugin")
-        base = EfaNodeBase(self, self.plan, vpc=cluster.vpc, subnets={"subnet": subnet}, count=max_size,
-                           count_name="max_size", placement_group=node.get("placement_group"))  # fmt: skip
+        base = EfaNodeBase(self, self.plan, orchestrator="EfaNodegroup", vpc=cluster.vpc,
+                           subnets={"subnet": subnet}, count=max_size, count_name="max_size",
+                           min_count=min_size, min_name="min_size",
+                           lustre=lustre_use(lustre),
+                           placement_group=node.get("placement_group"))  # fmt: skip
         self.security_group, self.placement_group = base.security_group, base.placement_group
         self.role: iam.IRole = node.get("role") or self._node_role(cni_policy)
-        if lustre is not None:
-            lustre.add_clients(base.security_group, it, max_size)  # the rules of FSx's clients first
-            _check_lustre(cluster, module, subnet, lustre, lustre_claim, lustre_namespace)
-            user_data = self._with_lustre_part(user_data, lustre)
+        user_data = self._mount_lustre(cluster, module, lustre, lustre_claim, lustre_namespace, user_data)
         self.launch_template = base.launch_template(
             "LaunchTemplate",
             machine_image=EfaMachineImage.chosen_by_launcher(
@@ -412,7 +413,7 @@ class EfaNodegroup(Construct):
         self.nodegroup: eks.Nodegroup | eks_v1.Nodegroup = self._nodegroup(
             module, cluster, subnet, min_size, max_size, desired, labels, taints
         )
-        self._warn_capacity_block(desired)
+        self._warn_capacity_block(_known(desired))
         self.device_plugin = efa_device_plugin(cluster) if device_plugin else None
         #: The accelerator's device plugin (the cluster's one chart), or None.
         self.accelerator_device_plugin = (
@@ -420,6 +421,18 @@ class EfaNodegroup(Construct):
         )
         #: The PersistentVolumeClaim pods mount the Lustre file system by (`lustre_claim`), or None.
         self.lustre_claim = self._serve_lustre(cluster, lustre, lustre_claim, lustre_namespace)
+
+    def _mount_lustre(
+        self, cluster: AnyCluster, module: ModuleType, lustre: EfaLustreFileSystem | None, claim: str,
+        namespace: str, user_data: ec2.MultipartUserData | None,
+    ) -> ec2.MultipartUserData | None:  # fmt: skip
+        """The node group as `lustre`'s clients (its group admitted; what the node group is created after:
+        the file system and the rules that let its nodes reach it) and the user data part that mounts it."""
+        self._lustre_after = lustre.add_clients(self.security_group) if lustre is not None else []
+        if lustre is None:
+            return user_data
+        _check_lustre(cluster, module, lustre, claim, namespace)
+        return self._with_lustre_part(user_data, lustre)
 
     def _with_lustre_part(
         self, user_data: ec2.MultipartUserData | None, lustre: EfaLustreFileSystem
@@ -446,13 +459,14 @@ class EfaNodegroup(Construct):
         boot), the CSI driver and the claim, each once per cluster; the claim's name (None without one)."""
         if lustre is None:
             return None
-        self.nodegroup.node.add_dependency(lustre.file_system)
+        for made in self._lustre_after:
+            self.nodegroup.node.add_dependency(made)
         cluster_chart(cluster, DevicePluginChart(*FSX_CSI_CHART, "kube-system", {}))
         _lustre_volume(cluster, lustre, claim, namespace)
         return claim
 
-    def _warn_capacity_block(self, desired: int) -> None:
-        if self.plan.capacity.kind is CapacityKind.CAPACITY_BLOCK and desired > 0:
+    def _warn_capacity_block(self, desired: int | None) -> None:
+        if self.plan.capacity.kind is CapacityKind.CAPACITY_BLOCK and (desired is None or desired > 0):
             Annotations.of(self).add_warning_v2(
                 "efa-cdk:capacity-block-node-group-update",
                 "A Capacity Block node group updates (a new launch template version, AMI release or "
@@ -584,25 +598,27 @@ def efa_device_plugin(cluster: AnyCluster) -> eks.HelmChart | eks_v1.HelmChart:
 
 
 def _check_sizes(min_size: int, max_size: int, desired_size: int | None) -> None:
-    desired = min_size if desired_size is None else desired_size
-    if not 0 <= min_size <= desired <= max_size or max_size < 1:
+    """The desired size between the two (the two themselves are the node rules': ``core/node_rules.py``);
+    a size known at deploy is checked there, by EKS."""
+    if desired_size is None:
+        return
+    lo, hi, desired = _known(min_size), _known(max_size), _known(desired_size)
+    low, high = (AT_DEPLOY if v is None else v for v in (lo, hi))
+    if desired is not None and ((lo is not None and desired < lo) or (hi is not None and desired > hi)):
         raise EfaConfigError(
-            "desired_size" if desired_size is not None else "max_size",
+            "desired_size",
             code="efa-cdk:eks-sizes",
-            value={"min_size": min_size, "desired_size": desired, "max_size": max_size},
-            why="an EKS node group needs 0 <= min_size <= desired_size <= max_size and max_size >= 1",
-            fix="adjust the sizes",
+            value=desired,
+            why=f"an EKS node group's desired size is between min_size ({low}) and max_size ({high})",
+            fix="set desired_size between them, or leave it out (it starts at min_size)",
         )
 
 
 def _check_lustre(
-    cluster: AnyCluster, module: ModuleType, subnet: ec2.ISubnet, lustre: EfaLustreFileSystem, claim: str,
-    namespace: str,
-) -> None:  # fmt: skip
-    """What a node group's mount of `lustre` needs: over EFA, the file system's zone; the kubectl provider; a
-    claim name Kubernetes takes."""
-    check_mount(lustre.spec, node_software=True, client_zone=_known(subnet.availability_zone),
-                file_system_zone=_known(lustre.availability_zone))  # fmt: skip
+    cluster: AnyCluster, module: ModuleType, lustre: EfaLustreFileSystem, claim: str, namespace: str
+) -> None:
+    """What a node group's mount of `lustre` needs on EKS: an AMI with what it asks, the kubectl provider, a
+    claim name Kubernetes takes (the client rules, its zone among them, are the node rules')."""
     if lustre.spec.gds:
         raise EfaConfigError(
             "lustre",

@@ -25,10 +25,10 @@ from constructs import Construct, IConstruct, IValidation
 from typing_extensions import Unpack
 
 from ..core.capacity import Capacity
-from ..core.checks import check_root_volume_gib
 from ..core.errors import EfaConfigError
 from ..core.layout import NicLayout
 from ..core.node_plan import NodePlan, PlannedNodes
+from ..core.node_rules import check_root_volume_gib
 from ..core.options import DEFAULT_ROOT_VOLUME_GIB
 from ._shared import session_manager_role
 from .arguments import checked

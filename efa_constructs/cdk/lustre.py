@@ -6,11 +6,13 @@ The rules FSx documents are in :mod:`efa_constructs.core.lustre`; the clients' s
 
 from __future__ import annotations
 
+from typing import cast
+
 import jsii
-from aws_cdk import Annotations, RemovalPolicy
+from aws_cdk import Annotations, Names, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_fsx as fsx
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from ..core.catalogue import InstanceType
 from ..core.lustre import DEFAULT_THROUGHPUT, LustreSpec, efa_client_interfaces
@@ -81,7 +83,7 @@ def admit_clients(
     lustre: fsx.LustreFileSystem, group: ec2.ISecurityGroup, clients: ec2.ISecurityGroup, efa: bool
 ) -> None:
     """Open `group` (the file system's) and `clients` to each other, and create the file system after the
-    rules, which it checks at creation (ParallelCluster issue #6181).
+    rules, which it checks at creation (ParallelCluster issue #6181): a file system and clients of one stack.
 
     Without EFA, Lustre's TCP ports both ways, to the clients and among the servers: ParallelCluster's
     ExistingFsxNetworkingValidator checks inbound AND outbound 988 and 1018-1023. With EFA, all traffic both
@@ -92,7 +94,7 @@ def admit_clients(
         clients.connections.allow_to(group, everything, "Lustre over EFA and TCP")
         group.connections.allow_to(clients, everything, "Lustre over EFA and TCP to the cluster")
     else:
-        for port in (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023)):
+        for port in lustre_ports(efa):
             clients.connections.allow_to(group, port, "Lustre")
             group.add_egress_rule(clients, port, "Lustre to the cluster")
             group.add_ingress_rule(group, port, "Lustre servers")
@@ -102,6 +104,58 @@ def admit_clients(
         for rule in owner.node.children:
             if isinstance(rule, (ec2.CfnSecurityGroupIngress, ec2.CfnSecurityGroupEgress)):
                 lustre.node.add_dependency(rule)
+
+
+def lustre_ports(efa: bool) -> list[ec2.Port]:
+    """What Lustre uses: with EFA all traffic, else TCP 988 and 1018-1023 (FSx for Lustre user guide,
+    "limit-access-security-groups")."""
+    return [ec2.Port.all_traffic()] if efa else [ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023)]
+
+
+def servers_rules(group: ec2.ISecurityGroup, efa: bool) -> None:
+    """The servers' own rules among themselves on a file system's TCP ports (with EFA its group is open to
+    itself from its creation: ``lustre_file_system``)."""
+    if not efa:
+        for port in lustre_ports(efa):
+            group.add_ingress_rule(group, port, "Lustre servers")
+            group.add_egress_rule(group, port, "Lustre servers")
+
+
+#: (protocol, from, to) of each of Lustre's ports, as EC2's rules write them (-1: every protocol).
+_RULE_PORTS: dict[bool, list[tuple[str, int | None, int | None]]] = {
+    True: [("-1", None, None)],
+    False: [("tcp", 988, 988), ("tcp", 1018, 1023)],
+}
+
+
+def rules_both_ways(lustre: EfaLustreFileSystem, clients: ec2.ISecurityGroup) -> list[IConstruct]:
+    """Lustre's ports between the file system's group and `clients`, both ways, as EC2 rules on the two
+    groups' ids, made beside `clients` (in the nodes' stack: a file system in its own stack, or one that
+    exists, is never changed and depends on nothing of theirs). Returns the rules."""
+    scope = cast(Construct, clients)
+    fs_group, client_group = lustre.security_group.security_group_id, clients.security_group_id
+    name = f"Lustre{Names.unique_id(lustre)}"
+    made: list[IConstruct] = []
+    for protocol, low, high in _RULE_PORTS[lustre.spec.efa]:
+        suffix = "All" if low is None else str(low)
+        for id_, group, peer, egress, what in (
+            ("To", client_group, fs_group, True, "Lustre"),
+            ("In", fs_group, client_group, False, "Lustre clients"),
+            ("Out", fs_group, client_group, True, "Lustre to the clients"),
+            ("From", client_group, fs_group, False, "Lustre servers"),
+        ):
+            rule_id = f"{name}{id_}{suffix}"
+            if egress:
+                made.append(ec2.CfnSecurityGroupEgress(
+                    scope, rule_id, group_id=group, destination_security_group_id=peer, description=what,
+                    ip_protocol=protocol, from_port=low, to_port=high,
+                ))  # fmt: skip
+            else:
+                made.append(ec2.CfnSecurityGroupIngress(
+                    scope, rule_id, group_id=group, source_security_group_id=peer, description=what,
+                    ip_protocol=protocol, from_port=low, to_port=high,
+                ))  # fmt: skip
+    return made
 
 
 def lustre_client_settings(
@@ -162,8 +216,8 @@ class EfaLustreFileSystem(Construct):
             False.
         gds: its EFA clients read and write with GPUDirect Storage: each loads the NVIDIA GDS driver
             (nvidia-fs 2.24.2 or later; built from NVIDIA's source at a pinned commit when the image has
-            none) and passes ``gdscheck -p``. P5, P5e, P5en and P6-B200 clients only; needs `efa`. Default:
-            False.
+            none) and passes ``gdscheck -p``. P5, P5e, P5en, P6-B200 and P6e-GB200 clients only; needs
+            `efa`. Default: False.
         mount_dir: where the nodes mount it. Default: ``/fsx``.
         removal_policy: what deleting the stack does to it. Default: RETAIN.
 
@@ -241,12 +295,22 @@ class EfaLustreFileSystem(Construct):
         """The file system's security group (``IConnectable``)."""
         return self.security_group.connections
 
-    def add_clients(self, clients: ec2.ISecurityGroup, it: InstanceType, count: int) -> None:
-        """Let `count` nodes of type `it` in group `clients` mount it: their EFA connections checked against
-        the file system's (:meth:`LustreSpec.check_clients`), then the groups opened to each other."""
-        self.spec.check_clients(it, count)
-        assert isinstance(self.file_system, fsx.LustreFileSystem)
-        admit_clients(self.file_system, self.security_group, clients, self.spec.efa)
+    def add_clients(
+        self, clients: ec2.ISecurityGroup, it: InstanceType | None = None, count: int = 0
+    ) -> list[IConstruct]:
+        """Let the nodes in group `clients` mount it: the groups opened to each other (Lustre's TCP ports,
+        with EFA all traffic), the rules in the clients' stack when the file system is in another (the
+        dependency runs one way: the clients' stack on the file system's). With `it`, `count` nodes of that
+        type are checked against FSx's client rules first (the orchestrators check them in their rule
+        register). Returns what the nodes must be created after (the file system and the rules)."""
+        if it is not None:
+            self.spec.check_clients(it, count)
+        if Stack.of(self) is Stack.of(clients):
+            assert isinstance(self.file_system, fsx.LustreFileSystem)
+            admit_clients(self.file_system, self.security_group, clients, self.spec.efa)
+            return [self.file_system]
+        servers_rules(self.security_group, self.spec.efa)  # in the file system's stack, on its own group
+        return [cast(IConstruct, self.file_system), *rules_both_ways(self, clients)]
 
     def client_settings(self, it: InstanceType) -> NodeEnv:
         """What the node software's ``lustre-client`` step reads on a node of type `it`."""
@@ -269,13 +333,13 @@ class _ExistingLustreFileSystem(EfaLustreFileSystem):
         )
         self.file_system_id, self.dns_name, self.mount_name = file_system_id, dns_name, mount_name
 
-    def add_clients(self, clients: ec2.ISecurityGroup, it: InstanceType, count: int) -> None:
-        """The clients' rules only, both ways (with EFA all traffic, as FSx requires); the servers' own
-        rules are the file system's already (a second copy would fail the deploy as a duplicate)."""
-        self.spec.check_clients(it, count)
-        ports = (
-            [ec2.Port.all_traffic()] if self.spec.efa else [ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023)]
-        )
-        for port in ports:
-            clients.connections.allow_to(self.security_group, port, "Lustre")
-            self.security_group.connections.allow_to(clients, port, "Lustre to the cluster")
+    def add_clients(
+        self, clients: ec2.ISecurityGroup, it: InstanceType | None = None, count: int = 0
+    ) -> list[IConstruct]:
+        """The clients' rules only, both ways, written on the group ids in the clients' stack (an imported
+        group drops egress rules, or all rules when immutable, in aws-cdk-lib's ``addEgressRule``); the
+        servers' own rules are the file system's already (a second copy would fail the deploy as a
+        duplicate)."""
+        if it is not None:
+            self.spec.check_clients(it, count)
+        return rules_both_ways(self, clients)

@@ -52,7 +52,7 @@ from .capacity_block import EfaCapacityBlockEnd
 from .lustre import EfaLustreFileSystem, lustre_client_settings
 from .network import EfaNetwork, known_cidr
 from .options import NodeOptions, NodeTemplateOptions, plan_of
-from .storage import EfaSharedStorage, admit_given_lustre, check_lustre_clients, lustre_in_use
+from .storage import EfaSharedStorage, lustre_for_rules, lustre_in_use
 
 #: The file name of the rendered bootstrap in the assets (ParallelCluster's OnNodeConfigured).
 PCLUSTER_BOOTSTRAP = "pcluster-bootstrap.sh"
@@ -95,9 +95,9 @@ class EfaParallelCluster(Construct):
             OnNodeConfigured: LNet over EFA, mounted again, and the proof that Lustre rides EFA; a node where
             it does not fails). ParallelCluster 3.16 configures no Lustre client over EFA itself. Set at
             creation only: switching it replaces the file system. Default: False.
-        fsx_lustre_gds: the compute nodes use GPUDirect Storage with it (P5, P5e, P5en, P6-B200; needs
-            ``fsx_lustre_efa``): the GDS driver and ``gdscheck`` in the ``lustre-client`` step.
-            Default: False.
+        fsx_lustre_gds: the compute nodes use GPUDirect Storage with it (P5, P5e, P5en, P6-B200,
+            P6e-GB200; needs ``fsx_lustre_efa``): the GDS driver and ``gdscheck`` in the ``lustre-client``
+            step. Default: False.
         lustre: an FSx for Lustre file system made elsewhere: an :class:`EfaLustreFileSystem` of this app, or
             one that exists (``EfaLustreFileSystem.from_file_system_attributes``), in ParallelCluster's
             ``SharedStorage`` by its id at its ``mount_dir``; the cluster's group is admitted to it, and with
@@ -149,28 +149,27 @@ class EfaParallelCluster(Construct):
         head_type = (head_node_instance_type or ec2.InstanceType(DEFAULT_HEAD_NODE_TYPE)).to_string()
         check_ec2_type(head_type, "head_node_instance_type")
         capacity = self.plan.capacity
-        _check_inputs(vpc, head_node_subnet, compute_subnet, ssh_peers, capacity)
-        check_lustre_clients(
-            fsx_lustre_capacity_gib, fsx_lustre_throughput, fsx_lustre_efa, it, max_count, fsx_lustre_gds
+        _check_inputs(vpc, head_node_subnet, compute_subnet, ssh_peers)
+        mounted = lustre_for_rules(
+            lustre, fsx_lustre_capacity_gib, fsx_lustre_throughput, fsx_lustre_efa, fsx_lustre_gds
         )
         self.network, vpc, head_node_subnet, compute_subnet = self._network(
             vpc, head_node_subnet, compute_subnet, availability_zone
         )
         self.vpc = vpc
-        # One group for head and compute: EFA needs all traffic to and from itself, and the head
-        # node talks to the compute nodes (Slurm, NFS) through it as well. The placement group follows
-        # EfaCluster's rules (core.capacity): a new cluster placement group On-Demand; with a reservation,
-        # the reservation's own group when given, else none (ParallelCluster's
-        # PlacementGroupCapacityReservationValidator refuses a group the reservation is not in); never one
-        # with a Capacity Block.
-        base = EfaNodeBase(self, self.plan, vpc=vpc, subnets={"compute_subnet": compute_subnet,
-                           "head_node_subnet": head_node_subnet}, count=max_count, count_name="max_count",
-                           availability_zone=availability_zone,
+        # One group for head and compute (EFA's all traffic to itself; Slurm, NFS). The placement group as
+        # EfaCluster's (core.capacity): new On-Demand; with a reservation its own group or none
+        # (ParallelCluster's PlacementGroupCapacityReservationValidator); never with a Capacity Block.
+        base = EfaNodeBase(self, self.plan, orchestrator="EfaParallelCluster", vpc=vpc,
+                           subnets={"compute_subnet": compute_subnet, "head_node_subnet": head_node_subnet},
+                           count=max_count, count_name="max_count", min_count=min_count, min_name="min_count",
+                           availability_zone=availability_zone, lustre=mounted,
                            placement_group=node.get("placement_group"))  # fmt: skip
         self.security_group, self.placement_group = base.security_group, base.placement_group
+        _check_capacity(capacity)  # after the node rules: a group of another region is refused as by all
         #: The Lustre file system given as ``lustre`` (admitted here), or None.
-        self.lustre = admit_given_lustre(lustre, fsx_lustre_capacity_gib, self.security_group, it, max_count,
-                                         compute_subnet)  # fmt: skip
+        self.lustre = lustre
+        self._lustre_after = lustre.add_clients(self.security_group) if lustre is not None else []
         self.storage = EfaSharedStorage(
             self, "Storage", vpc=vpc, subnet=compute_subnet, clients=self.security_group,
             efs_throughput_mibps=efs_throughput_mibps, fsx_lustre_capacity_gib=fsx_lustre_capacity_gib,
@@ -258,13 +257,10 @@ class EfaParallelCluster(Construct):
             *(("lustre-client",) if lustre_args else ()),
         )
         compute = ComputeResource(
-            name=instance_type.replace(".", "-")[:25],
-            instance_types=(instance_type,),
-            catalogue=(self.plan.instance_type,),
-            min_count=min_count,
-            max_count=max_count,
-            capacity_reservation_id=capacity.target,
-        )
+            name=instance_type.replace(".", "-")[:25], instance_types=(instance_type,),
+            catalogue=(self.plan.instance_type,), min_count=_as_written(min_count),
+            max_count=_as_written(max_count), capacity_reservation_id=capacity.target,
+        )  # fmt: skip
         storage = [SharedStorage("shared", SHARED_DIR, "Efs", self.storage.file_system.file_system_id)]
         used = lustre_in_use(self.lustre, self.storage)
         if used is not None:
@@ -425,12 +421,20 @@ class EfaParallelCluster(Construct):
             removal_policy=RemovalPolicy.DESTROY,  # the file systems it mounts are retained on their own
         )
         cluster.node.add_dependency(self.storage.file_system.mount_targets_available)  # mounted at boot
+        for made in self._lustre_after:  # a Lustre file system given, and the rules to reach it: mounted too
+            cluster.node.add_dependency(made)
         return cluster
 
     @property
     def head_node_ip(self) -> str | None:
         """The head node's public IP (a token) when the construct created the cluster, else None."""
         return self.cluster.get_att_string("headNode.publicIpAddress") if self.cluster else None
+
+
+def _as_written(count: int) -> int | str:
+    """A count as the configuration writes it: a number, or (known at deploy) its reference, which
+    CloudFormation writes into the configuration's text."""
+    return Token.as_string(count) if Token.is_unresolved(count) else count
 
 
 def _check_head_node_zone(head_node_subnet: ec2.ISubnet, compute_zone: str | None) -> None:
@@ -455,9 +459,8 @@ def _check_inputs(
     head_node_subnet: ec2.ISubnet | None,
     compute_subnet: ec2.ISubnet | None,
     ssh_peers: Sequence[ec2.IPeer],
-    capacity: Capacity,
 ) -> None:
-    """Refuse what ParallelCluster or this construct cannot do."""
+    """Refuse what ParallelCluster or this construct cannot do with the network."""
     if (vpc is None) != (head_node_subnet is None) or (vpc is None) != (compute_subnet is None):
         raise EfaConfigError(
             "vpc",
@@ -475,6 +478,10 @@ def _check_inputs(
             why="ParallelCluster's HeadNode.Ssh.AllowedIps takes one CIDR or prefix list",
             fix="pass a single source, e.g. 203.0.113.0/24",
         )
+
+
+def _check_capacity(capacity: Capacity) -> None:
+    """ParallelCluster's capacity: one reservation per compute resource."""
     if capacity.kind is CapacityKind.RESERVATION_GROUP:
         raise EfaConfigError(
             "capacity",

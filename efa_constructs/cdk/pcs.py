@@ -70,7 +70,7 @@ from ..core.pcs import (
 )
 from ..core.settings import NodeEnv
 from ..core.software import EfaUserData, bootstrap_script, node_settings
-from ._node_base import EfaNodeBase
+from ._node_base import EfaNodeBase, known
 from ._shared import NodeScripts, cluster_tag, session_manager_statement, shell_part
 from .acknowledgements import acknowledge
 from .arguments import checked
@@ -80,7 +80,7 @@ from .lustre import EfaLustreFileSystem, lustre_client_settings
 from .machine_image import EfaMachineImage, OsFamily
 from .network import EfaNetwork
 from .options import NodeTemplateOptions, node_type, plan_of
-from .storage import EfaSharedStorage, admit_given_lustre, check_lustre_clients, lustre_in_use
+from .storage import EfaSharedStorage, lustre_for_rules, lustre_in_use
 
 #: The IAM path that lets PCS accept a role and instance profile whatever their names.
 PCS_IAM_PATH = "/aws-pcs/"
@@ -182,9 +182,9 @@ class EfaPcsCluster(Construct):
         fsx_lustre_efa: it serves EFA and the compute nodes reach it over EFA (LNet over the interfaces
             AWS's client setup uses for the type; a node whose Lustre does not ride EFA fails its check).
             Set at creation only: switching it replaces the file system. Default: False.
-        fsx_lustre_gds: the compute nodes use GPUDirect Storage with it (P5, P5e, P5en, P6-B200; needs
-            ``fsx_lustre_efa``): the GDS driver and ``gdscheck`` in the ``lustre-client`` step.
-            Default: False.
+        fsx_lustre_gds: the compute nodes use GPUDirect Storage with it (P5, P5e, P5en, P6-B200,
+            P6e-GB200; needs ``fsx_lustre_efa``): the GDS driver and ``gdscheck`` in the ``lustre-client``
+            step. Default: False.
         lustre: an FSx for Lustre file system made elsewhere: an :class:`EfaLustreFileSystem` of this app, or
             one that exists (``EfaLustreFileSystem.from_file_system_attributes``), mounted at its
             ``mount_dir`` as the one the cluster would make (compute nodes over EFA when it serves EFA, login
@@ -242,12 +242,12 @@ class EfaPcsCluster(Construct):
         if cluster_name is not None:
             check_cluster_name(cluster_name)
         check_queue_name(queue_name)
-        check_node_counts(min_count, max_count, login_count, size, capacity, it.name)
+        check_node_counts(known(max_count), login_count, size, capacity, it.name)
         if role is not None:
             check_pcs_role(role)
         check_user_names(imds_users)
         made = (fsx_lustre_capacity_gib, fsx_lustre_throughput, fsx_lustre_efa)
-        check_lustre_clients(*made, it, max_count, fsx_lustre_gds)
+        mounted = lustre_for_rules(lustre, *made, fsx_lustre_gds)
         # PCS's own refusals first, then the node's (its layout): what PCS refuses, no layout fixes
         node = {**node, "instance_type": it}  # looked up once
         self.plan = plan_of(node, default_layout=_LEGACY, bridged_containers=bridged_containers)
@@ -255,14 +255,15 @@ class EfaPcsCluster(Construct):
         self.network, self.vpc, self.subnet = self._network(vpc, subnet, availability_zone)
         # One group for the cluster's controller interface and every node: EFA needs all traffic to
         # and from itself, and Slurm (6817, 6818, srun's ports) and NFS ride on the same rule.
-        base = EfaNodeBase(self, self.plan, vpc=self.vpc, subnets={"subnet": self.subnet}, count=max_count,
-                           count_name="max_count", availability_zone=availability_zone,
-                           placement_group=node.get("placement_group"))  # fmt: skip
+        base = EfaNodeBase(self, self.plan, orchestrator="EfaPcsCluster", vpc=self.vpc,
+                           subnets={"subnet": self.subnet}, count=max_count, count_name="max_count",
+                           min_count=min_count, min_name="min_count", availability_zone=availability_zone,
+                           lustre=mounted, placement_group=node.get("placement_group"))  # fmt: skip
         self.security_group, self.placement_group = base.security_group, base.placement_group
         self.storage = self._storage(efs_throughput_mibps, *made, fsx_lustre_gds, storage_removal_policy)
         #: The Lustre file system given as ``lustre`` (admitted here), or None.
-        self.lustre = admit_given_lustre(lustre, fsx_lustre_capacity_gib, self.security_group, it, max_count,
-                                         self.subnet)  # fmt: skip
+        self.lustre = lustre
+        self._lustre_after = lustre.add_clients(self.security_group) if lustre is not None else []
         self.role: iam.IRole = role or self._node_role()
         # The nodes mount /shared with IAM (node/pcs/prep.sh: `iam`), as root: the file system's policy
         # refuses anonymous clients, so the role needs ClientMount, ClientWrite and ClientRootAccess.
@@ -562,6 +563,9 @@ class EfaPcsCluster(Construct):
         # ARN, as the group does: without this they would be created side by side).
         if isinstance(self.role, iam.Role):
             group.node.add_dependency(self.role)
+        # ...nor before a Lustre file system given (and the rules that let them reach it): they mount it too
+        for made in self._lustre_after:
+            group.node.add_dependency(made)
         return group
 
     @property

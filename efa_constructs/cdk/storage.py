@@ -9,9 +9,9 @@ from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from ..core.catalogue import InstanceType
 from ..core.errors import EfaConfigError
-from ..core.lustre import DEFAULT_THROUGHPUT, LustreSpec, check_mount
+from ..core.lustre import DEFAULT_THROUGHPUT, LustreSpec
+from ..core.node_rules import LustreUse
 from ._node_base import known
 from .arguments import checked
 from .lustre import (
@@ -28,41 +28,31 @@ from .security_group import keep_default_egress_closed
 FSX_NAMES = ("fsx_lustre_capacity_gib", "fsx_lustre_throughput", "fsx_lustre_efa", "fsx_lustre_gds")
 
 
-def check_lustre_clients(
-    gib: int | None, throughput: int, efa: bool, it: InstanceType, max_count: int, gds: bool = False
-) -> None:
-    """An orchestrator's compute nodes as the file system's EFA clients (its head or login nodes mount it over
-    TCP): their type and EFA connections against the file system's, refused in EfaSharedStorage's names."""
-    if gib is not None and not Token.is_unresolved(max_count):
-        LustreSpec(gib, throughput, efa, gds, names=FSX_NAMES).check_clients(it, max_count)
-
-
-def admit_given_lustre(
-    lustre: EfaLustreFileSystem | None,
-    made_gib: int | None,
-    clients: ec2.ISecurityGroup,
-    it: InstanceType,
-    max_count: int,
-    subnet: ec2.ISubnet,
-) -> EfaLustreFileSystem | None:
-    """An orchestrator's ``lustre=`` (a file system made elsewhere, or one that exists): refused beside one it
-    makes (``fsx_lustre_capacity_gib``); its rules checked for the compute nodes (zone, type, EFA connections)
-    and their group admitted. None when not given."""
-    if lustre is None:
-        return None
-    if made_gib is not None:
+def lustre_for_rules(
+    given: EfaLustreFileSystem | None, gib: int | None, throughput: int, efa: bool, gds: bool
+) -> LustreUse | None:
+    """What the compute nodes mount, for the node rules (their head or login nodes mount it over TCP): the
+    file system given (``lustre=``), or the one the orchestrator makes, in EfaSharedStorage's names (in the
+    nodes' subnet); refused when both are asked for."""
+    if given is not None and gib is not None:
         raise EfaConfigError(
             "lustre",
             code="efa-cdk:lustre-given-and-made",
-            value=lustre.node.path,
+            value=given.node.path,
             why="fsx_lustre_capacity_gib makes a file system at /fsx as well, and the nodes mount one FSx "
             "for Lustre file system per directory",
             fix="pass lustre or fsx_lustre_capacity_gib, not both",
         )
-    check_mount(lustre.spec, node_software=True, client_zone=known(subnet.availability_zone),
-                file_system_zone=known(lustre.availability_zone))  # fmt: skip
-    lustre.add_clients(clients, it, known(max_count) or 0)
-    return lustre
+    if given is not None:
+        return lustre_use(given)
+    return None if gib is None else LustreUse(LustreSpec(gib, throughput, efa, gds, names=FSX_NAMES), None)
+
+
+def lustre_use(lustre: EfaLustreFileSystem | None, *, node_software: bool = True) -> LustreUse | None:
+    """A file system given to an orchestrator, as the node rules read it."""
+    if lustre is None:
+        return None
+    return LustreUse(lustre.spec, known(lustre.availability_zone), node_software=node_software)
 
 
 class EfaSharedStorage(Construct):
@@ -87,7 +77,7 @@ class EfaSharedStorage(Construct):
             security group open to itself and the clients for all traffic, as FSx requires). Set at
             creation only: switching it replaces the file system (``template-diff`` says so). Default:
             False. The nodes' LNet must be configured for EFA to use it (the Lustre client step).
-        fsx_lustre_gds: its EFA clients use GPUDirect Storage (P5, P5e, P5en, P6-B200; needs
+        fsx_lustre_gds: its EFA clients use GPUDirect Storage (P5, P5e, P5en, P6-B200, P6e-GB200; needs
             ``fsx_lustre_efa``): the client step loads the GDS driver and checks it with ``gdscheck``.
             Default: False.
         removal_policy: what deleting the stack does to the file systems. Default: RETAIN.

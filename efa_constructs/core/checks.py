@@ -1,4 +1,6 @@
-"""Every refusal of an :class:`EfaCluster` request, one named function each, listed in one place.
+"""Every refusal of an :class:`EfaCluster` request of its own inputs, one named function each, listed in
+one place (the rules about the node every orchestrator shares are ``core/node_rules.py``'s register, which
+the node base runs).
 
 The construct describes what it was asked as a :class:`ClusterRequest` (plain values; an
 unresolved CDK token becomes ``None``, "unknown", and is not checked) and runs
@@ -17,7 +19,7 @@ from .catalogue import AcceleratorKind, InstanceType
 from .errors import EfaConfigError
 from .layout import NicLayout
 from .monitoring import HEALTH_MINUTES
-from .options import DEFAULT_ROOT_VOLUME_GIB, InternetEgress, NodeGroup, PublicIp
+from .options import InternetEgress, NodeGroup, PublicIp
 
 #: Explicit nodes cost one resource each (more with an Elastic IP); CloudFormation allows 500 per
 #: template, and the rest of a cluster stack needs room too. Larger clusters use node_group=asg.
@@ -27,8 +29,6 @@ MAX_EXPLICIT_NODES = 400
 AMI_ID_PATTERN = r"^ami-[0-9a-f]{8}([0-9a-f]{9})?$"
 #: An image refresh or node replacement label: it becomes part of a CloudFormation logical id.
 REFRESH_LABEL_PATTERN = r"^[A-Za-z0-9._-]{0,64}$"
-#: gp3 sizes (EBS user guide, "Amazon EBS volume types"); DLAMIs need more than 8 GiB.
-ROOT_VOLUME_GIB = (8, 16384)
 
 
 @dataclass(frozen=True)
@@ -48,12 +48,10 @@ class ClusterRequest:
     availability_zone: str | None = None
     public_subnet: bool = True
     public_subnet_availability_zone: str | None = None
-    root_volume_gib: int | None = DEFAULT_ROOT_VOLUME_GIB
     monitoring: bool | None = None
     sweep_minutes: int | None = None  # the fabric sweep's interval, run by the leader's health timer
     container: bool = False
     node_replacements: tuple[tuple[int, str], ...] = ()
-    region: str | None = None  # the stack's, when it is known at synth
 
 
 def check_container(r: ClusterRequest) -> None:
@@ -108,19 +106,6 @@ def check_sweep_interval(r: ClusterRequest) -> None:
             fix=f"pass Duration.minutes({HEALTH_MINUTES}) or more (a sweep uses the fabric: hours suit a "
             "cluster that trains)",
             context_fix=f"-c sweep_minutes={HEALTH_MINUTES} or more",
-        )
-
-
-def check_node_count(r: ClusterRequest) -> None:
-    """A cluster has a whole number >= 1 of nodes."""
-    n = r.node_count
-    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-        raise EfaConfigError(
-            "node_count",
-            code="efa-cdk:node-count-zero",
-            value=n,
-            why="a cluster needs at least one node",
-            fix="set node_count to a whole number >= 1 (2 or more to use EFA between nodes)",
         )
 
 
@@ -271,64 +256,16 @@ def check_public_ip(r: ClusterRequest) -> None:
         )
 
 
-def check_region(r: ClusterRequest) -> None:
-    """The subnet's zone and the capacity (a reservation group's ARN, a declared zone) are in the stack's
-    region. An Availability Zone's name starts with its region's (us-east-1a, us-east-1-bos-1a)."""
-    if r.region is None:
-        return
-    zones = [("availability_zone", r.availability_zone), ("capacity", r.capacity.availability_zone)]
-    for what, zone in zones:
-        if zone and not zone.startswith((r.region, "dummy")):  # dummy1a: CDK's stand-in before a lookup
-            raise EfaConfigError(
-                what,
-                code="efa-cdk:zone-outside-region",
-                value=zone,
-                why=f"the stack deploys to {r.region}, and this zone is not in it",
-                fix=f"use a zone of {r.region}, or deploy the stack to the zone's region (env=...)",
-            )
-    target = r.capacity.target or ""
-    group_region = target.split(":")[3] if target.startswith("arn:") else r.region
-    if group_region != r.region:
-        raise EfaConfigError(
-            "capacity_reservation",
-            code="efa-cdk:reservation-group-other-region",
-            value=target,
-            why=f"the reservation group is in {group_region}, the stack deploys to {r.region}",
-            fix=f"use a reservation group of {r.region}, or deploy the stack to {group_region}",
-        )
-
-
-def check_root_volume(r: ClusterRequest) -> None:
-    """The root volume is a gp3 size that holds an image."""
-    check_root_volume_gib(r.root_volume_gib)
-
-
-def check_root_volume_gib(size: int | None) -> None:
-    """:func:`check_root_volume` for one value (the launch template runs it on its own too)."""
-    lo, hi = ROOT_VOLUME_GIB
-    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or not lo <= size <= hi):
-        raise EfaConfigError(
-            "root_volume_gib",
-            code="efa-cdk:root-volume-range",
-            value=size,
-            why=f"a gp3 volume is 1-{hi} GiB and DLAMIs need more than {lo} GiB",
-            fix=f"choose a size between {lo} and {hi} (default 200)",
-        )
-
-
 #: Every check, in the order they run (the first refusal is the one reported).
 CLUSTER_CHECKS: tuple[Callable[[ClusterRequest], None], ...] = (
-    check_node_count,
     check_monitoring,
     check_sweep_interval,
     check_container,
     check_explicit_node_limit,
     check_node_replacements,
-    check_root_volume,
     check_placement_group,
     check_egress_for_software,
     check_public_ip,
-    check_region,
 )
 
 

@@ -38,9 +38,9 @@ EFA_CLIENT_INTERFACES = {
 #: family" ("configure-efa-clients"). A Trn2 UltraServer's nodes are trn2u instances of the same
 #: hardware (EC2 user guide, "Amazon EC2 UltraServers"): refused alike, until AWS says otherwise.
 NOT_EFA_CLIENTS = frozenset({"trn2", "trn2u"})
-#: The clients FSx for Lustre names for GPUDirect Storage: "Amazon EC2 P5, P5e, P5en, or P6-B200 instance"
-#: ("configure-efa-clients", Install the GDS driver).
-GDS_FAMILIES = frozenset({"p5", "p5e", "p5en", "p6-b200"})
+#: The clients FSx for Lustre names for GPUDirect Storage ("configure-efa-clients", Install the GDS driver):
+#: P5, P5e, P5en, P6-B200 and P6e-GB200 (issue 53 item 7: the page's list as read then; it was refused).
+GDS_FAMILIES = frozenset({"p5", "p5e", "p5en", "p6-b200", "p6e-gb200"})
 #: What FSx quotes per client ("efa-file-systems"; "performance"), for the docs and the refusals.
 PER_CLIENT_GBPS = {"tcp": 100, "efa": 700, "efa+gds": 1200}
 
@@ -89,6 +89,11 @@ class LustreSpec:
             )
         if self.efa:
             step = EFA_STEP_GIB[self.throughput]
+            # at the highest tier there is no smaller step to offer (issue 53 item 18)
+            top = self.throughput == max(THROUGHPUT_TIERS)
+            smaller = (
+                "" if top else f"; a higher tier has smaller steps (1000 MB/s/TiB: {EFA_STEP_GIB[1000]} GiB)"
+            )
             if self.capacity_gib <= 0 or self.capacity_gib % step:
                 raise EfaConfigError(
                     self.names[0],
@@ -97,8 +102,7 @@ class LustreSpec:
                     why=f"an EFA-enabled file system at {self.throughput} MB/s/TiB grows in steps of "
                     f"{step:,} GiB (FSx for Lustre user guide, increase-storage-capacity): far larger "
                     "than without EFA",
-                    fix=f"use {step} or a multiple; a higher throughput tier has smaller steps "
-                    f"(1000 MB/s/TiB: {EFA_STEP_GIB[1000]} GiB); or {self.names[2]}=False",
+                    fix=f"use {step} or a multiple{smaller}; or {self.names[2]}=False",
                 )
         elif self.capacity_gib != TCP_FIRST_GIB and (
             self.capacity_gib <= 0 or self.capacity_gib % TCP_STEP_GIB
@@ -131,8 +135,8 @@ class LustreSpec:
                 self.names[3],
                 code="efa-cdk:fsx-gds-client-type",
                 value=it.name,
-                why="FSx for Lustre names P5, P5e, P5en and P6-B200 instances for GPUDirect Storage (FSx for "
-                "Lustre user guide, configure-efa-clients)",
+                why="FSx for Lustre names P5, P5e, P5en, P6-B200 and P6e-GB200 instances for GPUDirect "
+                "Storage (FSx for Lustre user guide, configure-efa-clients)",
                 fix=f"{self.names[3]}=False: {it.name} nodes read and write over EFA without GDS",
             )
         per_client = efa_client_interfaces(it)
@@ -175,5 +179,6 @@ def check_mount(
             value=f"file system in {file_system_zone}, nodes in {client_zone}",
             why="FSx for Lustre serves EFA clients in the file system's Availability Zone only (FSx for "
             "Lustre user guide, efa-file-systems)",
-            fix="make the file system in the nodes' subnet",
+            fix=f"put the nodes in a subnet of {file_system_zone}, where the file system is (a file system "
+            f"this app makes: make it in the nodes' subnet, in {client_zone})",
         )

@@ -71,22 +71,6 @@ class NodePlan:
             instance_metadata_tags=instance_metadata_tags,
         )
 
-    def check_fits(self, *, count: int | None, count_name: str, availability_zone: str | None) -> None:
-        """The rule every orchestrator's nodes share, run once for each (by the node base): the capacity
-        holds this type, in the nodes' zone, for `count` nodes at most (`count_name`: the orchestrator's
-        keyword for it). None (a token, or a zone chosen at deploy): not checked at synth.
-
-        Raises:
-            EfaConfigError: a reservation or block of another type, in another zone, or too small.
-        """
-        if count is not None:
-            self.capacity.check(
-                instance_type=self.instance_type.name,
-                availability_zone=availability_zone,
-                node_count=count,
-                count_name=count_name,
-            )
-
     @property
     def hop_limit(self) -> int:
         """IMDS's PUT response hop limit: 1 reaches the node and host-networked containers; a container

@@ -16,6 +16,7 @@ import yaml
 from .catalogue import InstanceType
 from .catalogue import instance_type as lookup
 from .errors import EfaConfigError
+from .node_rules import NodeRequest, node_rule, run_node_rules
 from .options import DEFAULT_MAX_COUNT, DEFAULT_MIN_COUNT
 
 #: The ParallelCluster version the configuration targets (its header, the custom-resource provider's
@@ -42,7 +43,8 @@ class ComputeResource:
     Args:
         name: lowercase letters, digits and '-' (ParallelCluster names it in Slurm node names).
         instance_types: one type, or several (flexible compute) with the same EFA card layout.
-        min_count: static nodes, always running. max_count: static + dynamic nodes.
+        min_count: static nodes, always running. max_count: static + dynamic nodes; a string: a value known
+            at deploy (a CloudFormation reference, with min_count 0), written into the configuration as is.
         efa: enable EFA. Default: when every type supports it (from the catalogue).
         capacity_reservation_id: an On-Demand Capacity Reservation or Capacity Block (``cr-...``).
         catalogue: the catalogue's records of `instance_types`, when the caller has them (used as given,
@@ -51,8 +53,8 @@ class ComputeResource:
 
     name: str
     instance_types: tuple[str, ...]
-    min_count: int = DEFAULT_MIN_COUNT
-    max_count: int = DEFAULT_MAX_COUNT
+    min_count: int | str = DEFAULT_MIN_COUNT
+    max_count: int | str = DEFAULT_MAX_COUNT
     efa: bool | None = None
     capacity_reservation_id: str | None = None
     catalogue: tuple[InstanceType, ...] = field(default=(), repr=False, compare=False)
@@ -76,14 +78,7 @@ class ComputeResource:
                 fix="pass the records of instance_types, in their order (or none: they are looked up)",
             )
         types = self.types  # unknown / non-EFA types fail here
-        if not 0 <= self.min_count <= self.max_count or self.max_count < 1:
-            raise EfaConfigError(
-                "max_count",
-                code="efa-cdk:pcluster-counts",
-                value=f"MinCount={self.min_count} MaxCount={self.max_count}",
-                why="ParallelCluster needs 0 <= MinCount <= MaxCount and MaxCount >= 1",
-                fix="set min_count (static nodes) <= max_count (static + dynamic nodes)",
-            )
+        self._check_counts(types[0])
         layouts = {(len(t.network_cards), t.max_efa_interfaces) for t in types}
         if self.efa_enabled and len(layouts) > 1:
             raise EfaConfigError(
@@ -95,6 +90,26 @@ class ComputeResource:
                 + ", ".join(f"{t.name}: {len(t.network_cards)}/{t.max_efa_interfaces}" for t in types),
                 fix="put each card layout in its own compute resource",
             )
+
+    def _check_counts(self, it: InstanceType) -> None:
+        """The register's one count rule (``core/node_rules.py``); a MaxCount known at deploy goes with a
+        MinCount of 0 (the dynamic nodes' names count MaxCount - MinCount)."""
+        if isinstance(self.min_count, str) or (isinstance(self.max_count, str) and self.min_count != 0):
+            shown = {k: "(known at deploy)" if isinstance(v, str) else v
+                     for k, v in (("MinCount", self.min_count), ("MaxCount", self.max_count))}  # fmt: skip
+            raise EfaConfigError(
+                "min_count" if isinstance(self.min_count, str) else "max_count",
+                code="efa-cdk:pcluster-count-at-deploy",
+                value=" ".join(f"{k}={v}" for k, v in shown.items()),
+                why="ParallelCluster names the dynamic nodes [1-(MaxCount - MinCount)], which the "
+                "configuration cannot compute from a value known at deploy",
+                fix="set min_count=0 with a max_count known at deploy, or pass both as numbers",
+            )
+        counts = NodeRequest(
+            "EfaParallelCluster", it, self.max_count if isinstance(self.max_count, int) else None,
+            "max_count", min_count=int(self.min_count), min_name="min_count",
+        )  # fmt: skip
+        run_node_rules(counts, rules=(node_rule("efa-cdk:node-counts"),))
 
     @property
     def types(self) -> list[InstanceType]:
@@ -111,8 +126,9 @@ class ComputeResource:
         expressions: ``<queue>-st-<name>-[1-<MinCount>]`` for static nodes and
         ``<queue>-dy-<name>-[1-<MaxCount - MinCount>]`` for dynamic ones (ParallelCluster's cookbook,
         head_node_slurm/slurm/config_renderer.py, ``ComputeResourceRenderer._node_name``)."""
-        counts = (("st", self.min_count), ("dy", self.max_count - self.min_count))
-        return [f"{queue}-{kind}-{self.name}-[1-{n}]" for kind, n in counts if n > 0]
+        dynamic = self.max_count - int(self.min_count) if isinstance(self.max_count, int) else self.max_count
+        counts = (("st", self.min_count), ("dy", dynamic))
+        return [f"{queue}-{kind}-{self.name}-[1-{n}]" for kind, n in counts if isinstance(n, str) or n > 0]
 
     def to_dict(self) -> dict[str, Any]:
         """The ParallelCluster ``ComputeResources`` entry."""

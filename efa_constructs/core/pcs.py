@@ -97,24 +97,24 @@ def check_queue_name(name: str) -> None:
 
 
 def check_node_counts(
-    min_count: int,
-    max_count: int,
+    max_count: int | None,
     login_count: int,
     size: PcsClusterSize,
     capacity: Capacity,
     instance_type: str,
 ) -> None:
-    """Refuse counts a node group or a cluster of `size` cannot hold, and an UltraServer without a
-    Capacity Block."""
-    if not 0 <= min_count <= max_count or max_count < 1 or login_count < 0:
+    """Refuse login nodes below zero, more instances than a cluster of `size` manages, and an UltraServer
+    without a Capacity Block (the node group's own counts are the node rules': ``core/node_rules.py``;
+    `max_count` None: known at deploy, where PCS refuses more than the cluster's size)."""
+    if isinstance(login_count, bool) or not isinstance(login_count, int) or login_count < 0:
         raise EfaConfigError(
-            "max_count",
+            "login_count",
             code="efa-cdk:pcs-counts",
-            value={"min_count": min_count, "max_count": max_count, "login_count": login_count},
-            why="a node group needs 0 <= min_count <= max_count and max_count >= 1",
-            fix="adjust the counts",
+            value=login_count,
+            why="a cluster has zero or more login nodes",
+            fix="set login_count to 0 (none) or more",
         )
-    if max_count + login_count > size.instances:
+    if max_count is not None and max_count + login_count > size.instances:
         bigger = next((s.value for s in PcsClusterSize if s.instances >= max_count + login_count), None)
         raise EfaConfigError(
             "max_count",

@@ -4,9 +4,15 @@ GDS's own checker prints its driver configuration, one line per file system (``F
 the ``nvidia_fs version:``, one ``GPU index N <name> bar:... supports GDS`` line per GPU, and ends with
 ``Platform verification succeeded`` (NVIDIA GPUDirect Storage Installation and Troubleshooting Guide,
 "Verifying a Successful GDS Installation", and its sample output). A node is ready for GDS with FSx for
-Lustre when: FSx Lustre is Supported; nvidia_fs is at least 2.24.2, the release the FSx for Lustre user guide
-names ("configure-efa-clients", Install the GDS driver); every GPU the node has supports GDS; the platform
-verification succeeded.
+Lustre when: the Lustre line, where the release prints one, says GDS serves it; nvidia_fs is at least 2.24.2,
+the release the FSx for Lustre user guide names ("configure-efa-clients", Install the GDS driver), compared
+at the precision gdscheck prints (its ``nvidia_fs version:`` is major.minor in every recorded release,
+1.0 to 1.16: the patch level is the node software's ``modinfo`` check); every GPU the node has supports GDS;
+the platform verification succeeded.
+
+Releases up to 1.15 print no line for FSx for Lustre (recorded outputs of 1.0, 1.13, 1.14 and 1.15 list
+``DDN EXAScaler`` and no Lustre of their own); 1.16 prints ``FSx Lustre``. Without the line the other
+three conditions decide, and the one line says the release printed none.
 
 CLI: ``gds.py --gpus N`` (stdin: ``gdscheck -p``) prints one line, what it found, and exits 1 when the node is
 not ready (the line then says why).
@@ -34,7 +40,7 @@ class GdsCheck:
 
     release: str
     nvidia_fs: tuple[int, ...]
-    fsx_lustre: str  # the FSx Lustre line's value, "" without one
+    fsx_lustre: str  # the FSx Lustre line's value, "" where the release prints none
     gpus: int  # GPU lines
     gpus_with_gds: int  # ... that say "supports GDS"
     verified: bool  # "Platform verification succeeded"
@@ -42,11 +48,13 @@ class GdsCheck:
     def problems(self, gpus: int) -> list[str]:
         """Why this node is not ready for GDS with FSx for Lustre (none: it is), for a node of `gpus` GPUs."""
         out = []
-        if self.nvidia_fs < MIN_NVIDIA_FS:
+        # compared at the precision gdscheck prints (major.minor): 2.24 is the floor 2.24.2 there
+        floor = MIN_NVIDIA_FS[: len(self.nvidia_fs)] if self.nvidia_fs else MIN_NVIDIA_FS
+        if self.nvidia_fs < floor:
             have = ".".join(map(str, self.nvidia_fs)) or "none"
             out.append(f"nvidia_fs {have} is older than {'.'.join(map(str, MIN_NVIDIA_FS))}")
-        if not DIRECT & set(self.fsx_lustre.split(",")):
-            out.append(f"FSx Lustre is {self.fsx_lustre or 'not listed'} (GDS release {self.release or '?'})")
+        if self.fsx_lustre and not DIRECT & set(self.fsx_lustre.split(",")):
+            out.append(f"FSx Lustre is {self.fsx_lustre} (GDS release {self.release or '?'})")
         if self.gpus_with_gds < gpus:
             out.append(f"{self.gpus_with_gds} of {gpus} GPUs support GDS")
         if not self.verified:
@@ -84,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         print("; ".join(problems))
         return 1
     version = ".".join(map(str, check.nvidia_fs))
-    print(f"nvidia_fs {version}, FSx Lustre supported, {check.gpus_with_gds} of {args.gpus} GPUs support GDS "
+    lustre = "FSx Lustre supported" if check.fsx_lustre else "no FSx Lustre line in this release"
+    print(f"nvidia_fs {version}, {lustre}, {check.gpus_with_gds} of {args.gpus} GPUs support GDS "
           f"(GDS release {check.release})")  # fmt: skip
     return 0
 

@@ -25,3 +25,17 @@ def aws_client(session: Any, service: str, region: str | None = None) -> Any:
     )
     config = None if chosen else Config(retries={"mode": RETRY_MODE})
     return session.client(service, region_name=region or session.region_name, config=config)
+
+
+def hint(err: Exception) -> str:
+    """What to do about an error botocore raises before AWS answers, by its kind (botocore.exceptions):
+    credentials missing, no region, or AWS not reached (the network, the region's name, AWS_ENDPOINT_URL)."""
+    from botocore import exceptions as e
+
+    if isinstance(err, (e.NoCredentialsError, e.PartialCredentialsError, e.CredentialRetrievalError)):
+        return "set AWS credentials, e.g. AWS_PROFILE"
+    if isinstance(err, e.NoRegionError):
+        return "set AWS_REGION or pass --region"
+    if isinstance(err, (e.EndpointConnectionError, e.ConnectTimeoutError, e.ReadTimeoutError)):
+        return "AWS could not be reached: check the network, the region's name and AWS_ENDPOINT_URL"
+    return "check the AWS configuration (aws configure list)"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .assembly import AssemblyError, assembly_stacks
-from .aws import aws_client
+from .aws import aws_client, hint
 from .exits import Exit
 
 #: Every call preflight makes and the IAM action it needs (an AccessDenied names it).
@@ -458,7 +458,7 @@ def _failure(name: str, action: str, err: Exception) -> Exception:
     from botocore.exceptions import ClientError
 
     if not isinstance(err, ClientError):
-        return PreflightError(f"{action} could not be called: {err} (set AWS credentials, e.g. AWS_PROFILE)")
+        return PreflightError(f"{action} could not be called: {err} ({hint(err)})")
     code = err.response.get("Error", {}).get("Code", "")
     message = err.response.get("Error", {}).get("Message", "")
     if code in ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation"):
@@ -1495,7 +1495,7 @@ def main(stacks: list[str], out: Path, region: str | None, as_json: bool) -> int
         from botocore.exceptions import BotoCoreError
 
         if isinstance(err, BotoCoreError):
-            print(f"error: preflight: {err} (set AWS credentials, e.g. AWS_PROFILE)", file=sys.stderr)
+            print(f"error: preflight: {err} ({hint(err)})", file=sys.stderr)
             return Exit.CANNOT_RUN
         raise
     if as_json:

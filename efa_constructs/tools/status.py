@@ -47,7 +47,10 @@ SERVICE_TAGS = {
 #: EC2 takes at most 200 values in one filter (EC2 API reference, Filter).
 FILTER_VALUES = 200
 #: Control characters (C0 but newline and tab, DEL, C1): never printed from node- or account-written text.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: What a node may write that a terminal would obey or a reader would misread: control characters (a newline
+#: forges a whole line), Unicode's bidirectional controls (they reorder what is shown) and its invisible ones
+#: (zero-width spaces and joiners, line and paragraph separators, the byte-order mark). Shown as "?".
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 
 
 def _pages(client: Any, op: str, key: str, **kw: Any) -> list[Any]:
@@ -271,10 +274,15 @@ def _namespace(resources: list[dict[str, Any]], stack: str) -> str:
 
 
 def _when(value: str) -> str:
+    """The last replacement's "<epoch> <who>" as a date, or the text as it is when it is not one (a node
+    wrote it: an epoch past the calendar or digits of another script are shown, not read)."""
     epoch, _, who = value.partition(" ")
-    if not epoch.isdigit():
+    if not (epoch.isascii() and epoch.isdigit()):
         return value
-    return f"{datetime.fromtimestamp(int(epoch), timezone.utc):%Y-%m-%d %H:%M} UTC by {who}"
+    try:
+        return f"{datetime.fromtimestamp(int(epoch), timezone.utc):%Y-%m-%d %H:%M} UTC by {who}"
+    except (OverflowError, OSError, ValueError):
+        return value
 
 
 def _newest_results(session: Any, by_type: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
@@ -351,7 +359,10 @@ def _storage_figure(b: dict[str, Any]) -> str:
     if slowest:
         text += f" (slowest write: {slowest.get('node')} at {slowest.get('gbytes_s')} GB/s)"
     if "efa_share" in b:
-        text += f", {float(b['efa_share']):.0%} of Lustre's messages over EFA"
+        try:
+            text += f", {float(b['efa_share']):.0%} of Lustre's messages over EFA"
+        except (TypeError, ValueError):
+            text += f", an unreadable share of Lustre's messages over EFA ({str(b['efa_share'])[:40]})"
     return text
 
 
@@ -388,8 +399,9 @@ def render(s: dict[str, Any]) -> str:
     block = s.get("capacity_block")
     if block:  # EC2 terminates the block's instances from 30 minutes before its end (EC2 user guide)
         lines.append(f"capacity block {block['id']}: {block['state']}, ends {block['ends']}")
-    # what nodes wrote (benchmark reasons, parameter values) is shown, never obeyed by the terminal
-    return _CONTROL.sub("?", "\n".join(lines))
+    # what nodes wrote (benchmark reasons, parameter values) is shown, never obeyed by the terminal: each line
+    # on its own, so a newline inside a value cannot make a line of its own
+    return "\n".join(_CONTROL.sub("?", line) for line in lines)
 
 
 def from_account(command: str, stack: str, region: str | None, read: Callable[[Any], T]) -> T | None:

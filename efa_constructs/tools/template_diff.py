@@ -398,6 +398,17 @@ def run(
 ) -> DiffReport:
     """Every stack's diff between `base` and `head` (None: the working tree)."""
     repo = repo or Path.cwd()
+    inside = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--git-dir"], capture_output=True, text=True
+    )
+    if inside.returncode != 0:
+        raise EfaConfigError(
+            "template-diff",
+            code="efa-cdk:diff-not-a-repository",
+            value=str(repo),
+            why="it synthesizes two revisions of a git repository, and this folder is in none",
+            fix="run it in your CDK app's git repository (git init; git commit, to have a base)",
+        )
 
     def commit(rev: str) -> str:
         found = subprocess.run(

@@ -27,8 +27,16 @@ for kv in "$@"; do
     *) echo "efa-cdk: bootstrap argument is not EFA_CDK_*=VALUE: $kv" >&2 && exit 1 ;;
   esac
 done
+# A setting that is a credential (the benchmark wait condition's presigned handle: whoever holds it can signal
+# the stack or forge the results efa-cdk status prints) moves to a file only root reads; node.env stays
+# readable (0644) for users' jobs, which read EFA_CDK_SLOTS from it.
+secret_file="$R/etc/efa-cdk/node.secret.env"
+(umask 077 && grep -E '^EFA_CDK_BENCHMARK_URL=' "$env_file" >"$secret_file" || true)
+sed -i '/^EFA_CDK_BENCHMARK_URL=/d' "$env_file"
 # shellcheck source=/dev/null
 . "$env_file"
+# shellcheck source=/dev/null
+. "$secret_file"
 
 failure=bootstrap-failed # what the FAILURE signal's unique id says after the instance id
 bootstrap_failed() {

@@ -30,8 +30,20 @@ if [ -n "${EFA_CDK_QUEUES:-}" ] && [ -x "$SLURM_BIN/scontrol" ]; then
     log "could not drain the $EFA_CDK_QUEUES queue's nodes in Slurm"
   fi
 fi
+# The shared directory is every user's (mode 1777 on PCS): a user may have made .efa-cdk there, or put a link
+# in it to a file of root's. Root writes only into a .efa-cdk that is a directory root owns and no one else may
+# write (it makes one so where none is), through a new file of its own renamed over the old (a rename replaces a
+# link, never follows it).
 if [ -n "${EFA_CDK_SHARED_DIR:-}" ] && [ -d "$R$EFA_CDK_SHARED_DIR" ]; then
-  mkdir -p "$R$EFA_CDK_SHARED_DIR/.efa-cdk"
-  cp "$STATE/capacity-block-ending" "$R$EFA_CDK_SHARED_DIR/.efa-cdk/capacity-block-ending.tmp"
-  mv "$R$EFA_CDK_SHARED_DIR/.efa-cdk/capacity-block-ending.tmp" "$R$EFA_CDK_SHARED_DIR/.efa-cdk/capacity-block-ending"
+  shared="$R$EFA_CDK_SHARED_DIR/.efa-cdk"
+  [ -e "$shared" ] || [ -L "$shared" ] || mkdir -m 0755 "$shared" || true
+  if [ -L "$shared" ] || [ ! -d "$shared" ] || [ "$(stat -c %u "$shared")" != 0 ] \
+    || [ -n "$(find "$shared" -maxdepth 0 -perm /022)" ]; then
+    log "not writing the end time to ${shared#"$R"}: it is not a directory only root may write to"
+  else
+    note=$(mktemp "$shared/.capacity-block-ending.XXXXXXXX")
+    cat "$STATE/capacity-block-ending" >"$note"
+    chmod 0644 "$note"
+    mv -f "$note" "$shared/capacity-block-ending"
+  fi
 fi

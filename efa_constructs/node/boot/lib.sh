@@ -8,6 +8,10 @@ if [ -r "$ETC/node.env" ]; then
   # shellcheck source=/dev/null
   . "$ETC/node.env"
 fi
+if [ -r "$ETC/node.secret.env" ]; then # root's alone (bootstrap.sh): the credentials among the settings
+  # shellcheck source=/dev/null
+  . "$ETC/node.secret.env"
+fi
 
 # Slurm's commands: ParallelCluster installs Slurm under /opt/slurm and puts /opt/slurm/bin on PATH only
 # for login shells (/etc/profile.d/slurm.sh); custom actions and systemd units run without it, so the

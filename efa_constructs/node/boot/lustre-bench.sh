@@ -8,16 +8,24 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib.sh
 . "$here/lib.sh"
-dir="$R${EFA_CDK_LUSTRE_DIR:-/fsx}/efa-cdk-bench"
+fs="$R${EFA_CDK_LUSTRE_DIR:-/fsx}"
 mib=${EFA_CDK_LUSTRE_BENCH_MIB:-1024}
 [[ "$mib" =~ ^[1-9][0-9]{0,6}$ ]] || { echo "EFA_CDK_LUSTRE_BENCH_MIB is not a size in MiB: $mib" >&2; exit 1; }
 
 if [ "${1:-}" = --node ]; then
-  file="$dir/$(hostname)"
+  # Root writes and reads in a directory of its own, made new for each run (mktemp -d: 0700, a name no one can
+  # foresee) and kept by name in root's state, so no link or file a user put in the file system is followed.
+  mkdir -p "$STATE"
   case "${2:-}" in
     counts) lnetctl net show -v ;;
-    write) mkdir -p "$dir" && dd if=/dev/zero of="$file" bs=1M count="$mib" oflag=direct 2>&1 ;;
-    read) dd if="$file" of=/dev/null bs=1M iflag=direct 2>&1; rm -f "$file" ;;
+    write)
+      run=$(mktemp -d "$fs/.efa-cdk-bench.XXXXXXXX") && printf '%s\n' "$run" >"$STATE/lustre-bench-dir.$(hostname)" \
+        && dd if=/dev/zero of="$run/data" bs=1M count="$mib" oflag=direct 2>&1 ;;
+    read)
+      run=$(cat "$STATE/lustre-bench-dir.$(hostname)" 2>/dev/null) || run=
+      case "$run" in "$fs"/.efa-cdk-bench.*) ;; *) echo "no write of this node to read back" >&2 && exit 1 ;; esac
+      dd if="$run/data" of=/dev/null bs=1M iflag=direct 2>&1
+      rm -rf "$run" "$STATE/lustre-bench-dir.$(hostname)" ;;
     *) echo "usage: lustre-bench.sh --node counts|write|read" >&2 && exit 2 ;;
   esac
   exit 0
@@ -45,7 +53,7 @@ every_node() {
   end=$(date +%s.%N)
   python3 -c 'import sys; print(f"{float(sys.argv[2]) - float(sys.argv[1]):.3f}")' "$start" "$end"
 }
-log "storage benchmark: ${#hosts[@]} nodes, $mib MiB each, direct I/O to ${dir#"$R"}"
+log "storage benchmark: ${#hosts[@]} nodes, $mib MiB each, direct I/O to ${fs#"$R"}"
 every_node counts before >/dev/null
 printf 'write %s\n' "$(every_node write)" >"$work/phases"
 printf 'read %s\n' "$(every_node read)" >>"$work/phases"

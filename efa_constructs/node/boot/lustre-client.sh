@@ -171,10 +171,12 @@ log "FSx for Lustre mounted at ${dir#"$R"}"
 
 # The proof: LNet's efa network carries messages both ways across a direct write and read from this node.
 read -r _ sent0 recv0 < <(efa_counts)
-probe="$dir/.efa-cdk-lnet-probe.$(hostname)"
-dd if=/dev/zero of="$probe" bs=1M count=64 oflag=direct status=none || die "could not write to ${dir#"$R"}"
-dd if="$probe" of=/dev/null bs=1M iflag=direct status=none || die "could not read from ${dir#"$R"}"
-rm -f "$probe"
+# in a directory of root's own, made new (mktemp -d: 0700, a name no one can foresee), so no link or file a
+# user put in the file system is written through as root
+probe_dir=$(mktemp -d "$dir/.efa-cdk-lnet-probe.XXXXXXXX") || die "could not write to ${dir#"$R"}"
+dd if=/dev/zero of="$probe_dir/probe" bs=1M count=64 oflag=direct status=none || die "could not write to ${dir#"$R"}"
+dd if="$probe_dir/probe" of=/dev/null bs=1M iflag=direct status=none || die "could not read from ${dir#"$R"}"
+rm -rf "$probe_dir"
 read -r _ sent1 recv1 < <(efa_counts)
 if [ "$sent1" -le "$sent0" ] || [ "$recv1" -le "$recv0" ]; then
   die "Lustre traffic does not ride EFA: across 64 MiB written and read, LNet's efa network sent $((sent1 - sent0)) and received $((recv1 - recv0)) messages (the file system's EFA, its security group, or this node's LNet)"
