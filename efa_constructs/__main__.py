@@ -79,7 +79,8 @@ def _types(args: argparse.Namespace) -> int:
         print(json.dumps([_type_row(it) for it in chosen], indent=2))
         return 0
     meta = catalogue_metadata()
-    print(f"# {meta['type_count']} EFA-capable types; source: {meta['source']}")
+    of = f"{len(chosen)} of the {meta['type_count']}" if args.family else f"{meta['type_count']}"
+    print(f"# {of} EFA-capable types; source: {meta['source']}")
     print(
         "# EFA Gbps: the lowest of the EFA cards' peak sum (cards), the instance's network bandwidth "
         "(instance), its spec-table baseline (baseline) and AWS's EFA maximum for the type (efa-max)"

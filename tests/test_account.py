@@ -1378,3 +1378,46 @@ def test_status_never_lets_node_written_text_forge_a_line_or_end_in_a_traceback(
         "alarms": [], "changes": ["replaced\u2028node 3"],
     })  # fmt: skip
     assert not any(line.startswith(("forged", "nccl-tests: 400", "node 3")) for line in report.splitlines())
+
+
+def _crafted(tmp_path: Path, template_file: str) -> Path:
+    out = tmp_path / "cdk.out"
+    out.mkdir()
+    manifest = {"version": "48.0.0", "artifacts": {"S": {"type": "aws:cloudformation:stack",
+                "environment": "aws://unknown-account/unknown-region",
+                "properties": {"templateFile": template_file}}}}  # fmt: skip
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    return out
+
+
+@pytest.mark.parametrize("crafted", ["outside", "link to /dev/zero", "fifo", "deep", "huge"])
+def test_preflight_reads_a_crafted_assembly_in_one_line(tmp_path: Path, crafted: str) -> None:
+    """Issue 53 item 16: a cdk.out someone else made (a pull request's) is read only as the CDK writes one:
+    regular files inside it, bounded in size, any depth of JSON; each other case is one line, never a
+    MemoryError (/dev/zero), a hang (a FIFO), a RecursionError (deep JSON) or a file read from outside."""
+    import os
+
+    from efa_constructs.tools.preflight import PreflightError, templates
+
+    name = "../../../etc/hostname" if crafted == "outside" else "S.template.json"
+    out = _crafted(tmp_path, name)
+    target = out / "S.template.json"
+    if crafted == "link to /dev/zero":
+        target.symlink_to("/dev/zero")
+    elif crafted == "fifo":
+        os.mkfifo(target)
+    elif crafted == "deep":
+        target.write_text("[" * 100_000 + "]" * 100_000)
+    elif crafted == "huge":
+        with target.open("wb") as fh:
+            fh.truncate(17 * 1024 * 1024)
+    with pytest.raises(PreflightError) as err:
+        templates(out, [])
+    said = {
+        "outside": "outside the assembly",
+        "link to /dev/zero": "outside the assembly",
+        "fifo": "a device, FIFO or folder",
+        "deep": "nested too deeply",
+        "huge": "over 16,777,216 bytes",
+    }
+    assert said[crafted] in str(err.value) and "\n" not in str(err.value), str(err.value)  # fmt: skip

@@ -77,11 +77,13 @@ def test_the_nodes_are_told_through_run_command_with_the_events_end_date(templat
 @pytest.mark.parametrize(
     ("value", "ok"),
     [("2026-11-26T12:00:00.000Z", True), ("2026-11-26T12:00:00Z", True), ("2026-11-26T12:00:00+00:00", True),
-     ("'; rm -rf / #", False), ("2026-11-26", False)],
+     # AWS shows no format for detail.end-date (issue 53 item 5): any a date -d reads gets through
+     ("2026-11-26 12:00:00 UTC", True), ("Thu, 26 Nov 2026 12:00:00 +0000", True), ("2026-11-26", True),
+     ("'; rm -rf / #", False), ("$(reboot)", False), ("`reboot`", False), ("x" * 65, False)],
 )  # fmt: skip
 def test_the_documents_parameter_takes_an_end_time_and_nothing_else(value: str, ok: bool) -> None:
-    """SSM checks the parameter against allowedPattern before the command runs: nothing but a time
-    reaches the shell line."""
+    """SSM checks the parameter against allowedPattern before the command runs: nothing that could end the
+    command's quoting reaches the shell line; the node reads the rest with date -d (below)."""
     import re
 
     assert bool(re.match(END_DATE_PATTERN, value)) is ok
@@ -154,11 +156,18 @@ def test_the_node_step_keeps_the_end_time_and_tells_every_user(tmp_path: Path) -
     wall.chmod(0o755)
     r = node.run("capacity-block-ending", EFA_CDK_BLOCK_END="2026-11-26T12:00:00.000Z")
     assert r.returncode == 0, r.log
-    assert node.read("var/lib/efa-cdk/capacity-block-ending") == "2026-11-26T12:00:00.000Z\n"
+    assert (
+        node.read("var/lib/efa-cdk/capacity-block-ending") == "2026-11-26T12:00:00Z\n"
+    )  # as date -d reads it
     said = (node.stub_dir / "wall").read_text()
-    assert "ends at 2026-11-26T12:00:00.000Z" in said and "Checkpoint now" in said
+    assert "ends at 2026-11-26T12:00:00Z" in said and "Checkpoint now" in said
+    for other in ("Thu, 26 Nov 2026 13:00:00 +0100", "2026-11-26 12:00:00 UTC"):  # other forms, one time
+        assert node.run("capacity-block-ending", EFA_CDK_BLOCK_END=other).returncode == 0
+        assert node.read("var/lib/efa-cdk/capacity-block-ending") == "2026-11-26T12:00:00Z\n"
     bad = node.run("capacity-block-ending", EFA_CDK_BLOCK_END="$(reboot)")
     assert bad.returncode == 1 and "not an end time" in bad.log
+    nonsense = node.run("capacity-block-ending", EFA_CDK_BLOCK_END="next blue moon")
+    assert nonsense.returncode == 1 and "not an end time date can read" in nonsense.log
 
 
 def test_the_stack_names_its_block_and_status_shows_when_it_ends(template: dict[str, Any]) -> None:
@@ -344,9 +353,9 @@ def test_the_node_step_drains_the_queue_with_the_slurm_it_is_given(tmp_path: Pat
     assert said == [
         "sinfo -h -N -p compute -o %N",
         "scontrol update NodeName=compute-1,compute-2 State=DRAIN Reason=efa-cdk: Capacity Block ends at "
-        "2026-11-26T12:00:00.000Z",
+        "2026-11-26T12:00:00Z",
     ]
-    assert node.read("shared/.efa-cdk/capacity-block-ending") == "2026-11-26T12:00:00.000Z\n"
+    assert node.read("shared/.efa-cdk/capacity-block-ending") == "2026-11-26T12:00:00Z\n"
 
 
 def test_the_pcs_ready_stack_names_its_block_for_status() -> None:
@@ -391,9 +400,24 @@ def test_the_end_time_in_the_shared_directory_never_follows_a_users_link(
     assert secret.read_text() == "root:hash\n"  # never written through
     if planted == "a link to root's file":  # root's own directory: the link is replaced, not followed
         assert not (dot / "capacity-block-ending").is_symlink()
-        assert (dot / "capacity-block-ending").read_text() == "2026-11-26T12:00:00.000Z\n"
+        assert (dot / "capacity-block-ending").read_text() == "2026-11-26T12:00:00Z\n"
     else:
         assert "not a directory only root may write to" in r.log
-    assert (
-        node.read("var/lib/efa-cdk/capacity-block-ending") == "2026-11-26T12:00:00.000Z\n"
-    )  # the node's own
+    assert node.read("var/lib/efa-cdk/capacity-block-ending") == "2026-11-26T12:00:00Z\n"  # the node's own
+
+
+def test_a_warning_that_does_not_reach_its_targets_raises_an_alarm(template: dict[str, Any]) -> None:
+    """Issue 53 item 5: a Run Command the document refused (or any failed delivery) went unseen. The rule's
+    FailedInvocations (AWS/Events, by RuleName: EventBridge's CloudWatch metrics) above 0 alarms, to the
+    cluster's alarm topic."""
+    alarms = [
+        a["Properties"] for a in template["Resources"].values()
+        if a["Type"] == "AWS::CloudWatch::Alarm" and a["Properties"].get("MetricName") == "FailedInvocations"
+    ]  # fmt: skip
+    (alarm,) = alarms
+    assert alarm["Namespace"] == "AWS/Events" and alarm["Threshold"] == 0
+    assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    (dimension,) = alarm["Dimensions"]
+    rule = next(k for k, r in template["Resources"].items() if r["Type"] == "AWS::Events::Rule")
+    assert dimension == {"Name": "RuleName", "Value": {"Ref": rule}}
+    assert alarm["AlarmActions"], "the alarm tells the cluster's topic"

@@ -279,3 +279,22 @@ def test_a_live_refresh_without_credentials_is_one_line(
         "error: catalogue refresh: DescribeInstanceTypes in eu-west-1 failed: Unable to locate credentials "
         "(set AWS credentials, e.g. AWS_PROFILE, or refresh offline without --live)\n"
     )
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["u7ib-12tb.224xlarge", "u7inh-32tb.480xlarge", "m9g.metal-24xl", "m9gd.metal-24xl", "g4ad.xlarge",
+     "p3.2xlarge", "i3.metal"],
+)  # fmt: skip
+def test_a_head_or_login_type_ec2s_model_names_is_taken(name: str) -> None:
+    """Issue 53 item 8: types EC2's API model lists (botocore's InstanceType enum, the source) but moto's
+    snapshot does not were refused as "not an EC2 instance type"; a typo still is."""
+    import botocore.session
+
+    from efa_constructs.core.catalogue import check_ec2_type
+
+    assert name in botocore.session.get_session().get_service_model("ec2").shape_for("InstanceType").enum
+    check_ec2_type(name, "head_node_instance_type")
+    with pytest.raises(EfaConfigError) as err:
+        check_ec2_type(name.replace(".", ".x"), "head_node_instance_type")
+    assert err.value.code == "efa-cdk:not-an-ec2-instance-type"

@@ -242,3 +242,11 @@ def test_an_unreachable_endpoint_is_not_called_a_credentials_problem() -> None:
     assert "credentials" not in hint(unreachable)
     assert hint(e.NoCredentialsError()) == "set AWS credentials, e.g. AWS_PROFILE"
     assert "AWS_REGION" in hint(e.NoRegionError())
+
+
+def test_types_of_a_family_counts_the_family_not_the_catalogue(capsys: Any) -> None:
+    """Issue 53 item 20: `types --family p5` said "305 EFA-capable types" above its five rows."""
+    assert main(["types", "--family", "p5"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line for line in lines if line.startswith("p5")]
+    assert lines[0].startswith(f"# {len(rows)} of the 305 EFA-capable types;"), lines[0]

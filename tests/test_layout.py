@@ -114,6 +114,26 @@ def test_p6e_gb200_uses_the_odd_efa_only_cards() -> None:
         plan_layout("p6e-gb200.36xlarge", "legacy")
 
 
+def test_p6e_gb200_takes_one_interface_on_an_odd_card_under_either_reading() -> None:
+    """Issue 53 item 9: on the odd (EFA-only, 400 Gbps) cards one source says 2 interfaces, a ParallelCluster
+    review (aws/aws-parallelcluster PR 6930) says 1. The catalogue keeps 1, so what the engine accepts works
+    under both: every built-in layout puts one there; a custom layout with two is refused at synth."""
+    from efa_constructs.core.layout import NetworkInterfaceSpec, NicLayout
+
+    it = instance_type("p6e-gb200.36xlarge")
+    assert [c.max_interfaces for c in it.network_cards if c.index % 2] == [1] * 8
+    assert {c.max_interfaces for c in it.network_cards if not c.index % 2} == {2}
+    for mode in ("recommended", "max-bandwidth"):
+        odd = [
+            i.network_card_index for i in plan_layout(it.name, mode).interfaces if i.network_card_index % 2
+        ]
+        assert len(odd) == len(set(odd))  # one interface a card
+    two = [NetworkInterfaceSpec(0, 0, "interface"), NetworkInterfaceSpec(1, 0, "efa-only"),
+           NetworkInterfaceSpec(1, 1, "efa-only")]  # fmt: skip
+    with pytest.raises(EfaConfigError):
+        NicLayout.custom(it, two)
+
+
 # Golden layouts of the newest families in the catalogue (moto 5.2.5's DescribeInstanceTypes snapshot:
 # per-card MaximumNetworkInterfaces and EFA counts), in AWS's recommended layout ("Maximize network
 # bandwidth on accelerated instances": ENA primary, efa-only on card 0 device 1, then efa-only at

@@ -793,8 +793,16 @@ def test_the_imds_step_restricts_metadata_to_root_and_the_login_user_at_every_bo
     unit = node.read("etc/systemd/system/efa-cdk-imds.service")
     assert "ExecStart=/opt/efa-cdk/bin/prep.sh imds root ubuntu" in unit and "WantedBy=sysinit.target" in unit
     assert node.systemd_verify("efa-cdk-imds.service") == ""
+    assert not (node.root / "etc/nologin").exists()  # users may log in once the rule holds
     assert node.run("imds", STUB_IP6TABLES_FAILS="1").returncode == 1
     assert not (node.root / "var/lib/efa-cdk/imds-restricted").exists()
+    # issue 53 item 17: a login node runs no job, so the Prolog's marker guards nothing there: until the rule
+    # holds only root may log in (pam_nologin reads /etc/nologin), and an administrator's own nologin stays
+    assert "instance metadata is not yet restricted" in node.read("etc/nologin")
+    assert node.run("imds").returncode == 0 and not (node.root / "etc/nologin").exists()
+    (node.root / "etc/nologin").write_text("maintenance until 18:00\n")
+    assert node.run("imds").returncode == 0
+    assert node.read("etc/nologin") == "maintenance until 18:00\n"
 
 
 # --- issue 43: the guard against silent fallback (node/boot/fabric-guard.sh)

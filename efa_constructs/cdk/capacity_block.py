@@ -17,7 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 import jsii
-from aws_cdk import Stack
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -31,8 +33,11 @@ from .monitoring import EfaClusterMonitoring
 #: EC2's detail types for the warning (the global and the regional copies of the user guide's page).
 EXPIRATION_WARNINGS = ("Capacity Block Expiration Warning", "Capacity Block Reservation Expiration Warning")
 STEP = "/opt/efa-cdk/bin/run-steps.sh capacity-block-ending"
-#: The end time as EC2's event carries it (``detail.end-date``), as the document takes it: ISO 8601.
-END_DATE_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,15}(Z|[+-][0-9:]{5})$"
+#: The end time as the document takes it (EC2's ``detail.end-date``, whose format AWS does not show: issue 53
+#: item 5): the characters of a date GNU ``date -d`` reads (ISO 8601, RFC 3339 or 2822, "2026-11-26 12:00:00
+#: UTC"), and none that could end the command's quoting; the node reads it with ``date -d`` and refuses what
+#: that cannot parse.
+END_DATE_PATTERN = r"^[0-9A-Za-z :.,+/-]{1,64}$"
 
 
 #: The event's end date, as EventBridge inserts it into a target's input.
@@ -110,6 +115,25 @@ class EfaCapacityBlockEnd(Construct):
         )
         if nodes:
             self.rule.add_target(_RunCommand(self, self.document, cluster_tag))
+        #: An alarm when EventBridge could not deliver the warning (its FailedInvocations for the rule, in
+        #: AWS/Events: a Run Command the document refused, a role without its grant), to the alarm topic
+        #: where the cluster has one: a warning that does not arrive must not be silent.
+        self.failed_alarm = cloudwatch.Alarm(
+            self,
+            "FailedAlarm",
+            metric=cloudwatch.Metric(
+                namespace="AWS/Events", metric_name="FailedInvocations", statistic="Sum",
+                period=Duration.minutes(5), dimensions_map={"RuleName": self.rule.rule_name},
+            ),
+            threshold=0,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=f"EC2's warning that Capacity Block {reservation_id} ends did not reach its "
+            "targets (EventBridge FailedInvocations): the nodes were not told to checkpoint",
+        )  # fmt: skip
+        if monitoring is not None:
+            self.failed_alarm.add_alarm_action(cw_actions.SnsAction(monitoring.topic))
         if monitoring is not None:
             # recent aws-cdk-lib's SnsTopic target grants this itself (the statements merge); the lowest
             # release the package supports is not assumed to

@@ -9,8 +9,15 @@ the parent, not a stack of its own. preflight, status and template-diff read the
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+#: The largest file of an assembly read (a manifest, a template): far past CloudFormation's own 1 MB (a
+#: template in S3), so only something that is no synthesized file is refused, before it is parsed.
+MAX_FILE_BYTES = 16 * 1024 * 1024
 
 
 class AssemblyError(ValueError):
@@ -26,14 +33,42 @@ class AssemblyStack:
     environment: str
 
 
+def read_json(path: Path, out: Path, limit: int = MAX_FILE_BYTES) -> Any:
+    """A JSON file of the assembly in `out`, read only when it is a regular file inside `out` (no ``../``
+    or link out of it, no device or FIFO: /dev/zero would fill memory, a FIFO would never end) of at most
+    `limit` bytes, parsed without Python's recursion limit ending it in a traceback; else one line why."""
+    real, root = path.resolve(), out.resolve()
+    if not real.is_relative_to(root):
+        raise AssemblyError(f"{path} is outside the assembly {out}: synthesize again")
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        raise AssemblyError(f"{path} cannot be read ({err.strerror}): synthesize again") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise AssemblyError(
+                f"{path} is no file the CDK wrote (a device, FIFO or folder): synthesize again"
+            )
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise AssemblyError(f"{path} is over {limit:,} bytes: no synthesized file (synthesize again)")
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:
+        why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
+        raise AssemblyError(f"{path} is not JSON the CDK wrote ({why}): synthesize again") from None
+
+
 def assembly_stacks(out: Path) -> dict[str, AssemblyStack]:
     """The stacks of the cloud assembly in `out`, by artifact name (the stack's name in ``cdk``)."""
     manifest = out / "manifest.json"
     try:
-        artifacts = json.loads(manifest.read_text()).get("artifacts", {})
+        artifacts = read_json(manifest, out).get("artifacts", {})
     except FileNotFoundError:
         raise AssemblyError(f"no cloud assembly at {out} (no manifest.json): synthesize first") from None
-    except (OSError, ValueError, AttributeError) as err:
+    except (OSError, AttributeError) as err:
         raise AssemblyError(
             f"{manifest} is not a cloud assembly manifest ({err}): synthesize again"
         ) from None
@@ -46,5 +81,9 @@ def assembly_stacks(out: Path) -> dict[str, AssemblyStack]:
         template = (artifact.get("properties") or {}).get("templateFile")
         if not isinstance(template, str):
             raise AssemblyError(f"{manifest}: stack {name} names no templateFile: synthesize again")
+        if not (out / template).resolve().is_relative_to(out.resolve()):
+            raise AssemblyError(
+                f"{manifest}: stack {name}'s template {template} is outside the assembly: synthesize again"
+            )
         stacks[name] = AssemblyStack(name, out / template, str(artifact.get("environment", "")))
     return stacks

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .assembly import AssemblyError, assembly_stacks
+from .assembly import AssemblyError, assembly_stacks, read_json
 from .aws import aws_client, hint
 from .exits import Exit
 
@@ -1319,15 +1319,15 @@ def session_for(region: str | None, out: Path, stacks: Iterable[str]) -> Any:
     )
 
 
-def _read_template(path: Path) -> dict[str, Any]:
-    """One synthesized template, or one line saying why it is none."""
-    size = path.stat().st_size
-    if size > MAX_TEMPLATE_BYTES:
-        raise PreflightError(f"{path} is {size:,} bytes: no synthesized template (synthesize again)")
+def _read_template(path: Path, out: Path) -> dict[str, Any]:
+    """One synthesized template of the assembly in `out`, or one line saying why it is none (assembly's
+    one reader: a regular file inside the assembly, bounded, any depth)."""
     try:
-        template = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as err:
-        raise PreflightError(f"{path} is not JSON ({err}): synthesize again") from None
+        template = read_json(path, out, MAX_TEMPLATE_BYTES)
+    except FileNotFoundError:
+        raise PreflightError(f"{path} is missing: synthesize again") from None
+    except AssemblyError as err:
+        raise PreflightError(str(err)) from None
     if not isinstance(template, dict) or not isinstance(template.get("Resources", {}), dict):
         raise PreflightError(f"{path} is no CloudFormation template (no Resources object): synthesize again")
     return template
@@ -1350,7 +1350,7 @@ def templates(out: Path, stacks: Iterable[str]) -> dict[str, dict[str, Any]]:
         raise PreflightError(
             f"no template for {', '.join(missing)} in {out} (it has {', '.join(sorted(found)) or 'no stack'})"
         )
-    return {n: _read_template(found[n].template) for n in names}
+    return {n: _read_template(found[n].template, out) for n in names}
 
 
 def template_checks(out: Path, found: Mapping[str, Mapping[str, Any]]) -> list[Check]:
@@ -1375,7 +1375,7 @@ def _every_template(out: Path, found: Mapping[str, Mapping[str, Any]]) -> dict[s
     for name, s in assembly_stacks(out).items():
         if name not in found:
             try:
-                every[name] = _read_template(s.template)
+                every[name] = _read_template(s.template, out)
             except (PreflightError, OSError):
                 continue
     return every

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import EfaConfigError
-from .assembly import assembly_stacks
+from .assembly import assembly_stacks, read_json
 
 #: Resource types whose deletion or replacement loses data or an address someone relies on. Instances
 #: count: their root volumes (and instance stores) go with them, and so does the group's nodes'.
@@ -307,7 +307,7 @@ def revision_context(tree: Path, context: Mapping[str, str]) -> dict[str, Any]:
 def stack_templates(out: Path) -> dict[str, dict[str, Any]]:
     """The templates of the cloud assembly's stacks, as its manifest lists them (a nested stack's
     template is an asset of its parent, not a stack of its own)."""
-    return {name: json.loads(s.template.read_text()) for name, s in assembly_stacks(out).items()}
+    return {name: read_json(s.template, out) for name, s in assembly_stacks(out).items()}
 
 
 def synth_revision(

@@ -186,7 +186,7 @@ def _read_json(filename: str) -> dict[str, Any]:
 @cache
 def catalogue_metadata() -> dict[str, Any]:
     """The catalogue's header: format version, where the data came from, when."""
-    return {k: v for k, v in _read_json(CATALOGUE_FILE).items() if k != "types"}
+    return {k: v for k, v in _read_json(CATALOGUE_FILE).items() if k not in ("types", "other_type_names")}
 
 
 @cache
@@ -201,10 +201,16 @@ def _non_efa_types() -> frozenset[str]:
     return frozenset(_read_json(CATALOGUE_FILE).get("non_efa_types", ()))
 
 
+@cache
+def _other_type_names() -> frozenset[str]:
+    """EC2 types its API model names that the catalogue's answer did not list (generate.model_type_names)."""
+    return frozenset(_read_json(CATALOGUE_FILE).get("other_type_names", ()))
+
+
 def check_ec2_type(name: str, key: str) -> None:
     """Refuse a name that is no EC2 instance type the catalogue knows, EFA-capable or not (a typo in a head
     or login node's type would otherwise fail only at deploy)."""
-    known = set(all_instance_types()) | _non_efa_types()
+    known = set(all_instance_types()) | _non_efa_types() | _other_type_names()
     if name in known:
         return
     close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.7)

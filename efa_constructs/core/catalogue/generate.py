@@ -186,10 +186,30 @@ def convert(name: str, answer: Mapping[str, Any], sup: Mapping[str, Any], source
     return entry
 
 
+def model_type_names() -> tuple[list[str], str]:
+    """Every instance type name EC2's API model lists (its ``InstanceType`` enum, as botocore ships it), and a
+    label naming it: a head or login node's type is checked against these as well as against the answer,
+    which holds only the types offered in the region it came from (issue 53 item 8: u7ib-12tb.224xlarge,
+    g4ad.*, p3.*, i3.metal were refused)."""
+    try:
+        import botocore
+        import botocore.session
+    except ImportError as exc:  # pragma: no cover - moto and boto3 bring it
+        raise CatalogueGenerationError(
+            "refresh reads botocore's EC2 model: pip install 'efa-cdk[refresh]'"
+        ) from exc
+    model = botocore.session.get_session().get_service_model("ec2")
+    return list(model.shape_for("InstanceType").enum), f"botocore {botocore.__version__}'s EC2 model"
+
+
 def build(
-    answer: Mapping[str, Mapping[str, Any]], source: str, supplements: Mapping[str, Any] | None = None
+    answer: Mapping[str, Mapping[str, Any]],
+    source: str,
+    supplements: Mapping[str, Any] | None = None,
+    model_names: tuple[list[str], str] | None = None,
 ) -> dict[str, Any]:
-    """The whole catalogue document from an API answer (all instance types, EFA or not)."""
+    """The whole catalogue document from an API answer (all instance types, EFA or not) and the names EC2's
+    API model lists (default: :func:`model_type_names`)."""
     sup = supplements or json.loads((HERE / SUPPLEMENTS_FILE).read_text(encoding="utf-8"))
     merged: dict[str, tuple[dict[str, Any], str]] = {}
     for name, entry in answer.items():
@@ -200,13 +220,17 @@ def build(
         if name not in merged:
             merged[name] = (extra["answer"], f"supplements.json: {extra['source']}")
     types = {name: convert(name, ans, sup, src) for name, (ans, src) in sorted(merged.items())}
+    names, named_by = model_names or model_type_names()
     non_efa = sorted(n for n, e in answer.items() if not e.get("NetworkInfo", {}).get("EfaSupported"))
     return {
         "format_version": FORMAT_VERSION,
-        "source": source,
+        "source": f"{source}; other type names from {named_by}",
         "type_count": len(types),
         "types": types,
         "non_efa_types": non_efa,
+        # names EC2's model lists that the answer does not (types not offered where it came from): EC2 types,
+        # of unknown EFA support, for the head and login nodes' type check alone
+        "other_type_names": sorted(set(names) - set(types) - set(non_efa)),
     }
 
 
@@ -221,7 +245,8 @@ def render(doc: Mapping[str, Any]) -> str:
         comma = "," if i < len(items) - 1 else ""
         lines.append(f"    {json.dumps(name)}: {json.dumps(entry, sort_keys=True)}{comma}")
     lines.append("  },")
-    lines.append(f'  "non_efa_types": {json.dumps(doc["non_efa_types"])}')
+    lines.append(f'  "non_efa_types": {json.dumps(doc["non_efa_types"])},')
+    lines.append(f'  "other_type_names": {json.dumps(doc["other_type_names"])}')
     lines.append("}")
     return "\n".join(lines) + "\n"
 

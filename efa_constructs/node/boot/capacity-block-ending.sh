@@ -3,14 +3,15 @@
 # before the end, and EC2 begins terminating the block's instances 10 minutes after the warning (EC2 user
 # guide, "Monitor Capacity Blocks using EventBridge"). Keep the end time where a training job can watch
 # it, tell every logged-in user, and log it; on a Slurm cluster, drain the block's nodes.
-# EFA_CDK_BLOCK_END: the event's detail.end-date (ISO 8601, checked by the document's allowedPattern
-# before it gets here).
+# EFA_CDK_BLOCK_END: the event's detail.end-date (the document's allowedPattern admits a date's characters
+# only; AWS shows no format): read with date -d and written as UTC ISO 8601.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-end=${EFA_CDK_BLOCK_END:?}
-[[ "$end" =~ ^[0-9T:.Z+-]+$ ]] || die "not an end time: $end"
+given=${EFA_CDK_BLOCK_END:?}
+[[ "$given" =~ ^[0-9A-Za-z\ :.,+/-]{1,64}$ ]] || die "not an end time: $given"
+end=$(date -u -d "$given" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null) || die "not an end time date can read: $given"
 mkdir -p "$STATE"
 printf '%s\n' "$end" >"$STATE/capacity-block-ending.tmp"
 mv "$STATE/capacity-block-ending.tmp" "$STATE/capacity-block-ending" # whole, for a job that polls it

@@ -54,11 +54,15 @@ restrict() {
 }
 
 # Fail closed: the marker the Slurm Prolog requires (node/boot/slurm-prolog.sh) is removed first and
-# written only once both rules hold, so a node whose restriction failed runs no job.
+# written only once both rules hold, so a node whose restriction failed runs no job; and, since users log in
+# to a login node without a job, /etc/nologin (pam_nologin: only root may log in) holds until both rules
+# hold, so no user reaches the role there either. Only a nologin of efa-cdk's own is ever removed.
+NOLOGIN_REASON="efa-cdk: instance metadata is not yet restricted to the users it may serve; only root may log in (journalctl -b | grep pcs-prep)"
 imds() {
   [ "$#" -gt 0 ] || die "usage: prep.sh imds USER..."
-  local marker="$R/var/lib/efa-cdk/imds-restricted"
+  local marker="$R/var/lib/efa-cdk/imds-restricted" nologin="$R/etc/nologin"
   rm -f "$marker"
+  [ -e "$nologin" ] || printf '%s\n' "$NOLOGIN_REASON" >"$nologin"
   install_missing iptables iptables-nft iptables \
     || die "no iptables on this image and none could be installed: instance metadata stays open to every user; this node runs no job"
   command -v ip6tables >/dev/null \
@@ -69,6 +73,7 @@ imds() {
   restrict ip6tables fd00:ec2::254/128 "$@" || die "ip6tables refused the instance-metadata rule; this node runs no job"
   mkdir -p "${marker%/*}"
   printf '%s\n' "$*" >"$marker"
+  [ "$(cat "$nologin" 2>/dev/null)" != "$NOLOGIN_REASON" ] || rm -f "$nologin"
   log "instance metadata: only $* (iptables and ip6tables chain efa-cdk-imds)"
 }
 
