@@ -1,0 +1,138 @@
+"""Record what the real NVIDIA tools print on a GPU machine, and what the project's parsers read of it.
+
+Run by ``scripts/device-check OUT`` on a machine with an NVIDIA GPU (no network needed, nothing is
+downloaded or built): ``nvidia-smi -L`` (``node/accel.py gpus``, the boot check's count) beside the driver's
+own count (``--query-gpu``), ``gdscheck -p`` where a CUDA toolkit has it (``node/gds.py``), and nccl-tests'
+``all_reduce_perf`` on the GPUs there where it is on PATH or in ``NCCL_TESTS_BIN`` (``node/bench_parse.py``;
+it is not built here: build it yourself, from NVIDIA/nccl-tests against your NCCL). Each output is kept in
+OUT as a fixture (tests/fixtures/README's form: the tool, its version) with ``parsed.json``: what each parser
+read, and where it disagrees with the tool's own count. Exit 1 when a parser misread a real output.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+NODE = Path(__file__).resolve().parent.parent / "efa_constructs" / "node"
+
+
+def _node_module(name: str) -> Any:
+    """One of the node's parsers, by its file: they are the standard library's alone (as on a node), so
+    the package's own dependencies need not be installed where this runs."""
+    spec = importlib.util.spec_from_file_location(f"efa_cdk_node_{name}", NODE / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+accel, bench_parse, gds = (_node_module(n) for n in ("accel", "bench_parse", "gds"))
+
+
+def _run(argv: list[str], env: dict[str, str] | None = None, timeout: int = 240) -> str | None:
+    """A command's output (stdout and stderr), or None when it is not there or does not finish."""
+    if shutil.which(argv[0]) is None and not Path(argv[0]).is_file():
+        return None
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout + done.stderr
+
+
+def _gdscheck() -> str | None:
+    """gdscheck where a CUDA toolkit keeps it (the node software looks in the same places)."""
+    found = sorted(Path("/usr/local").glob("cuda*/gds/tools/gdscheck"))
+    return str(found[0]) if found else shutil.which("gdscheck")
+
+
+def _nvidia(out: Path, report: dict[str, Any]) -> None:
+    listing = _run(["nvidia-smi", "-L"])
+    if listing is None:
+        report["nvidia-smi"] = "not found"
+        return
+    (out / "nvidia-smi-L.txt").write_text(listing)
+    query = _run(["nvidia-smi", "--query-gpu=index,name,driver_version", "--format=csv,noheader"]) or ""
+    rows = [r for r in query.splitlines() if r.strip()]
+    header = _run(["nvidia-smi"]) or ""
+    cuda = re.search(r"CUDA Version:\s*([\d.]+)", header)
+    read = accel.nvidia_gpus(listing)
+    report["nvidia-smi"] = {
+        "driver": rows[0].split(",")[-1].strip() if rows else "?",
+        "cuda": cuda.group(1) if cuda else "?",
+        "gpus_the_driver_counts": len(rows),
+        "gpus_accel_py_reads": read,
+        "agrees": read == len(rows),
+    }
+
+
+def _gds(out: Path, report: dict[str, Any]) -> None:
+    tool = _gdscheck()
+    text = _run([tool, "-p"]) if tool else None
+    if text is None:
+        report["gdscheck"] = "not found (no CUDA toolkit with gds-tools here)"
+        return
+    (out / "gdscheck-p.txt").write_text(text)
+    check = gds.parse(text)
+    gpus = report.get("nvidia-smi", {}).get("gpus_the_driver_counts", 0) if isinstance(
+        report.get("nvidia-smi"), dict) else 0  # fmt: skip
+    report["gdscheck"] = {
+        "release": check.release,
+        "nvidia_fs": ".".join(map(str, check.nvidia_fs)),
+        "fsx_lustre_line": check.fsx_lustre or "(none)",
+        "gpu_lines": check.gpus,
+        "agrees": check.gpus == gpus,
+        "problems_for_fsx": check.problems(gpus),
+    }
+
+
+def _nccl(out: Path, report: dict[str, Any]) -> None:
+    binary = os.environ.get("NCCL_TESTS_BIN") or shutil.which("all_reduce_perf")
+    if not binary:
+        report["all_reduce_perf"] = "not found (set NCCL_TESTS_BIN to a build of NVIDIA/nccl-tests)"
+        return
+    gpus = report.get("nvidia-smi", {}).get("gpus_the_driver_counts", 1) if isinstance(
+        report.get("nvidia-smi"), dict) else 1  # fmt: skip
+    env = {**os.environ, "NCCL_DEBUG": "INFO"}
+    text = _run([binary, "-b", "8", "-e", "256M", "-f", "2", "-g", str(max(gpus, 1))], env=env, timeout=300)
+    if text is None:
+        report["all_reduce_perf"] = f"{binary} did not finish"
+        return
+    (out / "all_reduce_perf.txt").write_text(text)
+    parsed = bench_parse.parse_nccl_tests(text)
+    rows = sum(1 for line in bench_parse._lines(text) if bench_parse._nccl_row(line) is not None)
+    nccl = re.search(r"NCCL version ([\w.+]+)", text)
+    report["all_reduce_perf"] = {
+        "nccl": nccl.group(1) if nccl else "?",
+        "rows": rows,
+        # one machine, no EFA: the parser must say so (no efa provider), having read the rows
+        "parser": parsed,
+        "agrees": rows > 0 and not parsed["ok"] and "not efa" in parsed.get("reason", ""),
+    }
+
+
+def main(argv: list[str]) -> int:
+    out = Path(argv[0] if argv else "device-check")
+    out.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {}
+    for step in (_nvidia, _gds, _nccl):
+        step(out, report)
+    (out / "parsed.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+    misread = [k for k, v in report.items() if isinstance(v, dict) and not v.get("agrees")]
+    if misread:
+        print(f"device-check: the parsers misread {', '.join(misread)}", file=sys.stderr)
+    return 1 if misread else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,61 @@
+"""scripts/device-check (issue 53: real outputs from real tools), here against recorded outputs.
+
+No GPU here: the tools are stand-ins printing the recorded fixtures (tests/fixtures/*/README.md names each
+source), so what this proves is the script's plumbing (it finds each tool, keeps each output, feeds it to the
+package's own parsers and says where a parser and the tool disagree). On a GPU machine the same script
+records the real tools' outputs; it was not run on one in the session that wrote it (see the closing note).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers import BASH, ROOT, executable
+
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def _tools(tmp_path: Path, gpus_listed: int) -> Path:
+    """Stand-ins: nvidia-smi (-L the recorded listing; --query-gpu `gpus_listed` rows; plain: a header),
+    gdscheck (NVIDIA's guide's output: one GPU), all_reduce_perf (a recorded p4d run)."""
+    bin_dir = tmp_path / "bin"
+    listing = FIXTURES / "accelerators" / "nvidia-smi-L.txt"
+    rows = "".join(f'echo "{i}, NVIDIA GeForce RTX 5080, 580.95.05"\n' for i in range(gpus_listed))
+    executable(bin_dir / "nvidia-smi", f'#!{BASH}\ncase "$*" in\n  -L) cat {listing} ;;\n'
+               f'  --query-gpu*) {rows or "true"} ;;\n  *) echo "| NVIDIA-SMI 580.95.05  Driver Version: '
+               f'580.95.05  CUDA Version: 13.0 |" ;;\nesac\n')  # fmt: skip
+    executable(bin_dir / "gdscheck", f"#!{BASH}\ncat {FIXTURES / 'gds' / 'gdscheck-p-nvidia-guide.txt'}\n")
+    executable(bin_dir / "all_reduce_perf",
+               f"#!{BASH}\ncat {FIXTURES / 'benchmarks' / 'nccl-tests-2x-p4d.txt'}\n")  # fmt: skip
+    return bin_dir
+
+
+def _run(tmp_path: Path, bin_dir: Path) -> tuple[subprocess.CompletedProcess[str], dict]:  # type: ignore[type-arg]
+    out = tmp_path / "out"
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "device_check.py"), str(out)],
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin"}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    return run, json.loads((out / "parsed.json").read_text())
+
+
+def test_it_keeps_each_output_and_what_the_parsers_read(tmp_path: Path) -> None:
+    run, parsed = _run(tmp_path, _tools(tmp_path, gpus_listed=1))
+    out = tmp_path / "out"
+    assert (out / "nvidia-smi-L.txt").read_text() == (FIXTURES / "accelerators/nvidia-smi-L.txt").read_text()
+    assert parsed["nvidia-smi"] == {"driver": "580.95.05", "cuda": "13.0", "gpus_the_driver_counts": 1,
+                                    "gpus_accel_py_reads": 1, "agrees": True}  # fmt: skip
+    assert parsed["gdscheck"]["release"] == "1.16.0.49" and parsed["gdscheck"]["agrees"]
+    nccl = parsed["all_reduce_perf"]
+    assert nccl["nccl"] == "2.8.3+cuda11.2" and nccl["rows"] > 20 and nccl["agrees"] is False  # efa there
+    assert run.returncode == 1 and "all_reduce_perf" in run.stderr  # a recording from EFA: not one machine's
+
+
+def test_it_says_where_a_parser_and_the_tool_disagree(tmp_path: Path) -> None:
+    """The driver counts two GPUs where `nvidia-smi -L`'s listing (as accel.py reads it) has one: exit 1."""
+    run, parsed = _run(tmp_path, _tools(tmp_path, gpus_listed=2))
+    assert parsed["nvidia-smi"]["agrees"] is False and run.returncode == 1
+    assert "nvidia-smi" in run.stderr
