@@ -15,7 +15,6 @@ The layout and types commands are pure Python: no CDK, no Node, no AWS.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -24,28 +23,29 @@ from typing import Any
 from .core.catalogue import all_instance_types, catalogue_metadata
 from .core.errors import EfaConfigError
 from .core.layout import LayoutMode, plan_layout
-from .tools.exits import Exit, table
+from .tools.exits import Exit, emit, table
 
 
 def _layout(args: argparse.Namespace) -> int:
     layout = plan_layout(args.instance_type, args.mode, efa_count=args.efa_count)
-    if args.output == "json":
-        print(json.dumps({
-            "instance_type": layout.instance_type.name,
-            "layout": layout.mode.value if layout.mode else "custom",
-            "efa_count": layout.efa_count,
-            "ip_count": layout.ip_count,
-            "efa_line_rate_gbps": layout.efa_bandwidth_gbps,
-            "line_rate_set_by": layout.line_rate_source,
-            "interfaces": [
-                {"network_card_index": i.network_card_index, "device_index": i.device_index,
-                 "interface_type": i.interface_type}
-                for i in layout.interfaces
-            ],
-        }, indent=2))  # fmt: skip
-        return 0
-    print(layout.table())
-    return 0
+    result = {
+        "instance_type": layout.instance_type.name,
+        "layout": layout.mode.value if layout.mode else "custom",
+        "efa_count": layout.efa_count,
+        "ip_count": layout.ip_count,
+        "efa_line_rate_gbps": layout.efa_bandwidth_gbps,
+        "line_rate_set_by": layout.line_rate_source,
+        "interfaces": [
+            {
+                "network_card_index": i.network_card_index,
+                "device_index": i.device_index,
+                "interface_type": i.interface_type,
+            }
+            for i in layout.interfaces
+        ],
+    }
+    emit(result, layout.table, args.output == "json")
+    return Exit.OK
 
 
 def _type_row(it: Any) -> dict[str, Any]:
@@ -75,27 +75,34 @@ def _types(args: argparse.Namespace) -> int:
             why="no EFA-capable family starts with it",
             fix=f"use a family or its start, e.g. p6, trn (families: {', '.join(families)})",
         )
-    if args.output == "json":
-        print(json.dumps([_type_row(it) for it in chosen], indent=2))
-        return 0
-    meta = catalogue_metadata()
-    of = f"{len(chosen)} of the {meta['type_count']}" if args.family else f"{meta['type_count']}"
-    print(f"# {of} EFA-capable types; source: {meta['source']}")
-    print(
-        "# EFA Gbps: the lowest of the EFA cards' peak sum (cards), the instance's network bandwidth "
-        "(instance), its spec-table baseline (baseline) and AWS's EFA maximum for the type (efa-max)"
+    emit(
+        [_type_row(it) for it in chosen],
+        lambda: _types_text(chosen, bool(args.family)),
+        args.output == "json",
     )
+    return Exit.OK
+
+
+def _types_text(chosen: list[Any], family: bool) -> str:
+    """`types`' table: a header naming the catalogue's source, one row per type."""
+    meta = catalogue_metadata()
+    of = f"{len(chosen)} of the {meta['type_count']}" if family else f"{meta['type_count']}"
     head = f"{'type':<22} {'cards':>5} {'EFA':>4} {'EFA Gbps':>9} {'set by':>8} {'RDMA':>5} {'slots':>5}"
-    print(f"{head}  accelerator")
+    lines = [
+        f"# {of} EFA-capable types; source: {meta['source']}",
+        "# EFA Gbps: the lowest of the EFA cards' peak sum (cards), the instance's network bandwidth "
+        "(instance), its spec-table baseline (baseline) and AWS's EFA maximum for the type (efa-max)",
+        f"{head}  accelerator",
+    ]
     for it in chosen:
         acc = it.accelerator
         accel = "-" if acc.kind.value == "none" else f"{acc.count} x {acc.name}"
-        print(
+        lines.append(
             f"{it.name:<22} {len(it.network_cards):>5} {it.max_efa_interfaces:>4} "
             f"{it.efa_bandwidth_gbps:>9g} {it.line_rate_label:>8} {'yes' if it.rdma_read else 'no':>5} "
             f"{it.mpi_slots:>5}  {accel}"
         )
-    return 0
+    return "\n".join(lines)
 
 
 def _refresh(args: argparse.Namespace) -> int:
@@ -111,10 +118,11 @@ def _refresh(args: argparse.Namespace) -> int:
         return Exit.CANNOT_RUN
     path = generate.write(doc, Path(args.to) if args.to else None)
     catalogue.all_instance_types.cache_clear()
-    if args.output == "json":
-        print(json.dumps({"types": doc["type_count"], "path": str(path), "source": source}, indent=2))
-    else:
-        print(f"wrote {doc['type_count']} EFA-capable types to {path} (source: {source})")
+    emit(
+        {"types": doc["type_count"], "path": str(path), "source": source},
+        f"wrote {doc['type_count']} EFA-capable types to {path} (source: {source})",
+        args.output == "json",
+    )
     return Exit.OK
 
 
@@ -144,26 +152,26 @@ def _template_diff(args: argparse.Namespace) -> int:
         )
     context = dict(kv.split("=", 1) for kv in args.context)
     report = run(args.base, args.head, context, app=args.app)
-    print(json.dumps(report.to_json(), indent=2) if args.output == "json" else report.text())
+    emit(report.to_json(), report.text, args.output == "json")
     return Exit.STATEFUL_LOSS if report.stateful_loss and args.strict else Exit.OK
 
 
-def _print_permissions(permissions: dict[str, str]) -> int:
+def _print_permissions(args: argparse.Namespace, permissions: dict[str, str]) -> Exit:
     """`--permissions` of a command that calls AWS: each IAM action it needs, and why."""
-    for action, why in permissions.items():
-        print(f"{action:<40} {why}")
-    return 0
+    text = "\n".join(f"{action:<40} {why}" for action, why in permissions.items())
+    emit(permissions, text, args.output == "json")
+    return Exit.OK
 
 
 def _preflight(args: argparse.Namespace) -> int:
     from .tools import preflight
 
     if args.permissions:
-        return _print_permissions(preflight.PERMISSIONS)
+        return _print_permissions(args, preflight.PERMISSIONS)
     if args.list_checks:
         rules = [{"id": r.id, "applies_to": r.applies_to, "title": r.title} for r in preflight.RULES]
-        print(json.dumps(rules, indent=2) if args.output == "json" else preflight.rules_text())
-        return 0
+        emit(rules, preflight.rules_text, args.output == "json")
+        return Exit.OK
     return preflight.main(args.stacks, Path(args.out), args.region, args.output == "json")
 
 
@@ -171,7 +179,7 @@ def _status(args: argparse.Namespace) -> int:
     from .tools import status
 
     if args.permissions:
-        return _print_permissions(status.PERMISSIONS)
+        return _print_permissions(args, status.PERMISSIONS)
     if not args.stack:
         return _usage(args, "status reads one deployed stack: name it (efa-cdk status Trn1EfaCluster)")
     return status.main(args.stack, args.region, args.output == "json", args.pcluster_name)
@@ -181,7 +189,7 @@ def _sweep(args: argparse.Namespace) -> int:
     from .tools import sweep
 
     if args.permissions:
-        return _print_permissions(sweep.PERMISSIONS)
+        return _print_permissions(args, sweep.PERMISSIONS)
     if not args.stack:
         return _usage(args, "sweep runs on one deployed stack: name it (efa-cdk sweep Trn1EfaCluster)")
     return sweep.main(args.stack, args.region, args.output == "json")
@@ -198,14 +206,14 @@ def _error(args: argparse.Namespace, message: str, kind: str) -> None:
     reads the output finds why (``{"error": {"kind": ..., "message": ...}}``)."""
     print(f"error: {message}", file=sys.stderr)
     if getattr(args, "output", None) == "json":
-        print(json.dumps({"error": {"kind": kind, "message": message}}))
+        emit({"error": {"kind": kind, "message": message}}, "", as_json=True)
 
 
 def _dashboard(_args: argparse.Namespace) -> int:
     from .core.monitoring import dashboard_body, dashboard_svg
 
     print(dashboard_svg(dashboard_body("EfaCdk/<stack>/<cluster>", "<region>", "<stack>/<cluster>")), end="")
-    return 0
+    return Exit.OK
 
 
 def _output_flags() -> argparse.ArgumentParser:
@@ -226,6 +234,9 @@ def _add_account_commands(sub: Any, output: argparse.ArgumentParser) -> None:
         default=None,
         help="default: each stack's own region in the cloud assembly, else the AWS configuration's",
     )
+    account.add_argument(
+        "--permissions", action="store_true", help="list the IAM actions the command calls, and stop"
+    )
     f = sub.add_parser(
         "preflight",
         parents=[output, account],
@@ -234,9 +245,6 @@ def _add_account_commands(sub: Any, output: argparse.ArgumentParser) -> None:
     )
     f.add_argument("stacks", nargs="*", metavar="STACK", help="stacks to check (default: every one in --out)")
     f.add_argument("--out", default="cdk.out", help="the cloud assembly (default: cdk.out)")
-    f.add_argument(
-        "--permissions", action="store_true", help="list the IAM actions preflight calls, and stop"
-    )
     f.add_argument("--list-checks", action="store_true", help="list the checks preflight runs, and stop")
     f.set_defaults(func=_preflight)
     s = sub.add_parser(
@@ -248,7 +256,6 @@ def _add_account_commands(sub: Any, output: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--pcluster-name", default=None, help="a ParallelCluster stack: the cluster's name in pcluster"
     )
-    s.add_argument("--permissions", action="store_true", help="list the IAM actions status calls, and stop")
     s.set_defaults(func=_status)
     w = sub.add_parser(
         "sweep",
@@ -256,7 +263,6 @@ def _add_account_commands(sub: Any, output: argparse.ArgumentParser) -> None:
         help="run a deployed cluster's benchmarks and fabric sweep now, and show which node or link is slow",
     )
     w.add_argument("stack", nargs="?", metavar="STACK")
-    w.add_argument("--permissions", action="store_true", help="list the IAM actions sweep calls, and stop")
     w.set_defaults(func=_sweep)
 
 

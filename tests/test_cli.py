@@ -250,3 +250,34 @@ def test_types_of_a_family_counts_the_family_not_the_catalogue(capsys: Any) -> N
     lines = capsys.readouterr().out.splitlines()
     rows = [line for line in lines if line.startswith("p5")]
     assert lines[0].startswith(f"# {len(rows)} of the 305 EFA-capable types;"), lines[0]
+
+
+def test_no_command_returns_a_bare_exit_number() -> None:
+    """Issue 52: every command returns one of the exit table's members (tools/exits.Exit), never a number a
+    reader must look up; each prints its result through the one renderer (tools/exits.emit)."""
+    import ast
+
+    from tests.helpers import ROOT
+
+    files = [ROOT / "efa_constructs/__main__.py", *(ROOT / "efa_constructs/tools").glob("*.py")]
+    bare = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            returns = ast.unparse(node.returns) if isinstance(node, ast.FunctionDef) and node.returns else ""
+            if returns not in ("int", "Exit"):
+                continue
+            bare += [f"{path.name}:{r.lineno}" for r in ast.walk(node)
+                     if isinstance(r, ast.Return) and isinstance(r.value, ast.Constant)]  # fmt: skip
+        if path.name != "exits.py":  # emit's own home
+            assert "print(json.dumps" not in path.read_text(), f"{path.name} prints JSON itself: use emit"
+    assert not bare, bare
+
+
+def test_permissions_are_a_shared_flag_and_answer_in_json(capsys: Any) -> None:
+    """Issue 52: --permissions is declared once (the account commands' shared flags) and, as every result,
+    rendered as JSON with --output json: the same actions as the text lists."""
+    from efa_constructs.tools import preflight, status, sweep
+
+    for command, module in (("preflight", preflight), ("status", status), ("sweep", sweep)):
+        assert main([command, "--permissions", "--output", "json"]) == 0
+        assert json.loads(capsys.readouterr().out) == module.PERMISSIONS, command

@@ -115,10 +115,27 @@ class EfaCapacityBlockEnd(Construct):
         )
         if nodes:
             self.rule.add_target(_RunCommand(self, self.document, cluster_tag))
-        #: An alarm when EventBridge could not deliver the warning (its FailedInvocations for the rule, in
-        #: AWS/Events: a Run Command the document refused, a role without its grant), to the alarm topic
-        #: where the cluster has one: a warning that does not arrive must not be silent.
-        self.failed_alarm = cloudwatch.Alarm(
+        #: An alarm when EventBridge could not deliver the warning (:meth:`_undelivered`).
+        self.failed_alarm = self._undelivered(reservation_id, monitoring)
+        if monitoring is not None:
+            # recent aws-cdk-lib's SnsTopic target grants this itself (the statements merge); the lowest
+            # release the package supports is not assumed to
+            monitoring.allow_publisher("events.amazonaws.com")
+            self.rule.add_target(
+                targets.SnsTopic(
+                    monitoring.topic,
+                    message=events.RuleTargetInput.from_text(
+                        f"Capacity Block {reservation_id} ends at {END_DATE}: EC2 begins terminating its "
+                        "instances 10 minutes after this warning. Checkpoint now."
+                    ),
+                )
+            )
+
+    def _undelivered(self, reservation_id: str, monitoring: EfaClusterMonitoring | None) -> cloudwatch.Alarm:
+        """An alarm on the rule's FailedInvocations (AWS/Events, by RuleName: a Run Command the document
+        refused, a role without its grant), to the alarm topic where the cluster has one: a warning that does
+        not arrive must not be silent."""
+        alarm = cloudwatch.Alarm(
             self,
             "FailedAlarm",
             metric=cloudwatch.Metric(
@@ -133,20 +150,8 @@ class EfaCapacityBlockEnd(Construct):
             "targets (EventBridge FailedInvocations): the nodes were not told to checkpoint",
         )  # fmt: skip
         if monitoring is not None:
-            self.failed_alarm.add_alarm_action(cw_actions.SnsAction(monitoring.topic))
-        if monitoring is not None:
-            # recent aws-cdk-lib's SnsTopic target grants this itself (the statements merge); the lowest
-            # release the package supports is not assumed to
-            monitoring.allow_publisher("events.amazonaws.com")
-            self.rule.add_target(
-                targets.SnsTopic(
-                    monitoring.topic,
-                    message=events.RuleTargetInput.from_text(
-                        f"Capacity Block {reservation_id} ends at {END_DATE}: EC2 begins terminating its "
-                        "instances 10 minutes after this warning. Checkpoint now."
-                    ),
-                )
-            )
+            alarm.add_alarm_action(cw_actions.SnsAction(monitoring.topic))
+        return alarm
 
 
 @jsii.implements(events.IRuleTarget)

@@ -1,4 +1,5 @@
-"""The exit codes of every ``efa-cdk`` command, in one table (``efa-cdk --help`` prints it).
+"""The exit codes of every ``efa-cdk`` command, in one table (``efa-cdk --help`` prints it), and the one
+renderer of a command's result (:func:`emit`: JSON with ``--output json``, else its text).
 
 A CI job or a script tells "the command found something" from "the command could not run" from "the
 command line is wrong" by these alone; each command returns one of them, never a bare number.
@@ -7,6 +8,9 @@ command line is wrong" by these alone; each command returns one of them, never a
 from __future__ import annotations
 
 import enum
+import json
+from collections.abc import Callable
+from typing import Any
 
 
 class Exit(enum.IntEnum):
@@ -35,3 +39,12 @@ MEANING = {
 def table() -> str:
     """The table ``efa-cdk --help`` ends with."""
     return "exit codes:\n" + "\n".join(f"  {e.value}  {MEANING[e]}" for e in Exit)
+
+
+def emit(result: Any, text: str | Callable[[], str], as_json: bool) -> None:
+    """A command's result on stdout: `result` as JSON (``--output json``), else `text` (or what it
+    renders); every command prints through here, so the two forms never drift apart."""
+    if as_json:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        print(text if isinstance(text, str) else text())

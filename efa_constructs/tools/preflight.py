@@ -20,7 +20,7 @@ from typing import Any
 
 from .assembly import AssemblyError, assembly_stacks, read_json
 from .aws import aws_client, hint
-from .exits import Exit
+from .exits import Exit, emit
 
 #: Every call preflight makes and the IAM action it needs (an AccessDenied names it).
 PERMISSIONS = {
@@ -1498,15 +1498,7 @@ def main(stacks: list[str], out: Path, region: str | None, as_json: bool) -> int
             print(f"error: preflight: {err} ({hint(err)})", file=sys.stderr)
             return Exit.CANNOT_RUN
         raise
-    if as_json:
-        of_stack = {n: r for r, names in regions.items() for n in names}
-        body = {
-            "region": next(iter(regions), None),
-            "regions": of_stack,
-            "checks": [asdict(c) for c in checks],
-        }
-        print(json.dumps(body, indent=2))
-    else:
-        for c in checks:
-            print(c.line())
+    of_stack = {n: r for r, names in regions.items() for n in names}
+    body = {"region": next(iter(regions), None), "regions": of_stack, "checks": [asdict(c) for c in checks]}
+    emit(body, lambda: "\n".join(c.line() for c in checks), as_json)
     return Exit.FOUND if any(c.status == "FAIL" for c in checks) else Exit.OK

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .aws import aws_client
-from .exits import Exit
+from .exits import Exit, emit
 from .preflight import PreflightError, _aws_call, _Denied, session_for
 
 T = TypeVar("T")
@@ -426,5 +426,5 @@ def main(stack: str, region: str | None, as_json: bool, pcluster_name: str | Non
     s = from_account("status", stack, region, lambda session: cluster_status(session, stack, pcluster_name))
     if s is None:
         return Exit.CANNOT_RUN
-    print(json.dumps(s, indent=2, default=str) if as_json else render(s))
+    emit(s, lambda: render(s), as_json)
     return Exit.OK

@@ -10,13 +10,12 @@ nodes and links named with their figures. A node it names fails its health check
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import Any
 
 from .aws import aws_client
-from .exits import Exit
+from .exits import Exit, emit
 from .preflight import PreflightError, _aws_call
 from .status import (
     _benchmarks,
@@ -64,9 +63,10 @@ def sweep(
     deadline = time.monotonic() + wait_seconds
     while True:
         invocations = _aws_call(
-            "sweep", "ssm:ListCommandInvocations",
+            "sweep",
+            "ssm:ListCommandInvocations",
             lambda: _pages(ssm, "list_command_invocations", "CommandInvocations", CommandId=command),
-        )  # fmt: skip
+        )
         if invocations and all(i["Status"] in DONE for i in invocations):
             break
         if time.monotonic() > deadline:
@@ -89,10 +89,9 @@ def main(stack: str, region: str | None, as_json: bool) -> int:
     if found is None:
         return Exit.CANNOT_RUN
     result = found["sweep"]
-    if as_json:
-        print(json.dumps(found, indent=2))
-    else:
-        states = ", ".join(sorted({s for s in found["invocations"].values()}))
-        print(f"command {found['command']}: {len(found['invocations'])} instances ({states})")
-        print(render_benchmark(result) if result else "fabric-sweep: no result kept (fewer than 3 nodes?)")
+    states = ", ".join(sorted({s for s in found["invocations"].values()}))
+    text = f"command {found['command']}: {len(found['invocations'])} instances ({states})\n" + (
+        render_benchmark(result) if result else "fabric-sweep: no result kept (fewer than 3 nodes?)"
+    )
+    emit(found, text, as_json)
     return Exit.OK if result is not None and result.get("ok") else Exit.FOUND
