@@ -135,13 +135,18 @@ def test_the_count_rule_keeps_each_orchestrators_id_and_words() -> None:
     ],
 )  # fmt: skip
 def test_the_region_rule(fields: dict[str, Any], code: str | None) -> None:
-    request = valid(**fields)
+    refused_as(run_node_rules, valid(**fields), code)
+
+
+def refused_as(check: Any, request: NodeRequest, code: str | None) -> EfaConfigError | None:
+    """`check` passes `request` (`code` None), or refuses it under `code`; the refusal, for more asserts."""
     if code is None:
-        run_node_rules(request)
-        return
+        check(request)
+        return None
     with pytest.raises(EfaConfigError) as err:
-        run_node_rules(request)
+        check(request)
     assert err.value.code == code
+    return err.value
 
 
 def test_a_rule_binds_only_its_scope() -> None:
@@ -179,11 +184,6 @@ def test_the_capacity_holds_the_type_zone_and_count(
     capacity: Capacity, count: int | None, zone: str | None, code: str | None
 ) -> None:
     request = NodeRequest("EfaPcsCluster", TRN1, count, "max_count", capacity=capacity, zone=zone)
-    if code is None:
-        check_capacity_fits(request)
-        return
-    with pytest.raises(EfaConfigError) as err:
-        check_capacity_fits(request)
-    assert err.value.code == code
+    err = refused_as(check_capacity_fits, request, code)
     if code == "efa-cdk:capacity-too-small":  # the orchestrator's own keyword, in the message and the fix
-        assert err.value.what == "max_count" and "use max_count <= 1" in str(err.value)
+        assert err is not None and err.what == "max_count" and "use max_count <= 1" in str(err)
