@@ -104,7 +104,8 @@ def test_counts_at_their_edges(count: int | None, low: int | None, refused_as: s
 def test_a_count_known_at_deploy_is_shown_as_such_never_as_a_number() -> None:
     with pytest.raises(EfaConfigError) as err:
         check_counts(valid(count=None, min_count=-1))
-    assert "max_count=(known at deploy)" in str(err.value) and repr(AT_DEPLOY) == "(known at deploy)"
+    assert "max_count (known at deploy)" in str(err.value) and repr(AT_DEPLOY) == "(known at deploy)"
+    assert str(err.value).startswith("min_count=-1: ")  # the value refused alone, not a dict of both
 
 
 def test_the_count_rule_keeps_each_orchestrators_id_and_words() -> None:

@@ -122,9 +122,12 @@ def check_counts(r: NodeRequest) -> None:
         what, why = r.count_name, f"{r.orchestrator} needs at least one node"
         fix = "a whole number >= 1 (2 or more to use EFA between nodes)"
     else:
-        what = r.min_name if wrong == "min" else r.count_name
-        value = {r.min_name: AT_DEPLOY if lo is None else lo, r.count_name: AT_DEPLOY if hi is None else hi}
-        why = f"{r.orchestrator} needs 0 <= {r.min_name} <= {r.count_name} and {r.count_name} >= 1"
+        what, value = (r.min_name, lo) if wrong == "min" else (r.count_name, hi)
+        low, high = (AT_DEPLOY if v is None else v for v in (lo, hi))
+        why = (
+            f"{r.orchestrator} needs 0 <= {r.min_name} <= {r.count_name} and {r.count_name} >= 1 "
+            f"({r.min_name} is {low}, {r.count_name} {high})"
+        )
         fix = f"the most nodes (>= 1), and {r.min_name} to those kept running (0 to {r.count_name})"
     raise EfaConfigError(
         what, code="efa-cdk:node-counts", value=value, why=why, fix=f"set {r.count_name} to {fix}"
