@@ -53,7 +53,9 @@ def read_json(path: Path, out: Path, limit: int = MAX_FILE_BYTES) -> Any:
             )
         data = fh.read(limit + 1)
     if len(data) > limit:
-        raise AssemblyError(f"{path} is over {limit:,} bytes: no synthesized file (synthesize again)")
+        raise AssemblyError(
+            f"{path} is over {limit:,} bytes: no synthesized template or manifest (synthesize again)"
+        )
     try:
         return json.loads(data)
     except (ValueError, UnicodeDecodeError, RecursionError) as err:
