@@ -156,8 +156,8 @@ def test_before_the_capacity_block_ends_the_head_node_drains_the_queue_and_tells
     the queue drained with the end time as the reason (sinfo -R), so no new job starts on them, and the end
     time in /shared for the compute nodes' jobs. Resumed after, for the tests that follow."""
     head: PcNode = pc["head"]
-    end = "2026-11-26T12:00:00.000Z"
-    step = ("env", f"EFA_CDK_BLOCK_END={end}", "/opt/efa-cdk/bin/run-steps.sh", "capacity-block-ending")
+    given, end = "2026-11-26T12:00:00.000Z", "2026-11-26T12:00:00Z"  # as EC2 sends it; as date -d writes it
+    step = ("env", f"EFA_CDK_BLOCK_END={given}", "/opt/efa-cdk/bin/run-steps.sh", "capacity-block-ending")
     r = head.run(*step)
     try:
         assert r.returncode == 0, (r.stdout, r.stderr)

@@ -62,7 +62,7 @@ imds() {
   [ "$#" -gt 0 ] || die "usage: prep.sh imds USER..."
   local marker="$R/var/lib/efa-cdk/imds-restricted" nologin="$R/etc/nologin"
   rm -f "$marker"
-  [ -e "$nologin" ] || printf '%s\n' "$NOLOGIN_REASON" >"$nologin"
+  [ -e "$nologin" ] || { mkdir -p "${nologin%/*}" && printf '%s\n' "$NOLOGIN_REASON" >"$nologin"; }
   install_missing iptables iptables-nft iptables \
     || die "no iptables on this image and none could be installed: instance metadata stays open to every user; this node runs no job"
   command -v ip6tables >/dev/null \
