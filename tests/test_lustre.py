@@ -1168,3 +1168,22 @@ def test_the_storage_benchmark_never_writes_through_a_planted_link(tmp_path: Pat
     assert run.returncode == 0 and json.loads(run.stdout)["ok"], run.stdout + run.stderr
     assert secret.read_text() == "root:hash\n"
     assert not list((node.root / "fsx").glob(".efa-cdk-bench.*"))
+
+
+def test_a_storage_refusal_in_a_ready_stack_names_its_context_key() -> None:
+    """Issue 53 item 18: through a ready stack, the refusals of FSx's rules name the -c key to change (they
+    named only the construct's efa=False / gds=False); in a user's own app they do not."""
+    cases = [
+        (lambda: LustreSpec(19200, efa=True).check_clients(instance_type("trn2.48xlarge"), 2),
+         "(-c fsx_lustre_efa=false)"),
+        (lambda: LustreSpec(19200, efa=True, gds=True).check_clients(instance_type("trn1.32xlarge"), 2),
+         "(-c fsx_lustre_gds=false)"),
+        (lambda: LustreSpec(2400, efa=True).check(), "(-c fsx_lustre_gib=19200, or -c fsx_lustre_efa=false)"),
+        (lambda: LustreSpec(19200, gds=True).check(), "(-c fsx_lustre_efa=true, or drop -c fsx_lustre_gds)"),
+    ]  # fmt: skip
+    for refuse, says in cases:
+        with pytest.raises(EfaConfigError) as err:
+            refuse()
+        assert says in str(err.value.in_stack("P5EfaCluster")) and " -c " not in str(err.value), str(
+            err.value
+        )

@@ -77,6 +77,7 @@ class LustreSpec:
                 why="GPUDirect Storage reaches FSx for Lustre over EFA only (FSx for Lustre user guide, "
                 "efa-file-systems)",
                 fix=f"set {self.names[2]}=True as well, or leave {self.names[3]} off",
+                context_fix="-c fsx_lustre_efa=true, or drop -c fsx_lustre_gds",
             )
         if self.throughput not in THROUGHPUT_TIERS:
             raise EfaConfigError(
@@ -103,6 +104,7 @@ class LustreSpec:
                     f"{step:,} GiB (FSx for Lustre user guide, increase-storage-capacity): far larger "
                     "than without EFA",
                     fix=f"use {step} or a multiple{smaller}; or {self.names[2]}=False",
+                    context_fix=f"-c fsx_lustre_gib={step}, or -c fsx_lustre_efa=false",
                 )
         elif self.capacity_gib != TCP_FIRST_GIB and (
             self.capacity_gib <= 0 or self.capacity_gib % TCP_STEP_GIB
@@ -129,6 +131,7 @@ class LustreSpec:
                 "configure-efa-clients: Nitro v4 or later, excluding the trn2 family)",
                 fix=f"{self.names[2]}=False: {it.family} nodes reach Lustre over TCP, up to "
                 f"{PER_CLIENT_GBPS['tcp']} Gbps each",
+                context_fix="-c fsx_lustre_efa=false",
             )
         if self.gds and it.family not in GDS_FAMILIES:
             raise EfaConfigError(
@@ -138,6 +141,7 @@ class LustreSpec:
                 why="FSx for Lustre names P5, P5e, P5en, P6-B200 and P6e-GB200 instances for GPUDirect "
                 "Storage (FSx for Lustre user guide, configure-efa-clients)",
                 fix=f"{self.names[3]}=False: {it.name} nodes read and write over EFA without GDS",
+                context_fix="-c fsx_lustre_gds=false",
             )
         per_client = efa_client_interfaces(it)
         if per_client * clients > MAX_EFA_CONNECTIONS:
