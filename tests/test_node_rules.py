@@ -188,3 +188,11 @@ def test_the_capacity_holds_the_type_zone_and_count(
     err = refused_as(check_capacity_fits, request, code)
     if code == "efa-cdk:capacity-too-small":  # the orchestrator's own keyword, in the message and the fix
         assert err is not None and err.what == "max_count" and "use max_count <= 1" in str(err)
+
+
+@pytest.mark.parametrize(("size", "code"), [(8, None), (16384, None), (7, "efa-cdk:root-volume-range"),
+                                            (16385, "efa-cdk:root-volume-range"), (None, None)])  # fmt: skip
+def test_the_root_volume_at_its_edges(size: int | None, code: str | None) -> None:
+    """gp3's largest volume is 16,384 GiB (EBS user guide, "Amazon EBS volume types"); below 8 GiB no
+    Linux image's snapshot fits. Known at deploy (None): not compared."""
+    refused_as(run_node_rules, valid("EfaCluster", root_volume_gib=size), code)
