@@ -62,7 +62,7 @@ from .arguments import checked
 from .lustre import EfaLustreFileSystem
 from .machine_image import EfaMachineImage, OsFamily
 from .options import NodeTemplateOptions, plan_of
-from .storage import lustre_use
+from .storage import admitted, lustre_use
 
 #: eks-charts' EFA device plugin (aws/eks-charts stable/aws-efa-k8s-device-plugin/Chart.yaml).
 DEVICE_PLUGIN_CHART = "aws-efa-k8s-device-plugin"
@@ -428,7 +428,7 @@ class EfaNodegroup(Construct):
     ) -> ec2.MultipartUserData | None:  # fmt: skip
         """The node group as `lustre`'s clients (its group admitted; what the node group is created after:
         the file system and the rules that let its nodes reach it) and the user data part that mounts it."""
-        self._lustre_after = lustre.add_clients(self.security_group) if lustre is not None else []
+        self._lustre_after = admitted(lustre, self.security_group)
         if lustre is None:
             return user_data
         _check_lustre(cluster, module, lustre, claim, namespace)

@@ -121,13 +121,6 @@ def servers_rules(group: ec2.ISecurityGroup, efa: bool) -> None:
             group.add_egress_rule(group, port, "Lustre servers")
 
 
-#: (protocol, from, to) of each of Lustre's ports, as EC2's rules write them (-1: every protocol).
-_RULE_PORTS: dict[bool, list[tuple[str, int | None, int | None]]] = {
-    True: [("-1", None, None)],
-    False: [("tcp", 988, 988), ("tcp", 1018, 1023)],
-}
-
-
 def rules_both_ways(lustre: EfaLustreFileSystem, clients: ec2.ISecurityGroup) -> list[IConstruct]:
     """Lustre's ports between the file system's group and `clients`, both ways, as EC2 rules on the two
     groups' ids, made beside `clients` (in the nodes' stack: a file system in its own stack, or one that
@@ -136,7 +129,9 @@ def rules_both_ways(lustre: EfaLustreFileSystem, clients: ec2.ISecurityGroup) ->
     fs_group, client_group = lustre.security_group.security_group_id, clients.security_group_id
     name = f"Lustre{Names.unique_id(lustre)}"
     made: list[IConstruct] = []
-    for protocol, low, high in _RULE_PORTS[lustre.spec.efa]:
+    for port in lustre_ports(lustre.spec.efa):  # as EC2's rules write them (-1: every protocol, no ports)
+        rule = port.to_rule_json()
+        protocol, low, high = rule["ipProtocol"], rule.get("fromPort"), rule.get("toPort")
         suffix = "All" if low is None else str(low)
         for id_, group, peer, egress, what in (
             ("To", client_group, fs_group, True, "Lustre"),

@@ -52,7 +52,7 @@ from .capacity_block import EfaCapacityBlockEnd
 from .lustre import EfaLustreFileSystem, lustre_client_settings
 from .network import EfaNetwork, known_cidr
 from .options import NodeOptions, NodeTemplateOptions, plan_of
-from .storage import EfaSharedStorage, lustre_for_rules, lustre_in_use
+from .storage import EfaSharedStorage, admitted, lustre_for_rules, lustre_in_use
 
 #: The file name of the rendered bootstrap in the assets (ParallelCluster's OnNodeConfigured).
 PCLUSTER_BOOTSTRAP = "pcluster-bootstrap.sh"
@@ -169,7 +169,7 @@ class EfaParallelCluster(Construct):
         _check_capacity(capacity)  # after the node rules: a group of another region is refused as by all
         #: The Lustre file system given as ``lustre`` (admitted here), or None.
         self.lustre = lustre
-        self._lustre_after = lustre.add_clients(self.security_group) if lustre is not None else []
+        self._lustre_after = admitted(lustre, self.security_group)
         self.storage = EfaSharedStorage(
             self, "Storage", vpc=vpc, subnet=compute_subnet, clients=self.security_group,
             efs_throughput_mibps=efs_throughput_mibps, fsx_lustre_capacity_gib=fsx_lustre_capacity_gib,

@@ -80,7 +80,7 @@ from .lustre import EfaLustreFileSystem, lustre_client_settings
 from .machine_image import EfaMachineImage, OsFamily
 from .network import EfaNetwork
 from .options import NodeTemplateOptions, node_type, plan_of
-from .storage import EfaSharedStorage, lustre_for_rules, lustre_in_use
+from .storage import EfaSharedStorage, admitted, lustre_for_rules, lustre_in_use
 
 #: The IAM path that lets PCS accept a role and instance profile whatever their names.
 PCS_IAM_PATH = "/aws-pcs/"
@@ -263,7 +263,7 @@ class EfaPcsCluster(Construct):
         self.storage = self._storage(efs_throughput_mibps, *made, fsx_lustre_gds, storage_removal_policy)
         #: The Lustre file system given as ``lustre`` (admitted here), or None.
         self.lustre = lustre
-        self._lustre_after = lustre.add_clients(self.security_group) if lustre is not None else []
+        self._lustre_after = admitted(lustre, self.security_group)
         self.role: iam.IRole = role or self._node_role()
         # The nodes mount /shared with IAM (node/pcs/prep.sh: `iam`), as root: the file system's policy
         # refuses anonymous clients, so the role needs ClientMount, ClientWrite and ClientRootAccess.

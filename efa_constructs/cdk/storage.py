@@ -7,7 +7,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_efs as efs
 from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_iam as iam
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from ..core.errors import EfaConfigError
 from ..core.lustre import DEFAULT_THROUGHPUT, LustreSpec
@@ -46,6 +46,12 @@ def lustre_for_rules(
     if given is not None:
         return lustre_use(given)
     return None if gib is None else LustreUse(LustreSpec(gib, throughput, efa, gds, names=FSX_NAMES), None)
+
+
+def admitted(lustre: EfaLustreFileSystem | None, clients: ec2.ISecurityGroup) -> list[IConstruct]:
+    """`clients` admitted to `lustre` (:meth:`EfaLustreFileSystem.add_clients`, the one admission path):
+    what the nodes are created after (the file system and the rules), none without a file system."""
+    return lustre.add_clients(clients) if lustre is not None else []
 
 
 def lustre_use(lustre: EfaLustreFileSystem | None, *, node_software: bool = True) -> LustreUse | None:

@@ -16,7 +16,7 @@ import yaml
 from .catalogue import InstanceType
 from .catalogue import instance_type as lookup
 from .errors import EfaConfigError
-from .node_rules import NodeRequest, node_rule, run_node_rules
+from .node_rules import AT_DEPLOY, NodeRequest, node_rule, run_node_rules
 from .options import DEFAULT_MAX_COUNT, DEFAULT_MIN_COUNT
 
 #: The ParallelCluster version the configuration targets (its header, the custom-resource provider's
@@ -95,7 +95,7 @@ class ComputeResource:
         """The register's one count rule (``core/node_rules.py``); a MaxCount known at deploy goes with a
         MinCount of 0 (the dynamic nodes' names count MaxCount - MinCount)."""
         if isinstance(self.min_count, str) or (isinstance(self.max_count, str) and self.min_count != 0):
-            shown = {k: "(known at deploy)" if isinstance(v, str) else v
+            shown = {k: AT_DEPLOY if isinstance(v, str) else v
                      for k, v in (("MinCount", self.min_count), ("MaxCount", self.max_count))}  # fmt: skip
             raise EfaConfigError(
                 "min_count" if isinstance(self.min_count, str) else "max_count",
