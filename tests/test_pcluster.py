@@ -693,6 +693,33 @@ def test_head_node_gets_the_job_templates(tmp_path: Path) -> None:
     assert jobs == ["nccl-tests.sbatch", "nccom-test.sbatch", "train-trn1.sbatch"]
 
 
+@pytest.mark.parametrize("planted", ["a link to /etc", "a writable directory with links in it"])
+def test_the_job_templates_never_go_through_what_a_user_put_in_shared(tmp_path: Path, planted: str) -> None:
+    """/shared is every user's and is retained with the file system: a user's /shared/jobs (a link to a root
+    folder, or their own directory holding links named as the templates) must not make the head node's root
+    overwrite or chmod what the links point to. It is moved aside and the templates go into a fresh one."""
+    import os
+
+    node = Node(tmp_path)
+    secret = node.root / "etc-shadow"
+    secret.write_text("root:hash\n")
+    os.chmod(secret, 0o600)
+    jobs = node.root / "shared/jobs"
+    jobs.parent.mkdir(mode=0o1777, parents=True, exist_ok=True)
+    if planted == "a link to /etc":
+        (node.root / "elsewhere").mkdir()
+        jobs.symlink_to(node.root / "elsewhere")
+    else:
+        jobs.mkdir(mode=0o777)
+        os.chmod(jobs, 0o777)
+        (jobs / "nccl-tests.sbatch").symlink_to(secret)
+    r = node.run("slurm-jobs")
+    assert r.returncode == 0, r.log
+    assert secret.read_text() == "root:hash\n" and oct(secret.stat().st_mode & 0o777) == "0o600"
+    assert not jobs.is_symlink() and (jobs / "nccl-tests.sbatch").read_text().startswith("#!")
+    assert "moved /shared/jobs aside" in r.log
+
+
 def test_nccom_test_job_refuses_a_container_image_instead_of_benchmarking_the_host() -> None:
     """nccom-test launches its own workers on the other nodes, out of Pyxis' reach: with CONTAINER_IMAGE
     the template stops (exit 2) saying so, before touching the host's Neuron SDK."""

@@ -37,9 +37,7 @@ fi
 # link, never follows it).
 if [ -n "${EFA_CDK_SHARED_DIR:-}" ] && [ -d "$R$EFA_CDK_SHARED_DIR" ]; then
   shared="$R$EFA_CDK_SHARED_DIR/.efa-cdk"
-  [ -e "$shared" ] || [ -L "$shared" ] || mkdir -m 0755 "$shared" || true
-  if [ -L "$shared" ] || [ ! -d "$shared" ] || [ "$(stat -c %u "$shared")" != 0 ] \
-    || [ -n "$(find "$shared" -maxdepth 0 -perm /022)" ]; then
+  if ! root_only_dir "$shared"; then
     log "not writing the end time to ${shared#"$R"}: it is not a directory only root may write to"
   else
     note=$(mktemp "$shared/.capacity-block-ending.XXXXXXXX")

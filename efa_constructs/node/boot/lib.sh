@@ -39,6 +39,16 @@ die() {
   exit 1
 }
 
+# root_only_dir DIR: make DIR (in a folder every user may write to, such as /shared) a directory root owns
+# and no one else may write to, where none is; succeed only when it is one (not a link, not a user's own or
+# writable directory), so root never writes through a link or file a user planted there.
+root_only_dir() {
+  local dir=$1
+  [ -e "$dir" ] || [ -L "$dir" ] || mkdir -p -m 0755 "$dir" || return 1
+  [ ! -L "$dir" ] && [ -d "$dir" ] && [ "$(stat -c %u "$dir")" = 0 ] \
+    && [ -z "$(find "$dir" -maxdepth 0 -perm /022)" ]
+}
+
 # imds PATH: read instance metadata with an IMDSv2 session token.
 imds() {
   local token
