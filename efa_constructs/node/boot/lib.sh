@@ -44,7 +44,7 @@ die() {
 # writable directory), so root never writes through a link or file a user planted there.
 root_only_dir() {
   local dir=$1
-  [ -e "$dir" ] || [ -L "$dir" ] || mkdir -p -m 0755 "$dir" || return 1
+  [ -e "$dir" ] || [ -L "$dir" ] || { mkdir -p "${dir%/*}" && mkdir -m 0755 "$dir"; } || return 1
   [ ! -L "$dir" ] && [ -d "$dir" ] && [ "$(stat -c %u "$dir")" = 0 ] \
     && [ -z "$(find "$dir" -maxdepth 0 -perm /022)" ]
 }
