@@ -158,9 +158,23 @@ class Node:
 #: The fabric sweep's bar on this host (EFA_CDK_SWEEP_THRESHOLD; a cluster's default is half the median).
 #: Every node shares two cores with the others and, in CI, with the rest of the suite: a fresh-clone
 #: run measured a healthy link of the three-node cluster at 3.05 Gbit/s both ways against a median of
-#: 6.14 (half: 3.07), one pair alone in each round. A node `throttle` slows runs 60 times below the
-#: median (100 Mbit/s), far under a quarter.
+#: 6.14 (half: 3.07), one pair alone in each round. A node `throttle` slows runs `SLOWED` times below the
+#: median, far under a quarter.
 SWEEP_THRESHOLD = "0.25"
+
+#: How far below the cluster's last measured median `slowed_rate` sets a slowed node's link. Not a fixed
+#: rate: another fresh-clone run measured the whole bridge at 0.305 Gbit/s (the machine under load), where
+#: a fixed 100 Mbit/s was a third of the median, above the bar, and the slowed node was not named.
+SLOWED = 20
+
+
+def slowed_rate(leader: Node) -> str:
+    """A `tc` rate `SLOWED` times below the median of the leader's last fabric sweep (its verdict.json)."""
+    verdict = leader.root / "var/lib/efa-cdk/sweep/verdict.json"
+    assert verdict.exists(), f"{verdict}: no sweep on the leader yet to measure the healthy fabric"
+    median = float(json.loads(verdict.read_text())["median_gbps"])
+    assert median > 0, f"{verdict}: the healthy sweep measured nothing ({median} Gbit/s)"
+    return f"{max(1, round(median * 1000 / SLOWED))}mbit"
 
 
 def throttle(aws_ns: str, node: Node, rate: str | None) -> None:

@@ -23,6 +23,7 @@ from tests.e2e.cluster import (
     Cluster,
     Node,
     explain,
+    slowed_rate,
     inside,
     kill_namespace,
     missing_capabilities,
@@ -156,7 +157,8 @@ def test_the_fabric_sweep_names_no_node_of_a_healthy_cluster_and_the_slowed_node
 ) -> None:
     """Issue 43, the fabric sweep with the real tools (sshd, libfabric's fi_pingpong over tcp, tc): the
     healthy cluster names none; with one node's link slowed by a tbf rate limit on both ends of its veth
-    (100 Mbit/s, against the bridge's Gbit/s), the sweep names that node, with its figure, and no other."""
+    (cluster.SLOWED times below the healthy median), the sweep names that node, with its figure, and no
+    other."""
     nodes: list[Node] = healthy["nodes"]
     sweep = str(nodes[0].root / "opt/efa-cdk/bin/fabric-sweep.sh")
     r = nodes[0].run_as_root(*SWEEP, "bash", sweep, timeout=300)
@@ -168,7 +170,7 @@ def test_the_fabric_sweep_names_no_node_of_a_healthy_cluster_and_the_slowed_node
     assert r.stdout.endswith("; none named\n"), r.stdout
     verdict = json.loads((nodes[0].root / "var/lib/efa-cdk/sweep/verdict.json").read_text())
     assert verdict["threshold"] == float(SWEEP_THRESHOLD)  # node.env's EFA_CDK_SWEEP_THRESHOLD reached it
-    throttle(cluster.aws_ns, nodes[1], "100mbit")
+    throttle(cluster.aws_ns, nodes[1], slowed_rate(nodes[0]))
     try:
         r = nodes[0].run_as_root(*SWEEP, "bash", sweep, timeout=300)
     finally:

@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.cluster import Cluster, Node, missing_capabilities, synthesize_cluster, throttle
+from tests.e2e.cluster import Cluster, Node, missing_capabilities, slowed_rate, synthesize_cluster, throttle
 
 MISSING = missing_capabilities()
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"this machine lacks: {', '.join(MISSING)}")
 
-#: Small pairs: the one-machine cluster's tcp stand-in (about 2 Gbit/s here) against 100 Mbit/s slowed.
+#: Small pairs: the one-machine cluster's tcp stand-in (0.3 to 6 Gbit/s here) against cluster.SLOWED
+#: times slower.
 SWEEP = ("env", "EFA_CDK_SWEEP_BYTES=1048576", "EFA_CDK_SWEEP_ITERATIONS=30")
 
 
@@ -40,8 +41,9 @@ def test_two_slowed_nodes_are_both_named_and_the_node_between_them_is_cleared(
     it; measured against a node known fast (a narrowing round), it is. 5 ring pairs in 3 rounds, then
     the three suspects against the two nodes known fast: 2 rounds."""
     sweep = str(five[0].root / "opt/efa-cdk/bin/fabric-sweep.sh")
+    rate = slowed_rate(five[0])  # the formation's sweep of the healthy five
     for n in (five[1], five[3]):
-        throttle(cluster.aws_ns, n, "100mbit")
+        throttle(cluster.aws_ns, n, rate)
     try:
         r = five[0].run_as_root(*SWEEP, "bash", sweep, timeout=600)
     finally:
