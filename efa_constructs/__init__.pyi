@@ -62,6 +62,15 @@ from .cdk import (
     OsFamily as OsFamily,
 )
 from .cdk import (
+    ParallelClusterOptions as ParallelClusterOptions,
+)
+from .cdk import (
+    PcsClusterOptions as PcsClusterOptions,
+)
+from .cdk import (
+    StorageOptions as StorageOptions,
+)
+from .cdk import (
     ssh_peer as ssh_peer,
 )
 from .core import (

@@ -8,7 +8,8 @@ from aws_cdk import CfnOutput, Environment, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from efa_constructs.cdk import NodeOptions
+from efa_constructs.cdk import NodeOptions, StorageOptions
+from efa_constructs.cdk.options import storage_of
 from efa_constructs.core import Capacity, CapacityKind, InstanceType
 
 from .existing import availability_zone_parameter, existing_placement_group
@@ -75,6 +76,11 @@ class ReadyStackBase(Stack):
             capacity=p.capacity,
             placement_group=existing_placement_group(self, p.placement_group),
         )
+
+    def storage_options(self) -> StorageOptions:
+        """The storage options of the stacks that make storage (:class:`~efa_constructs.cdk.StorageOptions`):
+        the context keys of the same names (docs/context.md)."""
+        return storage_of(vars(self.params))
 
     def capacity_block_output(self) -> None:
         """In a Capacity Block, its id as the ``CapacityBlockId`` output: ``efa-cdk status`` asks EC2 when

@@ -53,12 +53,12 @@ class EfaClusterStack(ReadyStackBase):
         super().__init__(scope, id_, params=params, **kwargs)
         self.params: ClusterParams = params
         vpc, subnet, public_subnet = self._network(params)
-        #: The FSx for Lustre file system the nodes mount (-c fsx_lustre_gib), or None.
+        #: The FSx for Lustre file system the nodes mount (-c fsx_lustre_capacity_gib), or None.
         self.lustre = (
             None
-            if params.fsx_lustre_gib is None
+            if params.fsx_lustre_capacity_gib is None
             else EfaLustreFileSystem(
-                self, "Lustre", vpc=vpc, subnet=subnet, capacity_gib=params.fsx_lustre_gib,
+                self, "Lustre", vpc=vpc, subnet=subnet, capacity_gib=params.fsx_lustre_capacity_gib,
                 throughput=params.fsx_lustre_throughput, efa=params.fsx_lustre_efa, gds=params.fsx_lustre_gds,
             )
         )  # fmt: skip

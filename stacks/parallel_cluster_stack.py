@@ -58,11 +58,7 @@ class EfaParallelClusterStack(ReadyStackBase):
             image_os=params.image_os,
             key_pair=existing_key_pair(self, params.key_pair),
             ssh_peers=[ssh_peer(c) for c in params.ssh_peers],
-            efs_throughput_mibps=params.efs_throughput_mibps,
-            fsx_lustre_capacity_gib=params.fsx_lustre_gib,
-            fsx_lustre_throughput=params.fsx_lustre_throughput,
-            fsx_lustre_efa=params.fsx_lustre_efa,
-            fsx_lustre_gds=params.fsx_lustre_gds,
+            **self.storage_options(),
             **self.node_options(),
             create_cluster=params.create_cluster,
         )

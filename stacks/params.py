@@ -272,8 +272,8 @@ FIELDS: tuple[Field, ...] = (
     Field("efs_throughput_mibps", "EFS provisioned throughput in MiB/s (billed whether used or not)", whole,
           "none: Elastic throughput, billed by use",
           frozenset({PCLUSTER, PCS})),
-    Field("fsx_lustre_gib", "an FSx for Lustre file system of this size, mounted at /fsx (1200 or n x 2400; "
-          "with EFA n x the tier's step: 19200 at 250)", whole, "none", ALL),
+    Field("fsx_lustre_capacity_gib", "an FSx for Lustre file system of this size, mounted at /fsx (1200 or "
+          "n x 2400; with EFA n x the tier's step: 19200 at 250)", whole, "none", ALL),
     Field("fsx_lustre_efa", "true: the file system serves EFA and the nodes reach it over EFA (set at "
           "creation: switching it replaces the file system)", boolean, "false",
           ALL),
@@ -378,21 +378,25 @@ def check_context_keys(ctx: Mapping[str, Any], stacks: Mapping[str, str]) -> Non
 
 
 #: A construct option the ready stacks fill from a context key of another name: a refusal names the key
-#: the user typed (-c fsx_lustre_gib=...), never the construct's argument.
+#: the user typed (-c fsx_lustre_throughput=...), never the construct's argument.
 CONTEXT_KEY_OF_OPTION = {
-    "fsx_lustre_capacity_gib": "fsx_lustre_gib",
     "sweep_interval": "sweep_minutes",
     # EfaLustreFileSystem's options, and EfaCluster's lustre
-    "capacity_gib": "fsx_lustre_gib",
+    "capacity_gib": "fsx_lustre_capacity_gib",
     "throughput": "fsx_lustre_throughput",
     "efa": "fsx_lustre_efa",
     "gds": "fsx_lustre_gds",
-    "lustre": "fsx_lustre_gib",
+    "lustre": "fsx_lustre_capacity_gib",
 }
 
-#: Context keys renamed to the constructs' option names (0.2.0): the old key still works, with a warning
-#: naming the new one.
-RENAMED = {"ssh_cidr": "ssh_peers", "replace_nodes": "node_replacements"}
+#: Context keys renamed to the constructs' option names (ssh_cidr and replace_nodes in 0.2.0,
+#: fsx_lustre_gib, as StorageOptions names it; all in 0.2.0): the old key still works, with a warning naming
+#: the new one.
+RENAMED = {
+    "ssh_cidr": "ssh_peers",
+    "replace_nodes": "node_replacements",
+    "fsx_lustre_gib": "fsx_lustre_capacity_gib",
+}
 
 
 def renamed_keys(ctx: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -536,7 +540,7 @@ class ClusterParams:
     container_image: str | None = None
     container_ssh_port: int = 3022
     node_replacements: tuple[tuple[int, str], ...] = ()
-    fsx_lustre_gib: int | None = None
+    fsx_lustre_capacity_gib: int | None = None
     fsx_lustre_efa: bool = False
     fsx_lustre_gds: bool = False
     fsx_lustre_throughput: int = DEFAULT_THROUGHPUT
@@ -595,7 +599,7 @@ class PclusterParams:
     key_pair: str | None = None
     ssh_peers: tuple[str, ...] = ()
     efs_throughput_mibps: int | None = None
-    fsx_lustre_gib: int | None = None
+    fsx_lustre_capacity_gib: int | None = None
     fsx_lustre_efa: bool = False
     fsx_lustre_gds: bool = False
     fsx_lustre_throughput: int = DEFAULT_THROUGHPUT
@@ -637,7 +641,7 @@ class PcsParams:
     pcs_size: PcsClusterSize = PcsClusterSize.SMALL
     login_instance_type: str | None = None
     efs_throughput_mibps: int | None = None
-    fsx_lustre_gib: int | None = None
+    fsx_lustre_capacity_gib: int | None = None
     fsx_lustre_efa: bool = False
     fsx_lustre_gds: bool = False
     fsx_lustre_throughput: int = DEFAULT_THROUGHPUT

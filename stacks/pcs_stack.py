@@ -60,11 +60,7 @@ class EfaPcsClusterStack(ReadyStackBase):
             login_instance_type=ec2.InstanceType(params.login_instance_type)
             if params.login_instance_type
             else None,
-            efs_throughput_mibps=params.efs_throughput_mibps,
-            fsx_lustre_capacity_gib=params.fsx_lustre_gib,
-            fsx_lustre_throughput=params.fsx_lustre_throughput,
-            fsx_lustre_efa=params.fsx_lustre_efa,
-            fsx_lustre_gds=params.fsx_lustre_gds,
+            **self.storage_options(),
             **self.node_options(),
         )
         self._outputs()

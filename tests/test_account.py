@@ -1324,9 +1324,9 @@ def _fsx_quotas(client: Any, stub: Stubber, storage_gib: float, file_systems: fl
 def test_the_lustre_quotas_hold_the_file_system_beside_the_regions(
     account: dict[str, Any], tmp_path: Path, monkeypatch: Any, capsys: Any
 ) -> None:
-    """-c fsx_lustre_gib=19200 -c fsx_lustre_efa=true: the PERSISTENT_2 storage already in the region (moto's
-    FSx) plus the file system's against the storage quota (Stubber), and one more file system against the
-    count; over it, FAIL with the increase request."""
+    """-c fsx_lustre_capacity_gib=19200 -c fsx_lustre_efa=true: the PERSISTENT_2 storage already in the
+    region (moto's FSx) plus the file system's against the storage quota (Stubber), and one more file
+    system against the count; over it, FAIL with the increase request."""
     session = account["session"]
     fsx = session.client("fsx", region_name=REGION)
     subnet = session.client("ec2", region_name=REGION).describe_subnets()["Subnets"][0]["SubnetId"]
@@ -1334,7 +1334,9 @@ def test_the_lustre_quotas_hold_the_file_system_beside_the_regions(
         FileSystemType="LUSTRE", StorageCapacity=86400, SubnetIds=[subnet],
         LustreConfiguration={"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 250},
     )  # fmt: skip
-    out = synth(tmp_path, availability_zone="us-east-1c", fsx_lustre_gib="19200", fsx_lustre_efa="true")
+    out = synth(
+        tmp_path, availability_zone="us-east-1c", fsx_lustre_capacity_gib="19200", fsx_lustre_efa="true"
+    )
     (asked,) = preflight.lustre_file_systems(
         "Trn1EfaCluster", json.loads((out / "Trn1EfaCluster.template.json").read_text())
     )

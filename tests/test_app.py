@@ -112,30 +112,52 @@ def test_the_keys_cdk_writes_itself_pass() -> None:
 
 
 def test_a_refusal_names_the_context_key_the_user_typed(capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 41 item 14: the ready ParallelCluster stack reads -c fsx_lustre_gib into the construct's
-    fsx_lustre_capacity_gib; the refusal says fsx_lustre_gib, and so does the per-stack hint."""
-    code, err = run_app(capsys, **{"Trn1ParallelCluster:fsx_lustre_gib": "1000"})
+    """Issue 41 item 14: the ready cluster stack reads -c fsx_lustre_throughput into EfaLustreFileSystem's
+    throughput; the refusal says fsx_lustre_throughput, and so does the per-stack hint."""
+    code, err = run_app(
+        capsys, **{"Trn1EfaCluster:fsx_lustre_capacity_gib": "1200", "fsx_lustre_throughput": "300"}
+    )
     assert code == 1 and err.count("\n") == 1, err
-    assert err.startswith("error: Trn1ParallelCluster: fsx_lustre_gib=1000: "), err
-    assert "fsx_lustre_capacity_gib" not in err
-    code, err = run_app(capsys, fsx_lustre_gib="1000")
-    assert "write -c <StackName>:fsx_lustre_gib=..." in err, err
+    assert err.startswith("error: Trn1EfaCluster: fsx_lustre_throughput=300: "), err
+    assert "throughput=300" not in err.replace("fsx_lustre_throughput=300", "")
+    code, err = run_app(capsys, fsx_lustre_capacity_gib="1000")
+    assert err.startswith("error: Trn1EfaCluster: fsx_lustre_capacity_gib=1000: "), err
+    assert "write -c <StackName>:fsx_lustre_capacity_gib=..." in err, err
+
+
+def test_the_storage_options_context_keys_are_the_constructs_names() -> None:
+    """Issue 52: one name per quantity: each storage option a ready stack reads from the context is read
+    under StorageOptions' own name (fsx_lustre_gib was the one context key of another name)."""
+    from efa_constructs.cdk import StorageOptions
+    from stacks.params import BY_KEY, RENAMED
+
+    read = {k for k in StorageOptions.__annotations__ if k in BY_KEY}
+    assert read == set(StorageOptions.__annotations__) - {"storage_removal_policy"}  # retained, no key
+    assert RENAMED["fsx_lustre_gib"] == "fsx_lustre_capacity_gib"
 
 
 def test_a_renamed_key_still_works_and_warns_with_the_new_name(capsys: pytest.CaptureFixture[str]) -> None:
     """0.2.0 named two context keys as the constructs' options (ssh_cidr -> ssh_peers, replace_nodes ->
     node_replacements): the old keys are read as the new ones, each with one warning naming the new key."""
     app = app_module.build(
-        new_app({"Trn1EfaCluster:ssh_cidr": "203.0.113.0/24", "replace_nodes": "1:2026-11-26"})
+        new_app(
+            {
+                "Trn1EfaCluster:ssh_cidr": "203.0.113.0/24",
+                "replace_nodes": "1:2026-11-26",
+                "Trn1ParallelCluster:fsx_lustre_gib": "1200",
+            }
+        )
     )
     err = capsys.readouterr().err
     assert "warning: -c Trn1EfaCluster:ssh_cidr is renamed ssh_peers" in err
     assert "write -c Trn1EfaCluster:ssh_peers=..." in err
-    assert "warning: -c replace_nodes is renamed node_replacements" in err and err.count("\n") == 2, err
+    assert "warning: -c replace_nodes is renamed node_replacements" in err and err.count("\n") == 3, err
+    assert "warning: -c Trn1ParallelCluster:fsx_lustre_gib is renamed fsx_lustre_capacity_gib" in err
     stacks = {s.node.id: s for s in app.node.children}
     assert stacks["Trn1EfaCluster"].params.ssh_peers == ("203.0.113.0/24",)  # type: ignore[attr-defined]
     assert stacks["P4dEfaCluster"].params.ssh_peers == ()  # type: ignore[attr-defined]
     assert stacks["P5EfaCluster"].params.node_replacements == ((1, "2026-11-26"),)  # type: ignore[attr-defined]
+    assert stacks["Trn1ParallelCluster"].params.fsx_lustre_capacity_gib == 1200  # type: ignore[attr-defined]
 
 
 def test_an_old_and_a_new_key_for_the_same_stacks_are_refused() -> None:

@@ -254,7 +254,13 @@ def test_the_node_options_are_declared_once() -> None:
     from constructs import Construct
 
     import efa_constructs
-    from efa_constructs import NodeOptions, NodeTemplateOptions
+    from efa_constructs import (
+        NodeOptions,
+        NodeTemplateOptions,
+        ParallelClusterOptions,
+        PcsClusterOptions,
+        StorageOptions,
+    )
 
     keys = set(typing.get_type_hints(NodeTemplateOptions))
     assert keys == {"instance_type", "capacity", "placement_group", "nic_layout", "root_volume_gib", "role"}
@@ -274,11 +280,48 @@ def test_the_node_options_are_declared_once() -> None:
                 unpacking[name] = typing.get_args(hints[p.name])[0]
     assert unpacking == {
         "EfaCluster": NodeTemplateOptions,
-        "EfaPcsCluster": NodeTemplateOptions,
+        "EfaPcsCluster": PcsClusterOptions,
         "EfaNodegroup": NodeTemplateOptions,
         "EfaLaunchTemplate": NodeTemplateOptions,
-        "EfaParallelCluster": NodeOptions,
+        "EfaParallelCluster": ParallelClusterOptions,
+        "EfaSharedStorage": StorageOptions,
     }
+    # Issue 52: the storage options likewise, once, for the three constructs that make storage; the two
+    # orchestrators' options are exactly the node's and the storage's (nothing declared a second time)
+    storage = set(typing.get_type_hints(StorageOptions))
+    assert storage == {"efs_throughput_mibps", "fsx_lustre_capacity_gib", "fsx_lustre_throughput",
+                       "fsx_lustre_efa", "fsx_lustre_gds", "storage_removal_policy"}  # fmt: skip
+    assert set(typing.get_type_hints(PcsClusterOptions)) == keys | storage
+    assert (
+        set(typing.get_type_hints(ParallelClusterOptions))
+        == set(typing.get_type_hints(NodeOptions)) | storage
+    )
+    for name in efa_constructs.__all__:
+        cls = getattr(efa_constructs, name)
+        if inspect.isclass(cls) and issubclass(cls, Construct):
+            assert not set(inspect.signature(cls.__init__).parameters) & storage, name
+
+
+def test_a_renamed_storage_option_still_works_with_a_deprecation_at_synth() -> None:
+    """EfaSharedStorage's removal_policy is StorageOptions' storage_removal_policy (issue 52: one name per
+    quantity): the old keyword is honoured, and synthesis says it is deprecated and what to write."""
+    from aws_cdk import RemovalPolicy
+    from aws_cdk.assertions import Annotations, Match, Template
+
+    from efa_constructs import EfaSharedStorage
+
+    for old in (True, False):
+        stack = Stack(new_app(), "Storage")
+        vpc = network(stack)
+        group = ec2.SecurityGroup(stack, "Clients", vpc=vpc)
+        kwargs = {"removal_policy" if old else "storage_removal_policy": RemovalPolicy.DESTROY}
+        EfaSharedStorage(stack, "S", vpc=vpc, subnet=vpc.isolated_subnets[0], clients=group, **kwargs)
+        efs = Template.from_stack(stack).find_resources("AWS::EFS::FileSystem")
+        assert [r["DeletionPolicy"] for r in efs.values()] == ["Delete"]
+        said = Annotations.from_stack(stack).find_warning(
+            "*", Match.string_like_regexp("EfaSharedStorage#removal_policy.*write storage_removal_policy")
+        )
+        assert len(said) == (1 if old else 0), said
 
 
 @pytest.mark.parametrize("orchestrator", ORCHESTRATORS, ids=IDS)

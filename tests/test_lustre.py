@@ -388,7 +388,7 @@ def _ready(**context: str) -> dict:
 
 @pytest.fixture(scope="module")
 def efa_lustre_stack() -> dict:
-    return _ready(fsx_lustre_gib="19200", fsx_lustre_efa="true")
+    return _ready(fsx_lustre_capacity_gib="19200", fsx_lustre_efa="true")
 
 
 def test_a_ready_cluster_mounts_its_file_system_over_efa(efa_lustre_stack: dict) -> None:
@@ -410,7 +410,7 @@ def test_a_ready_cluster_mounts_its_file_system_over_efa(efa_lustre_stack: dict)
 def test_a_new_node_count_leaves_the_file_system_alone(efa_lustre_stack: dict) -> None:
     """Nothing is lost: a third node changes nothing of the file system or its group."""
     diff = diff_templates(
-        efa_lustre_stack, _ready(fsx_lustre_gib="19200", fsx_lustre_efa="true", node_count="3")
+        efa_lustre_stack, _ready(fsx_lustre_capacity_gib="19200", fsx_lustre_efa="true", node_count="3")
     )
     kept = {r for r, v in efa_lustre_stack["Resources"].items() if r.startswith("Lustre")}
     assert kept and not kept & (set(diff.modified) | set(diff.replaced) | set(diff.removed))
@@ -437,14 +437,15 @@ def test_its_connections_compose_with_cdks() -> None:
 
 
 def test_pcs_compute_nodes_mount_it_over_efa() -> None:
-    """-c fsx_lustre_gib/-c fsx_lustre_efa on the PCS stack: stock cfn-lint accepts it, and the compute nodes'
-    bootstrap runs lustre-client after the EFA check with the client settings, the login nodes' over TCP."""
+    """-c fsx_lustre_capacity_gib/-c fsx_lustre_efa on the PCS stack: stock cfn-lint accepts it, and the
+    compute nodes' bootstrap runs lustre-client after the EFA check with the client settings, the login
+    nodes' over TCP."""
     from stacks.params import PcsParams
     from stacks.pcs_stack import EfaPcsClusterStack
     from tests.helpers import lint
 
     params = PcsParams.from_context(
-        {"ami_id": "ami-0123456789abcdef0", "fsx_lustre_gib": "19200", "fsx_lustre_efa": "true"},
+        {"ami_id": "ami-0123456789abcdef0", "fsx_lustre_capacity_gib": "19200", "fsx_lustre_efa": "true"},
         default_instance_type="trn1.32xlarge",
     )
     app = new_app()
@@ -1178,7 +1179,8 @@ def test_a_storage_refusal_in_a_ready_stack_names_its_context_key() -> None:
          "(-c fsx_lustre_efa=false)"),
         (lambda: LustreSpec(19200, efa=True, gds=True).check_clients(instance_type("trn1.32xlarge"), 2),
          "(-c fsx_lustre_gds=false)"),
-        (lambda: LustreSpec(2400, efa=True).check(), "(-c fsx_lustre_gib=19200, or -c fsx_lustre_efa=false)"),
+        (lambda: LustreSpec(2400, efa=True).check(),
+         "(-c fsx_lustre_capacity_gib=19200, or -c fsx_lustre_efa=false)"),
         (lambda: LustreSpec(19200, gds=True).check(), "(-c fsx_lustre_efa=true, or drop -c fsx_lustre_gds)"),
     ]  # fmt: skip
     for refuse, says in cases:

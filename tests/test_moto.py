@@ -147,12 +147,14 @@ def test_pcs_stack_instantiates_in_moto_without_its_pcs_resources(
 
 
 def test_a_cluster_with_lustre_over_efa_instantiates_in_moto(aws: dict[str, Any]) -> None:
-    """-c fsx_lustre_gib=19200 -c fsx_lustre_efa=true: the file system's group and the rules between it and
-    the nodes' EFA group (all traffic, both ways) are created, and the nodes launch after it. moto 5.2.5
-    models no AWS::FSx::FileSystem in CloudFormation (its FSx backend has no CloudFormation handler): the
-    file system is left out (tests/moto_compat.py), its properties are checked by cfn-lint and
+    """-c fsx_lustre_capacity_gib=19200 -c fsx_lustre_efa=true: the file system's group and the rules
+    between it and the nodes' EFA group (all traffic, both ways) are created, and the nodes launch after
+    it. moto 5.2.5 models no AWS::FSx::FileSystem in CloudFormation (its FSx backend has no CloudFormation
+    handler): the file system is left out (tests/moto_compat.py), its properties are checked by cfn-lint and
     tests/test_lustre.py."""
-    synthesized = ready_cluster_template("Lustre", {"fsx_lustre_gib": "19200", "fsx_lustre_efa": "true"})
+    synthesized = ready_cluster_template(
+        "Lustre", {"fsx_lustre_capacity_gib": "19200", "fsx_lustre_efa": "true"}
+    )
     physical = create(aws, "Lustre", synthesized)
     groups = {
         r: physical[r] for r, v in synthesized["Resources"].items() if v["Type"] == "AWS::EC2::SecurityGroup"

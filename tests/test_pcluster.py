@@ -241,7 +241,7 @@ def synth_construct(itype: str) -> ParallelClusterConfig:
 
 @pytest.fixture(scope="module")
 def stack() -> dict[str, Any]:
-    return synth(fsx_lustre_gib="1200", availability_zone="us-east-1d")
+    return synth(fsx_lustre_capacity_gib="1200", availability_zone="us-east-1d")
 
 
 def test_storage_is_elastic_encrypted_and_retained(stack: dict[str, Any]) -> None:
@@ -268,7 +268,7 @@ def test_a_kept_lustre_file_system_says_how_stack_deletion_finishes() -> None:
     `cdk destroy` completes (and says nothing without FSx)."""
     found = {}
     for fsx_gib in (None, "1200"):
-        ctx = {"availability_zone": "us-east-1d", **({"fsx_lustre_gib": fsx_gib} if fsx_gib else {})}
+        ctx = {"availability_zone": "us-east-1d", **({"fsx_lustre_capacity_gib": fsx_gib} if fsx_gib else {})}
         params = PclusterParams.from_context(ctx, default_instance_type="trn1.32xlarge")
         stack = EfaParallelClusterStack(new_app(), "Fsx", params=params)
         found[fsx_gib] = assertions.Annotations.from_stack(stack).find_warning(
@@ -373,13 +373,13 @@ def test_config_output_refers_to_the_stack(stack: dict[str, Any]) -> None:
 @pytest.fixture(scope="module")
 def efa_lustre_stack() -> dict[str, Any]:
     """FSx for Lustre over EFA: the compute nodes' OnNodeConfigured also runs lustre-client."""
-    return synth(fsx_lustre_gib="19200", fsx_lustre_efa="true", availability_zone="us-east-1d")
+    return synth(fsx_lustre_capacity_gib="19200", fsx_lustre_efa="true", availability_zone="us-east-1d")
 
 
 @pytest.fixture(scope="module")
 def gds_lustre_stack() -> dict[str, Any]:
     """... and GPUDirect Storage on p5 compute nodes: one more setting of lustre-client's."""
-    return synth(instance_type="p5.48xlarge", fsx_lustre_gib="19200", fsx_lustre_efa="true",
+    return synth(instance_type="p5.48xlarge", fsx_lustre_capacity_gib="19200", fsx_lustre_efa="true",
                  fsx_lustre_gds="true", availability_zone="us-east-1d")  # fmt: skip
 
 
@@ -484,7 +484,7 @@ def test_capacity_block_queue() -> None:
         ({"min_count": "3", "max_count": "2"}, "max_count", "min_count <= max_count"),
         ({"ssh_peers": "10.0.0.0/8,192.168.0.0/16"}, "ssh_peers", "takes one CIDR"),
         ({"create_cluster": "yes"}, "create_cluster", "not true or false"),
-        ({"fsx_lustre_gib": "1000"}, "fsx_lustre_capacity_gib", "multiple of 2400"),
+        ({"fsx_lustre_capacity_gib": "1000"}, "fsx_lustre_capacity_gib", "multiple of 2400"),
         (
             {
                 "capacity_reservation": "arn:aws:resource-groups:us-east-1:123456789012:group/g",
@@ -493,7 +493,7 @@ def test_capacity_block_queue() -> None:
             "capacity",
             "not a group",
         ),
-        ({"fsx_lustre_gib": "1300"}, "fsx_lustre_capacity_gib", "multiple of 2400"),
+        ({"fsx_lustre_capacity_gib": "1300"}, "fsx_lustre_capacity_gib", "multiple of 2400"),
         (
             {"capacity_block": "cr-0123456789abcdef0", "availability_zone": "us-east-1a"},
             "capacity_type",

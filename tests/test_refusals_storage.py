@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Environment
+from aws_cdk import Environment, RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 
-from efa_constructs import EfaCluster, EfaLustreFileSystem, EfaNetwork
+from efa_constructs import EfaCluster, EfaLustreFileSystem, EfaNetwork, EfaSharedStorage
 from tests.refusals import Row, assert_refused, ctx, parametrize, pcluster
 
 
@@ -25,17 +25,27 @@ def lustre_in_another_zone(make: Any) -> Any:
                       subnet=net.private_subnet, lustre=lustre)  # fmt: skip
 
 
+def storage_removal_policy_twice(make: Any) -> Any:
+    """EfaSharedStorage's deprecated removal_policy beside its new name: two settings of one quantity."""
+    stack = make()
+    net = EfaNetwork(stack, "Net", availability_zone="us-east-1c")
+    group = ec2.SecurityGroup(stack, "Clients", vpc=net.vpc)
+    return EfaSharedStorage(stack, "Storage", vpc=net.vpc, subnet=net.private_subnet, clients=group,
+                            removal_policy=RemovalPolicy.DESTROY,
+                            storage_removal_policy=RemovalPolicy.RETAIN)  # fmt: skip
+
+
 ROWS: list[Row] = [
     (
         "an EFA file system off its tier's capacity step",
-        ctx(fsx_lustre_gib="2400", fsx_lustre_efa="true"),
+        ctx(fsx_lustre_capacity_gib="2400", fsx_lustre_efa="true"),
         "capacity_gib",
         "grows in steps of 19,200 GiB",
         "efa-cdk:fsx-efa-capacity-step",
     ),
     (
         "a throughput FSx does not sell",
-        ctx(fsx_lustre_gib="2400", fsx_lustre_throughput="300"),
+        ctx(fsx_lustre_capacity_gib="2400", fsx_lustre_throughput="300"),
         "throughput",
         "one of 125, 250, 500 or 1000",
         "efa-cdk:fsx-throughput-tier",
@@ -49,7 +59,7 @@ ROWS: list[Row] = [
     ),
     (
         "trn2 nodes as EFA clients",
-        ctx(instance_type="trn2.48xlarge", fsx_lustre_gib="19200", fsx_lustre_efa="true"),
+        ctx(instance_type="trn2.48xlarge", fsx_lustre_capacity_gib="19200", fsx_lustre_efa="true"),
         "efa",
         "serves no trn2 client over EFA",
         "efa-cdk:fsx-efa-client-type",
@@ -68,21 +78,21 @@ ROWS: list[Row] = [
     ),
     (
         "a file system with no node software to mount it",
-        ctx(fsx_lustre_gib="2400", node_software="false"),
+        ctx(fsx_lustre_capacity_gib="2400", node_software="false"),
         "lustre",
         "no node mounts the file system",
         "efa-cdk:lustre-needs-node-software",
     ),
     (
         "GPUDirect Storage without EFA",
-        ctx(fsx_lustre_gib="2400", fsx_lustre_gds="true"),
+        ctx(fsx_lustre_capacity_gib="2400", fsx_lustre_gds="true"),
         "gds",
         "reaches FSx for Lustre over EFA only",
         "efa-cdk:fsx-gds-needs-efa",
     ),
     (
         "GPUDirect Storage on a type FSx does not name for it",
-        ctx(fsx_lustre_gib="19200", fsx_lustre_efa="true", fsx_lustre_gds="true"),
+        ctx(fsx_lustre_capacity_gib="19200", fsx_lustre_efa="true", fsx_lustre_gds="true"),
         "gds",
         "names P5, P5e, P5en, P6-B200 and P6e-GB200 instances",
         "efa-cdk:fsx-gds-client-type",
@@ -93,6 +103,13 @@ ROWS: list[Row] = [
         "lustre",
         "in the file system's Availability Zone only",
         "efa-cdk:fsx-efa-zone",
+    ),
+    (
+        "a renamed storage option beside its new name",
+        storage_removal_policy_twice,
+        "removal_policy",
+        "the old name of storage_removal_policy",
+        "efa-cdk:storage-option-renamed-and-new",
     ),
 ]
 

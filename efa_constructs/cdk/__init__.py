@@ -15,7 +15,13 @@ from .machine_image import EfaMachineImage, ImageReadOnce, OsFamily
 from .network import EfaNetwork
 from .node import EfaAutoScalingGroup, EfaNode, NodePublicAddress
 from .node_software import BenchmarkReport, NodeSoftware, NodeSoftwareInstallation
-from .options import NodeOptions, NodeTemplateOptions
+from .options import (
+    NodeOptions,
+    NodeTemplateOptions,
+    ParallelClusterOptions,
+    PcsClusterOptions,
+    StorageOptions,
+)
 from .parallel_cluster import EfaParallelCluster
 from .pcs import EfaPcsCluster
 from .security_group import EfaSecurityGroup, ssh_peer
@@ -42,5 +48,8 @@ __all__ = [
     "NodeSoftwareInstallation",
     "NodeTemplateOptions",
     "OsFamily",
+    "ParallelClusterOptions",
+    "PcsClusterOptions",
+    "StorageOptions",
     "ssh_peer",
 ]

@@ -7,12 +7,19 @@ option is documented here once, with its default; a construct's own docstring do
 and where its default differs. Type checkers check the keywords at the call site (PEP 692), and
 ``@checked`` checks them at run time with the library's one-line error, as it checks the constructs' own.
 
+The shared file systems an orchestrator makes are declared the same way, once: :class:`StorageOptions`,
+taken by :class:`EfaSharedStorage` and, with the node options, by :class:`EfaPcsCluster`
+(:class:`PcsClusterOptions`) and :class:`EfaParallelCluster` (:class:`ParallelClusterOptions`).
+
 aws-cdk-lib's shape: ``NodegroupOptions`` declared once, extended by ``NodegroupProps``
 (``aws-eks-v2/lib/managed-nodegroup.ts``).
 """
 
 # No `from __future__ import annotations` here: a TypedDict reads `Required[...]` from evaluated
 # annotations, and string ones would make every key optional at run time (`__required_keys__`).
+from typing import Any
+
+from aws_cdk import RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from typing_extensions import Required, TypedDict
@@ -23,7 +30,16 @@ from ..core.catalogue import instance_type as lookup
 from ..core.layout import Layout
 from ..core.node_plan import NodePlan
 
-__all__ = ["NodeOptions", "NodeTemplateOptions", "node_type", "plan_of"]
+__all__ = [
+    "NodeOptions",
+    "NodeTemplateOptions",
+    "ParallelClusterOptions",
+    "PcsClusterOptions",
+    "StorageOptions",
+    "node_type",
+    "plan_of",
+    "storage_of",
+]
 
 
 class NodeOptions(TypedDict, total=False):
@@ -58,6 +74,51 @@ class NodeTemplateOptions(NodeOptions, total=False):
     role: iam.IRole | None
     """The nodes' instance role (the construct's ``grant_principal``). Default: one with what the
     construct's nodes need (each construct says what)."""
+
+
+class StorageOptions(TypedDict, total=False):
+    """The shared file systems a construct makes: EFS for /shared (always) and, when a size is given, FSx
+    for Lustre for /fsx. Both encrypted and retained when the stack is deleted. Taken by
+    :class:`EfaSharedStorage`, :class:`EfaPcsCluster` and :class:`EfaParallelCluster`; a file system made
+    elsewhere is passed as ``lustre=`` (:class:`EfaLustreFileSystem`) instead, on every orchestrator."""
+
+    efs_throughput_mibps: int | None
+    """EFS provisioned throughput in MiB/s, 1-10240. Provisioned throughput is billed every hour whether used
+    or not, and the file system is retained after the stack is deleted: synthesis warns when it is set.
+    Default: none, Elastic throughput (billed by use)."""
+    fsx_lustre_capacity_gib: int | None
+    """The size of an FSx for Lustre file system (PERSISTENT_2, SSD) mounted at /fsx: 1200 or a multiple of
+    2400; with EFA a multiple of the tier's step (``core.lustre.EFA_STEP_GIB``: 19200 at 250 MB/s/TiB).
+    Not with ``lustre``. Default: none is made."""
+    fsx_lustre_throughput: int
+    """Its throughput tier, MB/s per TiB: 125, 250, 500 or 1000. Default: 250."""
+    fsx_lustre_efa: bool
+    """It serves EFA (``EfaEnabled``; Lustre 2.15, a metadata configuration, and a security group open to
+    itself and the clients for all traffic, as FSx requires), and the EFA nodes reach it over EFA (the node
+    software's ``lustre-client`` step: LNet over the interfaces AWS's client setup uses for the type, and the
+    proof that Lustre rides EFA; a node where it does not fails). Set at creation only: switching it replaces
+    the file system (``template-diff`` says so). Default: False."""
+    fsx_lustre_gds: bool
+    """Its EFA clients use GPUDirect Storage (P5, P5e, P5en, P6-B200, P6e-GB200; needs ``fsx_lustre_efa``):
+    the ``lustre-client`` step loads the GDS driver and checks it with ``gdscheck``. Default: False."""
+    storage_removal_policy: RemovalPolicy
+    """What deleting the stack does to the file systems. Default: ``RemovalPolicy.RETAIN`` (data outlives
+    the cluster; ``DESTROY`` opts out)."""
+
+
+class PcsClusterOptions(NodeTemplateOptions, StorageOptions, total=False):
+    """:class:`EfaPcsCluster`'s keywords beyond its own: the node's (:class:`NodeTemplateOptions`) and the
+    storage's (:class:`StorageOptions`)."""
+
+
+class ParallelClusterOptions(NodeOptions, StorageOptions, total=False):
+    """:class:`EfaParallelCluster`'s keywords beyond its own: the node's (:class:`NodeOptions`) and the
+    storage's (:class:`StorageOptions`)."""
+
+
+def storage_of(options: Any) -> StorageOptions:
+    """The storage options among a construct's keywords (:class:`StorageOptions`' keys)."""
+    return {k: v for k, v in options.items() if k in StorageOptions.__annotations__}  # type: ignore[return-value]
 
 
 def node_type(node: NodeOptions) -> InstanceType:

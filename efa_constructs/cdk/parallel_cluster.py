@@ -22,7 +22,6 @@ from typing_extensions import Unpack
 from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import InstanceType, check_ec2_type
 from ..core.errors import EfaConfigError
-from ..core.lustre import DEFAULT_THROUGHPUT
 from ..core.options import DEFAULT_MAX_COUNT, DEFAULT_MIN_COUNT, SHARED_DIR, check_zone_of_subnet
 from ..core.pcluster import (
     DEFAULT_HEAD_NODE_TYPE,
@@ -51,7 +50,7 @@ from .arguments import checked
 from .capacity_block import EfaCapacityBlockEnd
 from .lustre import EfaLustreFileSystem, lustre_client_settings
 from .network import EfaNetwork, known_cidr
-from .options import NodeOptions, NodeTemplateOptions, plan_of
+from .options import NodeTemplateOptions, ParallelClusterOptions, plan_of, storage_of
 from .storage import EfaSharedStorage, admitted, lustre_for_rules, lustre_in_use
 
 #: The file name of the rendered bootstrap in the assets (ParallelCluster's OnNodeConfigured).
@@ -68,6 +67,12 @@ class EfaParallelCluster(Construct):
     Node options (:class:`NodeOptions`, each documented there): ``instance_type`` (the compute queue's),
     ``capacity`` (not a reservation group: ParallelCluster's queues take one reservation),
     ``placement_group``.
+
+    Storage options (:class:`StorageOptions`, each documented there): ``efs_throughput_mibps``,
+    ``fsx_lustre_capacity_gib``, ``fsx_lustre_throughput``, ``fsx_lustre_efa`` (ParallelCluster mounts the
+    file system over TCP, and 3.16 configures no Lustre client over EFA itself: every compute node moves its
+    Lustre traffic to EFA at OnNodeConfigured, the ``lustre-client`` step), ``fsx_lustre_gds``,
+    ``storage_removal_policy``.
 
     Args:
         min_count: static compute nodes. Default: 0.
@@ -86,24 +91,11 @@ class EfaParallelCluster(Construct):
             ``AllowedIps`` takes one CIDR or prefix list). Default: the VPC's own CIDR only (reach
             the head node with Session Manager); ParallelCluster opens SSH to 0.0.0.0/0 when
             ``AllowedIps`` is missing, so it is always written.
-        efs_throughput_mibps: EFS provisioned throughput in MiB/s. Default: none, Elastic throughput
-            (billed by use; provisioned throughput is billed whether used or not, and synthesis warns).
-        fsx_lustre_capacity_gib: also create FSx for Lustre of this size, mounted at /fsx. Default: none.
-        fsx_lustre_throughput: its throughput tier, MB/s per TiB (125, 250, 500, 1000). Default: 250.
-        fsx_lustre_efa: it serves EFA, and every compute node moves its Lustre traffic to EFA after
-            ParallelCluster mounted it over TCP (the node software's ``lustre-client`` step, at
-            OnNodeConfigured: LNet over EFA, mounted again, and the proof that Lustre rides EFA; a node where
-            it does not fails). ParallelCluster 3.16 configures no Lustre client over EFA itself. Set at
-            creation only: switching it replaces the file system. Default: False.
-        fsx_lustre_gds: the compute nodes use GPUDirect Storage with it (P5, P5e, P5en, P6-B200,
-            P6e-GB200; needs ``fsx_lustre_efa``): the GDS driver and ``gdscheck`` in the ``lustre-client``
-            step. Default: False.
         lustre: an FSx for Lustre file system made elsewhere: an :class:`EfaLustreFileSystem` of this app, or
             one that exists (``EfaLustreFileSystem.from_file_system_attributes``), in ParallelCluster's
             ``SharedStorage`` by its id at its ``mount_dir``; the cluster's group is admitted to it, and with
             EFA the compute nodes move to EFA as with ``fsx_lustre_efa``. Not with
             ``fsx_lustre_capacity_gib``. Default: none.
-        storage_removal_policy: Default: RETAIN (file systems outlive the stack).
         create_cluster: also create the cluster with ParallelCluster's custom resource.
             Default: False (deploy the YAML output with ``pcluster create-cluster``).
 
@@ -131,18 +123,13 @@ class EfaParallelCluster(Construct):
         queue_name: str = "compute",
         key_pair: ec2.IKeyPair | None = None,
         ssh_peers: Sequence[ec2.IPeer] = (),
-        efs_throughput_mibps: int | None = None,
-        fsx_lustre_capacity_gib: int | None = None,
-        fsx_lustre_throughput: int = DEFAULT_THROUGHPUT,
-        fsx_lustre_efa: bool = False,
-        fsx_lustre_gds: bool = False,
         lustre: EfaLustreFileSystem | None = None,
-        storage_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         create_cluster: bool = False,
-        **node: Unpack[NodeOptions],
+        **node: Unpack[ParallelClusterOptions],
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
+        storage = storage_of(node)
         # ParallelCluster lays out the compute nodes' interfaces itself: the plan's type and capacity are used
         self.plan = plan_of(cast(NodeTemplateOptions, node))  # none of the template's options given
         it = self.plan.instance_type
@@ -150,9 +137,7 @@ class EfaParallelCluster(Construct):
         check_ec2_type(head_type, "head_node_instance_type")
         capacity = self.plan.capacity
         _check_inputs(vpc, head_node_subnet, compute_subnet, ssh_peers)
-        mounted = lustre_for_rules(
-            lustre, fsx_lustre_capacity_gib, fsx_lustre_throughput, fsx_lustre_efa, fsx_lustre_gds
-        )
+        mounted = lustre_for_rules(lustre, storage)
         self.network, vpc, head_node_subnet, compute_subnet = self._network(
             vpc, head_node_subnet, compute_subnet, availability_zone
         )
@@ -171,11 +156,8 @@ class EfaParallelCluster(Construct):
         self.lustre = lustre
         self._lustre_after = admitted(lustre, self.security_group)
         self.storage = EfaSharedStorage(
-            self, "Storage", vpc=vpc, subnet=compute_subnet, clients=self.security_group,
-            efs_throughput_mibps=efs_throughput_mibps, fsx_lustre_capacity_gib=fsx_lustre_capacity_gib,
-            fsx_lustre_throughput=fsx_lustre_throughput, fsx_lustre_efa=fsx_lustre_efa,
-            fsx_lustre_gds=fsx_lustre_gds, removal_policy=storage_removal_policy,
-        )  # fmt: skip
+            self, "Storage", vpc=vpc, subnet=compute_subnet, clients=self.security_group, **storage
+        )
         #: The head node's key pair: yours, or one the construct created (``created_key_pair``).
         self.key_pair: ec2.IKeyPair = key_pair or ec2.KeyPair(self, "KeyPair", type=ec2.KeyPairType.ED25519)
 

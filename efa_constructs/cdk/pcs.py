@@ -40,7 +40,7 @@ from collections.abc import Sequence
 
 import jsii
 import yaml
-from aws_cdk import Aws, Names, RemovalPolicy, Tags, Token
+from aws_cdk import Aws, Names, Tags, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_pcs as pcs
@@ -51,7 +51,6 @@ from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import check_ec2_type
 from ..core.errors import EfaConfigError
 from ..core.layout import Layout
-from ..core.lustre import DEFAULT_THROUGHPUT
 from ..core.options import (
     DEFAULT_MAX_COUNT,
     DEFAULT_MIN_COUNT,
@@ -79,7 +78,7 @@ from .launch_template import EfaLaunchTemplate
 from .lustre import EfaLustreFileSystem, lustre_client_settings
 from .machine_image import EfaMachineImage, OsFamily
 from .network import EfaNetwork
-from .options import NodeTemplateOptions, node_type, plan_of
+from .options import PcsClusterOptions, node_type, plan_of, storage_of
 from .storage import EfaSharedStorage, admitted, lustre_for_rules, lustre_in_use
 
 #: The IAM path that lets PCS accept a role and instance profile whatever their names.
@@ -156,6 +155,10 @@ class EfaPcsCluster(Construct):
     ``/aws-pcs/`` or named ``AWSPCS...``; by default one under ``/aws-pcs/`` with PCS registration and
     Session Manager).
 
+    Storage options (:class:`StorageOptions`, each documented there): ``efs_throughput_mibps``,
+    ``fsx_lustre_capacity_gib`` (a file system every node mounts at /fsx, the login nodes over TCP),
+    ``fsx_lustre_throughput``, ``fsx_lustre_efa``, ``fsx_lustre_gds``, ``storage_removal_policy``.
+
     Args:
         ami_id: the nodes' image (``ami-...`` or a token, e.g. a CfnParameter's value): the PCS agent,
             PCS's Slurm of ``slurm_version``, EFA and the accelerator's drivers.
@@ -175,21 +178,10 @@ class EfaPcsCluster(Construct):
             25), and the start of the compute node group's name, which ends in 6 hex digits of the
             instance type (``compute-1a2b3c``): a type change creates the new group beside the old one.
             Default: ``compute``.
-        efs_throughput_mibps: EFS provisioned throughput. Default: Elastic throughput.
-        fsx_lustre_capacity_gib: also an FSx for Lustre file system of this size, which every node mounts at
-            /fsx (the node software's ``lustre-client`` step; the login nodes over TCP). Default: none.
-        fsx_lustre_throughput: its throughput tier, MB/s per TiB (125, 250, 500, 1000). Default: 250.
-        fsx_lustre_efa: it serves EFA and the compute nodes reach it over EFA (LNet over the interfaces
-            AWS's client setup uses for the type; a node whose Lustre does not ride EFA fails its check).
-            Set at creation only: switching it replaces the file system. Default: False.
-        fsx_lustre_gds: the compute nodes use GPUDirect Storage with it (P5, P5e, P5en, P6-B200,
-            P6e-GB200; needs ``fsx_lustre_efa``): the GDS driver and ``gdscheck`` in the ``lustre-client``
-            step. Default: False.
         lustre: an FSx for Lustre file system made elsewhere: an :class:`EfaLustreFileSystem` of this app, or
             one that exists (``EfaLustreFileSystem.from_file_system_attributes``), mounted at its
             ``mount_dir`` as the one the cluster would make (compute nodes over EFA when it serves EFA, login
             nodes over TCP). Not with ``fsx_lustre_capacity_gib``. Default: none.
-        storage_removal_policy: Default: RETAIN.
         imds_users: the local users, besides root, that may reach instance metadata (and so the node
             role) on every node, e.g. ``["ec2-user"]`` for jobs that use ``grant_principal``'s grants.
             The role can fetch the cluster's Slurm key (PCS's RegisterComputeNodeGroupInstance), so
@@ -222,16 +214,10 @@ class EfaPcsCluster(Construct):
         login_instance_type: ec2.InstanceType | None = None,
         login_count: int = 1,
         queue_name: str = "compute",
-        efs_throughput_mibps: int | None = None,
-        fsx_lustre_capacity_gib: int | None = None,
-        fsx_lustre_throughput: int = DEFAULT_THROUGHPUT,
-        fsx_lustre_efa: bool = False,
-        fsx_lustre_gds: bool = False,
         lustre: EfaLustreFileSystem | None = None,
-        storage_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         imds_users: Sequence[str] = (),
         bridged_containers: bool = False,
-        **node: Unpack[NodeTemplateOptions],
+        **node: Unpack[PcsClusterOptions],
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
@@ -246,8 +232,7 @@ class EfaPcsCluster(Construct):
         if role is not None:
             check_pcs_role(role)
         check_user_names(imds_users)
-        made = (fsx_lustre_capacity_gib, fsx_lustre_throughput, fsx_lustre_efa)
-        mounted = lustre_for_rules(lustre, *made, fsx_lustre_gds)
+        mounted = lustre_for_rules(lustre, storage := storage_of(node))
         # PCS's own refusals first, then the node's (its layout): what PCS refuses, no layout fixes
         node = {**node, "instance_type": it}  # looked up once
         self.plan = plan_of(node, default_layout=_LEGACY, bridged_containers=bridged_containers)
@@ -260,7 +245,10 @@ class EfaPcsCluster(Construct):
                            min_count=min_count, min_name="min_count", availability_zone=availability_zone,
                            lustre=mounted, placement_group=node.get("placement_group"))  # fmt: skip
         self.security_group, self.placement_group = base.security_group, base.placement_group
-        self.storage = self._storage(efs_throughput_mibps, *made, fsx_lustre_gds, storage_removal_policy)
+        #: EFS for /shared and, when asked, FSx for Lustre for /fsx (``Storage``), open to the nodes.
+        self.storage = EfaSharedStorage(
+            self, "Storage", vpc=self.vpc, subnet=self.subnet, clients=self.security_group, **storage
+        )
         #: The Lustre file system given as ``lustre`` (admitted here), or None.
         self.lustre = lustre
         self._lustre_after = admitted(lustre, self.security_group)
@@ -487,22 +475,6 @@ class EfaPcsCluster(Construct):
             **self._lustre_settings(),
         }
         return shell_part(bootstrap_script(settings))
-
-    def _storage(
-        self,
-        efs_mibps: int | None,
-        lustre_gib: int | None,
-        lustre_mbps: int,
-        efa: bool,
-        gds: bool,
-        removal: RemovalPolicy,
-    ) -> EfaSharedStorage:
-        """EFS for /shared and, when asked, FSx for Lustre for /fsx (``Storage``), open to the nodes."""
-        return EfaSharedStorage(
-            self, "Storage", vpc=self.vpc, subnet=self.subnet, clients=self.security_group,
-            efs_throughput_mibps=efs_mibps, fsx_lustre_capacity_gib=lustre_gib,
-            fsx_lustre_throughput=lustre_mbps, fsx_lustre_efa=efa, fsx_lustre_gds=gds, removal_policy=removal,
-        )  # fmt: skip
 
     def _lustre_settings(self, efa_client: bool = True) -> NodeEnv:
         """The settings of the ``lustre-client`` step (none without a Lustre file system): the compute nodes'

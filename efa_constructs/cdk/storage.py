@@ -8,6 +8,7 @@ from aws_cdk import aws_efs as efs
 from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct
+from typing_extensions import Unpack
 
 from ..core.errors import EfaConfigError
 from ..core.lustre import DEFAULT_THROUGHPUT, LustreSpec
@@ -22,19 +23,33 @@ from .lustre import (
     lustre_group,
     warn_lustre_blocks_deletion,
 )
+from .options import StorageOptions
 from .security_group import keep_default_egress_closed
 
 #: This construct's names of the Lustre options, in its refusals.
 FSX_NAMES = ("fsx_lustre_capacity_gib", "fsx_lustre_throughput", "fsx_lustre_efa", "fsx_lustre_gds")
 
 
-def lustre_for_rules(
-    given: EfaLustreFileSystem | None, gib: int | None, throughput: int, efa: bool, gds: bool
-) -> LustreUse | None:
+def made_lustre(storage: StorageOptions) -> LustreSpec | None:
+    """The FSx for Lustre file system the storage options ask for (None: none), in their names."""
+    gib = storage.get("fsx_lustre_capacity_gib")
+    if gib is None:
+        return None
+    return LustreSpec(
+        gib,
+        storage.get("fsx_lustre_throughput", DEFAULT_THROUGHPUT),
+        storage.get("fsx_lustre_efa", False),
+        storage.get("fsx_lustre_gds", False),
+        names=FSX_NAMES,
+    )
+
+
+def lustre_for_rules(given: EfaLustreFileSystem | None, storage: StorageOptions) -> LustreUse | None:
     """What the compute nodes mount, for the node rules (their head or login nodes mount it over TCP): the
-    file system given (``lustre=``), or the one the orchestrator makes, in EfaSharedStorage's names (in the
-    nodes' subnet); refused when both are asked for."""
-    if given is not None and gib is not None:
+    file system given (``lustre=``), or the one the storage options make (in the nodes' subnet); refused
+    when both are asked for."""
+    made = made_lustre(storage)
+    if given is not None and made is not None:
         raise EfaConfigError(
             "lustre",
             code="efa-cdk:lustre-given-and-made",
@@ -45,7 +60,7 @@ def lustre_for_rules(
         )
     if given is not None:
         return lustre_use(given)
-    return None if gib is None else LustreUse(LustreSpec(gib, throughput, efa, gds, names=FSX_NAMES), None)
+    return None if made is None else LustreUse(made, None)
 
 
 def admitted(lustre: EfaLustreFileSystem | None, clients: ec2.ISecurityGroup) -> list[IConstruct]:
@@ -66,27 +81,19 @@ class EfaSharedStorage(Construct):
     reachable from `clients`.
 
     Both are encrypted and RETAINED when the stack is deleted (data outlives the cluster); pass
-    ``removal_policy=RemovalPolicy.DESTROY`` to opt out. Each gets its own security group that
-    admits only the client group, on the file system's ports.
+    ``storage_removal_policy=RemovalPolicy.DESTROY`` to opt out. Each gets its own security group that
+    admits only the client group, on the file system's ports. The nodes' LNet must be configured for EFA to
+    use a file system that serves EFA (the Lustre client step).
+
+    Storage options (:class:`StorageOptions`, each documented there): ``efs_throughput_mibps``,
+    ``fsx_lustre_capacity_gib``, ``fsx_lustre_throughput``, ``fsx_lustre_efa``, ``fsx_lustre_gds``,
+    ``storage_removal_policy``.
 
     Args:
         vpc: the VPC. subnet: the one subnet for mount targets / the Lustre file system.
         clients: the security group of the nodes that mount them.
-        efs_throughput_mibps: EFS provisioned throughput in MiB/s. Default: none, Elastic throughput
-            (billed by use). Provisioned throughput is billed every hour whether used or not, and the
-            file system is retained after the stack is deleted: synthesis warns when it is set.
-        fsx_lustre_capacity_gib: size of an FSx for Lustre file system (PERSISTENT_2, SSD): 1200 or a
-            multiple of 2400; with EFA a multiple of the tier's step (``core.lustre.EFA_STEP_GIB``: 19200
-            at 250 MB/s/TiB). Default: none is created.
-        fsx_lustre_throughput: its throughput tier, MB/s per TiB: 125, 250, 500 or 1000. Default: 250.
-        fsx_lustre_efa: serve EFA clients (``EfaEnabled``; Lustre 2.15, a metadata configuration, and a
-            security group open to itself and the clients for all traffic, as FSx requires). Set at
-            creation only: switching it replaces the file system (``template-diff`` says so). Default:
-            False. The nodes' LNet must be configured for EFA to use it (the Lustre client step).
-        fsx_lustre_gds: its EFA clients use GPUDirect Storage (P5, P5e, P5en, P6-B200, P6e-GB200; needs
-            ``fsx_lustre_efa``): the client step loads the GDS driver and checks it with ``gdscheck``.
-            Default: False.
-        removal_policy: what deleting the stack does to the file systems. Default: RETAIN.
+        removal_policy: deprecated (0.x, for one minor release): ``storage_removal_policy``, the name every
+            construct that makes storage takes; synthesis says so.
     """
 
     @checked
@@ -98,15 +105,13 @@ class EfaSharedStorage(Construct):
         vpc: ec2.IVpc,
         subnet: ec2.ISubnet,
         clients: ec2.ISecurityGroup,
-        efs_throughput_mibps: int | None = None,
-        fsx_lustre_capacity_gib: int | None = None,
-        fsx_lustre_throughput: int = DEFAULT_THROUGHPUT,
-        fsx_lustre_efa: bool = False,
-        fsx_lustre_gds: bool = False,
-        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        removal_policy: RemovalPolicy | None = None,
+        **storage: Unpack[StorageOptions],
     ) -> None:
         """Create the construct; the arguments are described in the class docstring."""
         super().__init__(scope, id_)
+        removal = _removal_policy(self, removal_policy, storage)
+        efs_throughput_mibps = storage.get("efs_throughput_mibps")
         if (
             efs_throughput_mibps is not None
             and not Token.is_unresolved(efs_throughput_mibps)
@@ -120,24 +125,14 @@ class EfaSharedStorage(Construct):
                 fix="choose 1..10240 (the trn1 guide uses 1024)",
             )
         #: What FSx for Lustre file system is made (None: none), checked against FSx's rules.
-        self.lustre_spec = (
-            None
-            if fsx_lustre_capacity_gib is None
-            else LustreSpec(
-                fsx_lustre_capacity_gib,
-                fsx_lustre_throughput,
-                fsx_lustre_efa,
-                fsx_lustre_gds,
-                names=FSX_NAMES,
-            )
-        )
+        self.lustre_spec = made_lustre(storage)
         if self.lustre_spec is not None:
             self.lustre_spec.check()
-        self.file_system = self._efs(vpc, subnet, clients, efs_throughput_mibps, removal_policy)
+        self.file_system = self._efs(vpc, subnet, clients, efs_throughput_mibps, removal)
         self.lustre: fsx.LustreFileSystem | None = None
         if self.lustre_spec is not None:
-            self.lustre = self._lustre(vpc, subnet, clients, self.lustre_spec, removal_policy)
-            if removal_policy is RemovalPolicy.RETAIN:
+            self.lustre = self._lustre(vpc, subnet, clients, self.lustre_spec, removal)
+            if removal is RemovalPolicy.RETAIN:
                 warn_lustre_blocks_deletion(self)
 
     def _efs(
@@ -209,6 +204,27 @@ class EfaSharedStorage(Construct):
         lustre = lustre_file_system(self, vpc, subnet, self.lustre_security_group, spec, removal_policy)
         admit_clients(lustre, self.lustre_security_group, clients, spec.efa)
         return lustre
+
+
+def _removal_policy(scope: Construct, old: RemovalPolicy | None, storage: StorageOptions) -> RemovalPolicy:
+    """``storage_removal_policy``, or the deprecated ``removal_policy`` with a deprecation at synth; both
+    refused (which one counts?)."""
+    if old is None:
+        return storage.get("storage_removal_policy", RemovalPolicy.RETAIN)
+    if "storage_removal_policy" in storage:
+        raise EfaConfigError(
+            "removal_policy",
+            code="efa-cdk:storage-option-renamed-and-new",
+            value=old,
+            why="removal_policy is the old name of storage_removal_policy, and storage_removal_policy is "
+            "given too",
+            fix="drop removal_policy",
+        )
+    Annotations.of(scope).add_deprecation(
+        "efa_constructs.EfaSharedStorage#removal_policy",
+        "write storage_removal_policy=..., the name every construct that makes storage takes",
+    )
+    return old
 
 
 def lustre_in_use(

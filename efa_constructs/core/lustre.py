@@ -104,7 +104,7 @@ class LustreSpec:
                     f"{step:,} GiB (FSx for Lustre user guide, increase-storage-capacity): far larger "
                     "than without EFA",
                     fix=f"use {step} or a multiple{smaller}; or {self.names[2]}=False",
-                    context_fix=f"-c fsx_lustre_gib={step}, or -c fsx_lustre_efa=false",
+                    context_fix=f"-c fsx_lustre_capacity_gib={step}, or -c fsx_lustre_efa=false",
                 )
         elif self.capacity_gib != TCP_FIRST_GIB and (
             self.capacity_gib <= 0 or self.capacity_gib % TCP_STEP_GIB
