@@ -4,7 +4,9 @@
     python -m efa_constructs types [--family p5] [--output json]
     python -m efa_constructs catalogue refresh [--live --region us-east-1 ...] [--to FILE] [--output json]
     python -m efa_constructs template-diff [--base main] [--head REV] [--app CMD] [-c key=value] [--strict]
-                                           [--output json]
+                                           [--output json|markdown]
+    python -m efa_constructs pr-review --base main [--head REV] [--post] [--allow-loss] [--comment-file F]
+    python -m efa_constructs pr-review --write-workflow [PATH]
     python -m efa_constructs preflight [STACK ...] [--out cdk.out] [--output json]   (needs AWS credentials)
     python -m efa_constructs status STACK [--output json]                           (needs AWS credentials)
     python -m efa_constructs sweep STACK [--output json]                            (needs AWS credentials)
@@ -24,6 +26,10 @@ from .core.catalogue import all_instance_types, catalogue_metadata
 from .core.errors import EfaConfigError
 from .core.layout import LayoutMode, plan_layout
 from .tools.exits import Exit, emit, table
+
+#: Where ``pr-review --write-workflow`` writes the workflow (efa_constructs.tools.pr_review's, without
+#: importing the diff's modules for every command).
+WORKFLOW_PATH = ".github/workflows/efa-cdk-template-diff.yml"
 
 
 def _layout(args: argparse.Namespace) -> int:
@@ -151,9 +157,44 @@ def _template_diff(args: argparse.Namespace) -> int:
             fix="pass -c key=value, e.g. -c node_count=4",
         )
     context = dict(kv.split("=", 1) for kv in args.context)
-    report = run(args.base, args.head, context, app=args.app)
-    emit(report.to_json(), report.text, args.output == "json")
+    report = run(args.base, args.head, context, app=args.app, findings=not args.no_findings)
+    if args.command == "pr-review":
+        from .tools import pr_review
+
+        pull = pr_review.PullRequest.from_environment() if args.post else None
+        allow = args.allow_loss or os.environ.get("EFA_CDK_ALLOW_LOSS") == "true"
+        fails, line = pr_review.review(report, Path(args.comment_file), allow, pull)
+        print(line)
+        return Exit.STATEFUL_LOSS if fails else Exit.OK
+    if args.output == "markdown":
+        print(report.markdown(), end="")
+    else:
+        emit(report.to_json(), report.text, args.output == "json")
     return Exit.STATEFUL_LOSS if report.stateful_loss and args.strict else Exit.OK
+
+
+def _pr_review(args: argparse.Namespace) -> int:
+    """`pr-review`: the comment (or, with --write-workflow, the workflow that runs it)."""
+    return _write_workflow(args) if args.write_workflow else _template_diff(args)
+
+
+def _write_workflow(args: argparse.Namespace) -> Exit:
+    """`pr-review --write-workflow [PATH]`: the GitHub Actions workflow, written where asked."""
+    from .tools.pr_review import workflow
+
+    path = Path(args.write_workflow)
+    if path.exists() and not args.force:
+        raise EfaConfigError(
+            "--write-workflow",
+            code="efa-cdk:pr-review-workflow-exists",
+            value=str(path),
+            why="a file is there, and writing would replace it",
+            fix="pass --force to replace it, or another path",
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(workflow())
+    print(f"wrote {path}: commit it; pull requests then get the template diff as a comment")
+    return Exit.OK
 
 
 def _print_permissions(args: argparse.Namespace, permissions: dict[str, str]) -> Exit:
@@ -216,11 +257,12 @@ def _dashboard(_args: argparse.Namespace) -> int:
     return Exit.OK
 
 
-def _output_flags() -> argparse.ArgumentParser:
+def _output_flags(*more: str) -> argparse.ArgumentParser:
     """The output flag every command that prints a result takes, declared once: ``--output text|json``
-    (``--json`` is short for ``--output json``)."""
+    (``--json`` is short for ``--output json``); `more` forms where a command has them (markdown)."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--output", choices=("text", "json"), default="text", help="text (default) or json")
+    forms = ("text", "json", *more)
+    common.add_argument("--output", choices=forms, default="text", help=f"{' | '.join(forms)} (default text)")
     common.add_argument("--json", dest="output", action="store_const", const="json", help="--output json")
     return common
 
@@ -268,7 +310,7 @@ def _add_account_commands(sub: Any, output: argparse.ArgumentParser) -> None:
 
 def _add_repository_commands(sub: Any, output: argparse.ArgumentParser) -> None:
     """The commands that work on the package or the user's repository, no AWS account: catalogue refresh
-    (offline by default) and template-diff."""
+    (offline by default), template-diff and pr-review."""
     p = sub.add_parser("catalogue", help="manage the instance catalogue")
     csub = p.add_subparsers(dest="action", required=True)
     r = csub.add_parser(
@@ -286,19 +328,20 @@ def _add_repository_commands(sub: Any, output: argparse.ArgumentParser) -> None:
     )
     r.add_argument("--to", metavar="FILE", help="write here instead of the packaged catalogue")
     r.set_defaults(func=_refresh)
-    d = sub.add_parser(
-        "template-diff",
-        parents=[output],
-        help="synthesize two git revisions and diff the templates per stack",
-    )
-    d.add_argument("--base", default="HEAD", help="base revision (default: HEAD)")
-    d.add_argument("--head", default=None, help="head revision (default: the working tree)")
-    d.add_argument(
+    _add_diff_commands(sub)
+
+
+def _add_diff_commands(sub: Any) -> None:
+    """template-diff and pr-review, whose revision flags are declared once here."""
+    revisions = argparse.ArgumentParser(add_help=False)
+    revisions.add_argument("--base", default="HEAD", help="base revision (default: HEAD)")
+    revisions.add_argument("--head", default=None, help="head revision (default: the working tree)")
+    revisions.add_argument(
         "--app",
         default=None,
         help="the command that synthesizes the app (default: each revision's cdk.json app, else app.py)",
     )
-    d.add_argument(
+    revisions.add_argument(
         "-c",
         "--context",
         action="append",
@@ -306,12 +349,43 @@ def _add_repository_commands(sub: Any, output: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="CDK context for both synths (repeatable)",
     )
+    revisions.add_argument(
+        "--no-findings",
+        action="store_true",
+        help="skip the checks' new findings (cfn-lint on both revisions of each changed stack)",
+    )
+    d = sub.add_parser(
+        "template-diff",
+        parents=[_output_flags("markdown"), revisions],
+        help="synthesize two git revisions and diff the templates per stack",
+    )
     d.add_argument(
         "--strict",
         action="store_true",
         help=f"exit {Exit.STATEFUL_LOSS.value} when a stateful resource is deleted or replaced",
     )
     d.set_defaults(func=_template_diff)
+    r = sub.add_parser(
+        "pr-review",
+        parents=[revisions],
+        help="template-diff for a pull request: its comment, posted or updated (fails on a stateful loss)",
+    )
+    r.add_argument("--comment-file", default="efa-cdk-template-diff.md", help="where the comment is written")
+    r.add_argument("--post", action="store_true", help="post or update the comment (in GitHub Actions)")
+    r.add_argument(
+        "--allow-loss",
+        action="store_true",
+        help="a stateful loss does not fail the check (the workflow: the label efa-cdk:allow-stateful-loss)",
+    )
+    r.add_argument(
+        "--write-workflow",
+        nargs="?",
+        const=WORKFLOW_PATH,
+        metavar="PATH",
+        help=f"write the GitHub Actions workflow instead (default {WORKFLOW_PATH})",
+    )
+    r.add_argument("--force", action="store_true", help="with --write-workflow: replace a file there")
+    r.set_defaults(func=_pr_review)
 
 
 def build_parser() -> argparse.ArgumentParser:

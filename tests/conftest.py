@@ -92,6 +92,11 @@ BACKGROUND_COMMANDS: dict[str, list[str]] = {
         str(ROOT / "tests" / "template_diff_check.py"),
         "{tmp}",
     ],
+    "tests/test_pr_review.py::test_the_workflows_step_reviews_a_real_change_on_a_temporary_repository": [
+        sys.executable,
+        str(ROOT / "tests" / "pr_review_check.py"),
+        "{tmp}",
+    ],
     # the README's deploy tooling in a bare shell: no virtual environment on PATH, nothing exported
     "tests/test_app.py::test_npx_cdk_ls_works_in_a_plain_shell": [
         *PLAIN_SHELL,

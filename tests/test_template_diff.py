@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from efa_constructs.tools.template_diff import diff_templates, render
+from efa_constructs.tools.diff_render import render
+from efa_constructs.tools.template_diff import diff_templates
 from stacks.cluster_stack import READY_CLUSTERS
 from stacks.parallel_cluster_stack import READY_PCLUSTERS
 from tests.conftest import background_result

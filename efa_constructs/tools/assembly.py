@@ -89,3 +89,29 @@ def assembly_stacks(out: Path) -> dict[str, AssemblyStack]:
             )
         stacks[name] = AssemblyStack(name, out / template, str(artifact.get("environment", "")))
     return stacks
+
+
+#: The annotation kinds a reviewer is shown (``Annotations.of(...).add_warning_v2`` / ``add_error``; cdk-nag
+#: writes its findings so when its pack runs as an Aspect).
+FINDING_KINDS = {"aws:cdk:error": "error", "aws:cdk:warning": "warning"}
+
+
+def synth_findings(out: Path) -> dict[str, set[str]]:
+    """Each stack's synth-time errors and warnings (``error <path>: <message>``), from the manifest's
+    metadata or the file it names (``additionalMetadataFile``, as aws-cdk-lib 2.17x writes it)."""
+    artifacts = read_json(out / "manifest.json", out).get("artifacts", {})
+    found: dict[str, set[str]] = {}
+    for name, artifact in artifacts.items():
+        if not isinstance(artifact, dict) or artifact.get("type") != "aws:cloudformation:stack":
+            continue
+        metadata = dict(artifact.get("metadata") or {})
+        extra = artifact.get("additionalMetadataFile")
+        if isinstance(extra, str):
+            metadata.update(read_json(out / extra, out))
+        found[name] = {
+            f"{FINDING_KINDS[e['type']]} {path}: {(str(e.get('data') or '').splitlines() or [''])[0]}"
+            for path, entries in metadata.items()
+            for e in entries
+            if isinstance(e, dict) and e.get("type") in FINDING_KINDS
+        }
+    return found

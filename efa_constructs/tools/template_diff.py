@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import EfaConfigError
-from .assembly import assembly_stacks, read_json
+from . import cluster_summary
+from .assembly import assembly_stacks, read_json, synth_findings
+from .security_diff import SecurityChanges, security_changes
 
 #: Resource types whose deletion or replacement loses data or an address someone relies on. Instances
 #: count: their root volumes (and instance stores) go with them, and so does the group's nodes'.
@@ -111,14 +113,23 @@ def _replacing_properties(resource: Mapping[str, Any], region: str) -> frozenset
     return props
 
 
+def _identifier(attribute: str) -> bool:
+    """An attribute that names the resource (``GroupId``, ``Arn``, ``FileSystemId``): it changes only when
+    the resource is replaced (CloudFormation user guide, "Update behaviors of stack resources": only a
+    replacement gives the resource a new physical id), not when an update changes other properties."""
+    return attribute.endswith(("Id", "Arn")) or attribute == "Name"
+
+
 def _references(node: Any) -> Iterator[tuple[str, str]]:
-    """(kind, logical id) of every Ref / Fn::GetAtt inside a template fragment."""
+    """(kind, logical id) of every Ref / Fn::GetAtt inside a template fragment: ``Ref``, ``GetAtt``, or
+    ``Identifier`` for a GetAtt of an attribute that names the resource (changing with a replacement only)."""
     if isinstance(node, dict):
         if isinstance(node.get("Ref"), str):
             yield "Ref", node["Ref"]
         getatt = node.get("Fn::GetAtt")
         if isinstance(getatt, list) and getatt:
-            yield "GetAtt", str(getatt[0])
+            named = len(getatt) > 1 and isinstance(getatt[1], str) and _identifier(getatt[1])
+            yield "Identifier" if named else "GetAtt", str(getatt[0])
         for value in node.values():
             yield from _references(value)
     elif isinstance(node, list):
@@ -152,6 +163,12 @@ class StackDiff:
     types: dict[str, str] = field(default_factory=dict)
     outputs_changed: list[str] = field(default_factory=list)
     causes: list[str] = field(default_factory=list)  # root causes worth naming (a new node-scripts asset)
+    #: IAM statements and security-group rules added and removed, with what widens access.
+    security: SecurityChanges = field(default_factory=lambda: SecurityChanges([], [], [], []))
+    #: The cluster's figures: (node group or file system, before, after), the same where it stays.
+    cluster: list[tuple[str, str, str]] = field(default_factory=list)
+    #: What the head's checks find that the base's did not (cfn-lint; synth errors and warnings).
+    findings: list[str] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -187,7 +204,26 @@ def diff_templates(old: Mapping[str, Any], new: Mapping[str, Any], region: str =
         pass  # propagate through references until nothing more changes
     old_o, new_o = old.get("Outputs", {}), new.get("Outputs", {})
     d.outputs_changed = sorted(k for k in set(old_o) | set(new_o) if old_o.get(k) != new_o.get(k))
+    d.security = security_changes(old, new)
+    d.cluster = cluster_summary.compare(old, new)
     return d
+
+
+def lint_findings(template: Mapping[str, Any], region: str = "us-east-1") -> set[str]:
+    """cfn-lint's findings on a template (``E3012 Resources/Node/Properties/...: message``)."""
+    from cfnlint.api import ManualArgs, lint
+
+    matches = lint(json.dumps(template), config=ManualArgs(regions=[region]))
+    return {f"cfn-lint {m.rule.id} {'/'.join(map(str, m.path))}: {m.message}" for m in matches}
+
+
+def new_findings(
+    old: Mapping[str, Any], new: Mapping[str, Any], old_notes: set[str], new_notes: set[str]
+) -> list[str]:
+    """What the head's checks find and the base's did not: cfn-lint on both templates, and the synth's
+    errors and warnings (efa-cdk's own, cdk-nag's when the app runs it as an Aspect)."""
+    before = lint_findings(old) if old else set()
+    return sorted((lint_findings(new) - before) | {f"synth {n}" for n in new_notes - old_notes})
 
 
 def _compare(
@@ -244,38 +280,6 @@ _ASSET = re.compile(r"/([0-9a-f]{64})\.zip")
 def _scripts_assets(resource: Mapping[str, Any]) -> set[str]:
     """Content hashes of the zip assets a resource's properties name (the node scripts)."""
     return set(_ASSET.findall(json.dumps(resource.get("Properties", {}))))
-
-
-def render(stack: str, d: StackDiff) -> str:
-    """Plain text for a pull-request comment."""
-    if d.empty:
-        return f"Stack {stack}: no changes"
-    lines = [f"Stack {stack}:"]
-    for rid in d.stateful_losses:
-        verb = "DELETED" if rid in d.removed else "REPLACED"
-        lost = (
-            "their root volumes and instance stores are lost"
-            if d.types[rid] in NODE_TYPES
-            else "Slurm's queued and running jobs are lost"
-            if d.types[rid] == "AWS::PCS::Cluster"
-            else "data or addresses are lost"
-        )
-        lines.append(f"  !!! STATEFUL {verb}: {rid} ({d.types[rid]}) - {lost}")
-    lines += [f"  cause: {c}" for c in d.causes]
-    for rid, typ in d.added.items():
-        lines.append(f"  + {rid} ({typ})")
-    for rid, typ in d.removed.items():
-        lines.append(f"  - {rid} ({typ})")
-    for rid, why in sorted(d.replaced.items()):
-        lines.append(f"  ! REPLACE {rid} ({d.types[rid]}): {why}")
-    for rid, paths in d.modified.items():
-        if rid not in d.replaced:
-            lines.append(
-                f"  ~ {rid} ({d.types[rid]}): {', '.join(paths[:6])}{' ...' if len(paths) > 6 else ''}"
-            )
-    if d.outputs_changed:
-        lines.append(f"  outputs changed: {', '.join(d.outputs_changed)}")
-    return "\n".join(lines)
 
 
 def app_command(tree: Path, app: str | None) -> list[str]:
@@ -350,6 +354,10 @@ def synth_revision(
     return stack_templates(out)
 
 
+#: The most characters a GitHub comment holds (its REST API refuses a longer body).
+COMMENT_LIMIT = 65536
+
+
 @dataclass
 class DiffReport:
     """Every stack's :class:`StackDiff` between two revisions, as text or JSON (one result, two views)."""
@@ -364,9 +372,22 @@ class DiffReport:
         return any(d.stateful_losses for d in self.stacks.values())
 
     def text(self) -> str:
-        """Plain text for a pull-request comment."""
+        """Plain text for a terminal."""
+        from .diff_render import render
+
         lines = [f"Template diff {self.base} -> {self.head or 'working tree'}"]
         return "\n".join([*lines, *(render(stack, d) for stack, d in self.stacks.items())])
+
+    def markdown(self, limit: int = COMMENT_LIMIT) -> str:
+        """One pull-request comment of at most `limit` characters (:mod:`.diff_render`)."""
+        from .diff_render import markdown
+
+        return markdown(self, limit)
+
+    @property
+    def widenings(self) -> list[tuple[str, str]]:
+        """(stack, reason) for each change that widens access."""
+        return [(stack, why) for stack, d in self.stacks.items() for why in d.security.widenings()]
 
     def to_json(self) -> dict[str, Any]:
         """The same, for a program: per stack what is added, removed, modified, replaced and lost."""
@@ -374,6 +395,7 @@ class DiffReport:
             "base": self.base,
             "head": self.head,
             "stateful_loss": self.stateful_loss,
+            "widenings": [{"stack": stack, "reason": why} for stack, why in self.widenings],
             "stacks": {
                 stack: {
                     "added": d.added,
@@ -383,6 +405,11 @@ class DiffReport:
                     "stateful_losses": d.stateful_losses,
                     "outputs_changed": d.outputs_changed,
                     "causes": d.causes,
+                    "security": d.security.to_json(),
+                    "cluster": [
+                        {"name": n, "before": b, "after": a, "changed": b != a} for n, b, a in d.cluster
+                    ],
+                    "findings": d.findings,
                 }
                 for stack, d in self.stacks.items()
             },
@@ -395,8 +422,10 @@ def run(
     context: Mapping[str, str],
     repo: Path | None = None,
     app: str | None = None,
+    findings: bool = True,
 ) -> DiffReport:
-    """Every stack's diff between `base` and `head` (None: the working tree)."""
+    """Every stack's diff between `base` and `head` (None: the working tree); with `findings`, what the
+    head's checks find that the base's did not, in each stack that changes."""
     repo = repo or Path.cwd()
     inside = subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "--git-dir"], capture_output=True, text=True
@@ -432,7 +461,11 @@ def run(
         old = synth_revision(repo, base, context, Path(tmp) / "base", app)
         same = head_commit == base_commit  # same commit: same templates
         new = old if same else synth_revision(repo, head, context, Path(tmp) / "head", app)
+        notes = (synth_findings(Path(tmp) / "base"), synth_findings(Path(tmp) / ("base" if same else "head")))
     stacks = {
         stack: diff_templates(old.get(stack, {}), new.get(stack, {})) for stack in sorted(set(old) | set(new))
     }
+    for stack, d in stacks.items():
+        if findings and not d.empty and stack in new:
+            d.findings = new_findings(old.get(stack, {}), new[stack], *(n.get(stack, set()) for n in notes))
     return DiffReport(base, head, stacks)

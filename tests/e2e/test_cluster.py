@@ -23,10 +23,10 @@ from tests.e2e.cluster import (
     Cluster,
     Node,
     explain,
-    slowed_rate,
     inside,
     kill_namespace,
     missing_capabilities,
+    slowed_rate,
     synthesize_cluster,
     throttle,
 )
