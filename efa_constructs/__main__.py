@@ -162,8 +162,7 @@ def _template_diff(args: argparse.Namespace) -> int:
         from .tools import pr_review
 
         pull = pr_review.PullRequest.from_environment() if args.post else None
-        allow = args.allow_loss or os.environ.get("EFA_CDK_ALLOW_LOSS") == "true"
-        fails, line = pr_review.review(report, Path(args.comment_file), allow, pull)
+        fails, line = pr_review.review(report, Path(args.comment_file), args.allow_loss, pull)
         print(line)
         return Exit.STATEFUL_LOSS if fails else Exit.OK
     if args.output == "markdown":

@@ -173,3 +173,25 @@ def background_result(nodeid: str) -> tuple[subprocess.CompletedProcess[str], Pa
     proc, tmp = BACKGROUND[nodeid]
     out, err = proc.communicate(timeout=600)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), tmp
+
+
+@pytest.fixture(scope="module")
+def account() -> Iterator[dict[str, Any]]:
+    """moto's server on a free port, and credentials that reach only it (the account tests: tests/account.py
+    and tests/test_preflight_*.py, tests/test_account.py), one per test module."""
+    import boto3
+
+    from tests.helpers import moto_server
+
+    with moto_server("preflight") as env, pytest.MonkeyPatch.context() as mp:
+        # moto's backends live in this process, shared by every server it starts: each module starts
+        # from an empty account (moto's /moto-api/reset), whatever an earlier module made
+        import urllib.request
+
+        urllib.request.urlopen(
+            urllib.request.Request(f"{env['AWS_ENDPOINT_URL']}/moto-api/reset", method="POST")
+        )
+        for k, v in env.items():
+            mp.setenv(k, v)
+        mp.delenv("AWS_PROFILE", raising=False)
+        yield {"session": boto3.session.Session(region_name="us-east-1")}

@@ -21,7 +21,8 @@ from typing import Any, TypeVar
 
 from .aws import aws_client
 from .exits import Exit, emit
-from .preflight import PreflightError, _aws_call, _Denied, session_for
+from .preflight import PreflightError, session_for
+from .preflight.aws_errors import _aws_call, _Denied
 
 T = TypeVar("T")
 

@@ -16,7 +16,8 @@ from typing import Any
 
 from .aws import aws_client
 from .exits import Exit, emit
-from .preflight import PreflightError, _aws_call
+from .preflight import PreflightError
+from .preflight.aws_errors import _aws_call
 from .status import (
     _benchmarks,
     _newest_results,

@@ -1,0 +1,157 @@
+"""preflight's capacity checks (efa_constructs/tools/preflight/capacity.py): every page of Service Quotas,
+unused reservations and running nodes against the vCPU quota, a Capacity Block's state, zone, type and size.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.stub import Stubber
+
+from efa_constructs.tools.preflight import NodeGroup, Preflight
+from tests.account import (
+    REGION,
+    _ami,
+    _reservation,
+    run,
+    stubbed_quotas,
+    synth,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse")  # moto: what its CloudFormation skips
+
+
+def test_the_quota_check_reads_every_page_of_each_answer(account: dict[str, Any]) -> None:
+    """Issue 41 item 18: each list the quota check reads is paginated (NextToken); a stand-in of one page
+    hid a check that read only the first. Two pages of quotas (Trn's on the second), of running
+    instances and of active reservations, each answer checked against botocore's model (Stubber)."""
+    session = account["session"]
+    quotas = session.client("service-quotas", region_name=REGION)
+    ec2 = session.client("ec2", region_name=REGION)
+    q_stub, e_stub = Stubber(quotas), Stubber(ec2)
+
+    def quota(code: str, name: str, value: float) -> dict[str, Any]:
+        return {"ServiceCode": "ec2", "QuotaCode": code, "QuotaName": name, "Value": value}
+
+    q_stub.add_response(
+        "list_service_quotas",
+        {
+            "Quotas": [
+                quota("L-1216C47A", "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances", 1152)
+            ],
+            "NextToken": "q2",
+        },
+        {"ServiceCode": "ec2"},
+    )
+    trn_quota = quota("L-2C3B7624", "Running On-Demand Trn instances", 640)
+    q_stub.add_response(
+        "list_service_quotas", {"Quotas": [trn_quota]}, {"ServiceCode": "ec2", "NextToken": "q2"}
+    )
+    running = {"Code": 16, "Name": "running"}
+    trn = {
+        "InstanceType": "trn1.32xlarge",
+        "CpuOptions": {"CoreCount": 64, "ThreadsPerCore": 2},
+        "State": running,
+    }
+    filters = [{"Name": "instance-state-name", "Values": ["running"]}]
+    e_stub.add_response(
+        "describe_instances",
+        {"Reservations": [{"Instances": [{**trn, "InstanceId": "i-01"}]}], "NextToken": "i2"},
+        {"Filters": filters},
+    )
+    second = {"Reservations": [{"Instances": [{**trn, "InstanceId": "i-02"}]}]}
+    e_stub.add_response("describe_instances", second, {"Filters": filters, "NextToken": "i2"})
+    active = [{"Name": "state", "Values": ["active"]}]
+    held = {"InstanceType": "trn1.32xlarge", "State": "active", "AvailableInstanceCount": 1}
+    e_stub.add_response(
+        "describe_capacity_reservations",
+        {"CapacityReservations": [{**held, "CapacityReservationId": "cr-01"}], "NextToken": "r2"},
+        {"Filters": active},
+    )
+    second = {"CapacityReservations": [{**held, "CapacityReservationId": "cr-02"}]}
+    e_stub.add_response("describe_capacity_reservations", second, {"Filters": active, "NextToken": "r2"})
+    q_stub.activate()
+    e_stub.activate()
+    pf = Preflight(session)
+    pf._clients |= {"service-quotas": quotas, "ec2": ec2}
+    pf._types["trn1.32xlarge"] = {"VCpuInfo": {"DefaultVCpus": 128}}
+    check = pf.quota(NodeGroup("S", "Cluster", "trn1.32xlarge", 2))
+    # 2 running (256) + 2 held unused (256) + 2 more (256) = 768 > 640
+    assert check is not None and check.status == "FAIL", check
+    assert (
+        "'Running On-Demand Trn instances' is 640 vCPUs; 256 run + 256 held by unused reservations"
+        in check.found
+    )
+    q_stub.assert_no_pending_responses()
+    e_stub.assert_no_pending_responses()
+
+
+def test_unused_reservations_and_only_running_on_demand_nodes_count_against_the_quota(
+    account: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """Issue 41 item 3: an active reservation's unused instances count against the On-Demand quota (EC2
+    user guide, On-Demand Instance quotas): 2 free trn1.32xlarge hold 256 vCPUs, so a quota of 384 does
+    not fit the cluster's 256 more; the line says where the vCPUs went."""
+    session = account["session"]
+    out = synth(tmp_path, availability_zone="us-east-1a", ami_id=_ami(session), ami_os="ubuntu")
+    quotas, _ = stubbed_quotas(session, 384)
+    held = [{"CapacityReservationId": "cr-0123456789abcdef0", "InstanceType": "trn1.32xlarge",
+             "AvailabilityZone": "us-east-1b", "State": "active", "TotalInstanceCount": 2,
+             "AvailableInstanceCount": 2}]  # fmt: skip
+    _, text, err = run(account, out, monkeypatch, capsys, quotas, "--json", reservations=held)
+    assert text, err
+    checks = {c["name"].split(" [")[0]: c for c in json.loads(text)["checks"]}
+    assert checks["quota"]["status"] == "FAIL", checks["quota"]
+    assert "0 run + 256 held by unused reservations, the cluster needs 256" in checks["quota"]["found"]
+    assert "--desired-value 512" in checks["quota"]["fix"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "says"),
+    [
+        (_reservation(), "PASS", "Capacity Block cr-0123456789abcdef0: active, us-east-1c, 2 of 2 free"),
+        (
+            _reservation(TotalInstanceCount=1, AvailableInstanceCount=1),
+            "FAIL",
+            "it holds 1 instances for 2 nodes",
+        ),
+        (_reservation(AvailabilityZone="us-east-1b"), "FAIL", "it is in us-east-1b, the nodes in us-east-1c"),
+        (_reservation(State="expired"), "FAIL", "it is expired"),
+        (
+            _reservation(State="scheduled", StartDate=datetime(2026, 12, 1, 9, tzinfo=timezone.utc)),
+            "WARN",
+            "scheduled, starts 2026-12-01 09:00:00+00:00",
+        ),
+    ],
+)
+def test_a_capacity_block_is_checked_for_state_zone_type_and_size(
+    account: dict[str, Any], answer: dict[str, Any], status: str, says: str
+) -> None:
+    """moto models no capacity reservations: botocore's Stubber answers, in DescribeCapacityReservations'
+    own shape (a wrong field name or type fails the test)."""
+    ec2 = account["session"].client("ec2", region_name=REGION)
+    stub = Stubber(ec2)
+    stub.add_response(
+        "describe_capacity_reservations",
+        {"CapacityReservations": [answer]},
+        {"CapacityReservationIds": ["cr-0123456789abcdef0"]},
+    )
+    stub.activate()
+    pf = Preflight(account["session"])
+    pf._clients["ec2"] = ec2
+    group = NodeGroup(
+        "S",
+        "Cluster",
+        "trn1.32xlarge",
+        2,
+        zone="us-east-1c",
+        reservation_id="cr-0123456789abcdef0",
+        capacity_block=True,
+    )
+    check = pf.capacity(group)
+    assert check is not None and check.status == status and says in check.line(), check
+    assert check.status == "PASS" or check.fix

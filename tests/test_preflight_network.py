@@ -1,0 +1,154 @@
+"""preflight's network checks (efa_constructs/tools/preflight/network.py): the route out of an existing
+subnet, an image's state, FSx for Lustre's quotas.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.stub import Stubber
+
+from efa_constructs.tools import preflight
+from efa_constructs.tools.preflight import NodeGroup, Preflight
+from tests.account import (
+    REGION,
+    SUBNET,
+    _fsx_quotas,
+    _root,
+    run,
+    stubbed_quotas,
+    synth,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse")  # moto: what its CloudFormation skips
+
+
+def test_an_existing_subnet_without_a_route_out_is_warned_of(account: dict[str, Any]) -> None:
+    ec2 = account["session"].client("ec2", region_name=REGION)
+    vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.9.1.0/24", AvailabilityZone="us-east-1c")["Subnet"]
+    pf = Preflight(account["session"])
+    group = NodeGroup("S", "Cluster", "trn1.32xlarge", 2, subnet_id=subnet["SubnetId"])
+    check = pf.route_out(group)
+    assert check is not None and check.status == "WARN" and "has no default route" in check.found
+    gateway = ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"]
+    ec2.attach_internet_gateway(InternetGatewayId=gateway, VpcId=vpc)
+    table = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
+    ec2.create_route(RouteTableId=table, DestinationCidrBlock="0.0.0.0/0", GatewayId=gateway)
+    ec2.associate_route_table(RouteTableId=table, SubnetId=subnet["SubnetId"])
+    check = pf.route_out(group)
+    assert check is not None and check.status == "PASS" and gateway in check.found
+    free = pf.subnet(NodeGroup("S", "Cluster", "trn1.32xlarge", 300, subnet_id=subnet["SubnetId"]))
+    assert (
+        free is not None and free.status == "FAIL" and "the nodes take 300" in free.found
+    )  # a /24: 251 free
+
+
+@pytest.mark.parametrize(
+    ("route", "status", "says"),
+    [
+        # EC2 API reference, Route: State "blackhole" when the target is gone (a deleted NAT gateway)
+        ({"NatGatewayId": "nat-0a", "State": "blackhole"}, "WARN", "is a blackhole"),
+        ({"NatGatewayId": "nat-0a", "State": "active"}, "PASS", "through nat-0a"),
+        # a NAT instance: the route names the instance (and its interface)
+        ({"InstanceId": "i-0a", "NetworkInterfaceId": "eni-0a", "State": "active"}, "PASS", "i-0a, an"),
+        # VPC peering guide: no edge-to-edge routing, so the internet is not reached through a peer
+        ({"VpcPeeringConnectionId": "pcx-0a", "State": "active"}, "WARN", "peering connection"),
+        ({"TransitGatewayId": "tgw-0a", "State": "active"}, "PASS", "through tgw-0a"),
+    ],
+)  # fmt: skip
+def test_the_route_out_is_judged_by_its_target_and_state(
+    account: dict[str, Any], route: dict[str, str], status: str, says: str
+) -> None:
+    """Answers checked against botocore's model of DescribeRouteTables (Stubber)."""
+    ec2 = account["session"].client("ec2", region_name=REGION)
+    stub = Stubber(ec2)
+    table = {"RouteTableId": "rtb-0123456789abcdef0", "Routes": [
+        {"DestinationCidrBlock": "10.0.0.0/16", "GatewayId": "local", "State": "active"},
+        {"DestinationCidrBlock": "0.0.0.0/0", **route},
+    ]}  # fmt: skip
+    stub.add_response("describe_route_tables", {"RouteTables": [table]},
+                      {"Filters": [{"Name": "association.subnet-id", "Values": [SUBNET]}]})  # fmt: skip
+    stub.activate()
+    pf = Preflight(account["session"])
+    pf._clients["ec2"] = ec2
+    check = pf.route_out(NodeGroup("S", "Cluster", "trn1.32xlarge", 2, subnet_id=SUBNET))
+    assert check is not None and check.status == status and says in check.found, check
+    stub.assert_no_pending_responses()
+
+
+@pytest.mark.parametrize(
+    ("image", "error", "status", "says"),
+    [
+        ({"State": "deregistered"}, None, "FAIL", "is deregistered, not available"),
+        ({"State": "failed"}, None, "FAIL", "is failed, not available"),
+        ({"State": "available", "DeprecationTime": "2025-01-01T00:00:00.000Z"}, None, "WARN",
+         "deprecated since 2025-01-01"),
+        ({"State": "available", "DeprecationTime": "2099-01-01T00:00:00.000Z"}, None, "PASS", "x86_64"),
+        # boundaries: a root snapshot as large as the root volume (200 GiB) launches, one GiB more does not
+        ({"State": "available", **_root(200)}, None, "PASS", "root 200 GiB"),
+        ({"State": "available", **_root(201)}, None, "FAIL", "snapshot is 201 GiB, the root volume 200 GiB"),
+        (None, "InvalidAMIID.NotFound", "FAIL", "does not exist in us-east-1"),
+    ],
+)  # fmt: skip
+def test_an_image_that_is_not_available_or_is_deprecated_is_said(
+    account: dict[str, Any], image: dict[str, str] | None, error: str | None, status: str, says: str
+) -> None:
+    """EC2 API reference, Image (State, DeprecationTime); DescribeImages of an unknown id is an error."""
+    ec2 = account["session"].client("ec2", region_name=REGION)
+    stub = Stubber(ec2)
+    ami = "ami-0123456789abcdef0"
+    if error:
+        stub.add_client_error(
+            "describe_images", service_error_code=error, expected_params={"ImageIds": [ami]}
+        )
+    else:
+        found = {"ImageId": ami, "Architecture": "x86_64", **(image or {})}
+        stub.add_response("describe_images", {"Images": [found]},
+                          {"ImageIds": [ami]})  # fmt: skip
+    stub.activate()
+    pf = Preflight(account["session"])
+    pf._clients["ec2"] = ec2
+    pf._types["c5n.18xlarge"] = {"ProcessorInfo": {"SupportedArchitectures": ["x86_64"]}}
+    check = pf.image(NodeGroup("S", "Cluster", "c5n.18xlarge", 2, image_id=ami, root_gib=200))
+    assert check is not None and check.status == status and says in check.line(), check
+
+
+def test_the_lustre_quotas_hold_the_file_system_beside_the_regions(
+    account: dict[str, Any], tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    """-c fsx_lustre_capacity_gib=19200 -c fsx_lustre_efa=true: the PERSISTENT_2 storage already in the
+    region (moto's FSx) plus the file system's against the storage quota (Stubber), and one more file
+    system against the count; over it, FAIL with the increase request."""
+    session = account["session"]
+    fsx = session.client("fsx", region_name=REGION)
+    subnet = session.client("ec2", region_name=REGION).describe_subnets()["Subnets"][0]["SubnetId"]
+    fsx.create_file_system(
+        FileSystemType="LUSTRE", StorageCapacity=86400, SubnetIds=[subnet],
+        LustreConfiguration={"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 250},
+    )  # fmt: skip
+    out = synth(
+        tmp_path, availability_zone="us-east-1c", fsx_lustre_capacity_gib="19200", fsx_lustre_efa="true"
+    )
+    (asked,) = preflight.lustre_file_systems(
+        "Trn1EfaCluster", json.loads((out / "Trn1EfaCluster.template.json").read_text())
+    )
+    assert (asked.capacity_gib, asked.efa) == (19200, True)
+    verdicts = {}
+    for storage in (100800, 120000):
+        quotas, stub = stubbed_quotas(session, 1024)
+        _fsx_quotas(quotas, stub, storage, 100)
+        _, text, _ = run(account, out, monkeypatch, capsys, quotas, "--json")
+        (check,) = [c for c in json.loads(text)["checks"] if c["name"].startswith("lustre [")]
+        verdicts[storage] = check
+        stub.assert_no_pending_responses()
+    failed, passed = verdicts[100800], verdicts[120000]
+    assert (
+        failed["status"] == "FAIL"
+        and "the region has 86400, this file system needs 19200 more" in failed["found"]
+    )
+    assert "--service-code fsx --quota-code L-8F1B9C74 --desired-value 105600" in failed["fix"]
+    assert passed["status"] == "PASS" and "86400 GiB in 1 file systems + 19200 GiB" in passed["found"]
