@@ -653,6 +653,6 @@ def test_every_capacity_kind_has_an_eks_capacity_type_case() -> None:
 def test_the_efa_plugin_image_comes_from_the_registry_aws_lists_for_the_region(
     region: str, registry: str | None
 ) -> None:
-    from efa_constructs.cdk.eks import addon_registry
+    from efa_constructs.cdk.eks_charts import addon_registry
 
     assert addon_registry(region) == registry

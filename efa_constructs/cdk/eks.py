@@ -31,14 +31,12 @@ launches the nodes. Facts (checked late 2026; docs/eks.md compares with eksctl):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 import jsii
-from aws_cdk import Annotations, Aws, Stack, Token
+from aws_cdk import Annotations, Aws
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks_v1
 from aws_cdk import aws_eks_v2 as eks
@@ -47,7 +45,7 @@ from constructs import Construct
 from typing_extensions import Unpack
 
 from ..core.capacity import Capacity, CapacityKind
-from ..core.catalogue import AcceleratorKind, InstanceType, all_instance_types
+from ..core.catalogue import AcceleratorKind, InstanceType
 from ..core.catalogue import instance_type as lookup
 from ..core.errors import EfaConfigError
 from ..core.node_rules import AT_DEPLOY
@@ -59,93 +57,19 @@ from ._node_base import known as _known
 from ._shared import NodeScripts, shell_part
 from .acknowledgements import acknowledge
 from .arguments import checked
+from .eks_charts import ACCELERATOR_PLUGINS, DevicePluginChart, cluster_chart, efa_device_plugin
+from .eks_cluster import AnyAmiType, AnyCluster, AnyTaint, _check_kubectl, _cluster_security_group, eks_module
+from .eks_lustre import FSX_CSI_CHART, _check_lustre, _lustre_volume
 from .lustre import EfaLustreFileSystem
 from .machine_image import EfaMachineImage, OsFamily
 from .options import NodeTemplateOptions, plan_of
 from .storage import admitted, lustre_use
 
-#: eks-charts' EFA device plugin (aws/eks-charts stable/aws-efa-k8s-device-plugin/Chart.yaml).
-DEVICE_PLUGIN_CHART = "aws-efa-k8s-device-plugin"
-DEVICE_PLUGIN_VERSION = "v0.5.30"
-DEVICE_PLUGIN_REPOSITORY = "https://aws.github.io/eks-charts"
-#: The extended resource a pod requests EFA devices with (the chart's README).
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
 #: The AWS managed policies of an EKS node role (EKS user guide, "Amazon EKS node IAM role"); the
 #: CNI policy may instead go to the VPC CNI's own service account (same page), hence optional.
 NODE_ROLE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
+
 CNI_POLICY = "AmazonEKS_CNI_Policy"
-#: The FSx for Lustre CSI driver's Helm chart (kubernetes-sigs/aws-fsx-csi-driver: docs/install.md names the
-#: repository; charts/aws-fsx-csi-driver/Chart.yaml 1.17.0, driver image v1.9.0, 2026-04-21). Its node plugin
-#: mounts a PersistentVolume's file system as ``<dnsname>@tcp:/<mountname>`` (pkg/driver/node.go); over EFA
-#: when the node's LNet has an efa network (EKS user guide, "fsx-csi-tuning-efa").
-FSX_CSI_CHART = ("FsxCsiDriver", "https://kubernetes-sigs.github.io/aws-fsx-csi-driver", "aws-fsx-csi-driver",
-                 "1.17.0")  # fmt: skip
-#: The driver a PersistentVolume names (the chart's csidriver.yaml; the static provisioning example).
-FSX_CSI_DRIVER = "fsx.csi.aws.com"
-#: A Kubernetes object's name: a DNS-1123 label (Kubernetes, "Object Names and IDs").
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-
-
-@dataclass(frozen=True)
-class DevicePluginChart:
-    """A device plugin's Helm chart, installed once per cluster (``<id>`` under the cluster)."""
-
-    id: str
-    repository: str
-    chart: str
-    version: str
-    namespace: str
-    values: Mapping[str, Any]
-
-
-#: The accelerators' device plugins as the EKS user guide installs them ("Install Kubernetes device plugin
-#: for GPUs": the NVIDIA chart 0.17.4 with GPU feature discovery into `nvidia`; the Neuron chart with the
-#: node problem detector off). The guide leaves the Neuron chart unpinned: 1.10.0 is the tag helm pulled
-#: from public.ecr.aws/neuron/neuron-helm-chart as the latest in September 2026 (device plugin 2.32.0.0).
-#: Without it a pod asking for aws.amazon.com/neuron or nvidia.com/gpu stays Pending.
-ACCELERATOR_PLUGINS = {
-    AcceleratorKind.NEURON: DevicePluginChart(
-        "NeuronDevicePlugin", "oci://public.ecr.aws/neuron/neuron-helm-chart", "neuron-helm-chart", "1.10.0",
-        "kube-system", {"npd": {"enabled": False}},
-    ),
-    AcceleratorKind.NVIDIA_GPU: DevicePluginChart(
-        "NvidiaDevicePlugin", "https://nvidia.github.io/k8s-device-plugin", "nvidia-device-plugin", "0.17.4",
-        "nvidia", {"gfd": {"enabled": True}},
-    ),
-}  # fmt: skip
-#: The registry of EKS's add-on images per region where it is not account 602401143452 (EKS user guide,
-#: "View Amazon container image registries for Amazon EKS add-ons": its table, two stored copies read;
-#: ap-southeast-5/6/7 from the newer one, the European, Middle East, Canada West, China and GovCloud
-#: rows from the other, issue 41); the EFA device plugin's image is pulled from the cluster's own region,
-#: so nodes reach it through the region's ECR endpoint.
-_ADDON_REGISTRY_ACCOUNTS = {
-    "af-south-1": "877085696533", "ap-east-1": "800184023465", "ap-southeast-3": "296578399912",
-    "ap-south-2": "900889452093", "ap-southeast-4": "491585149902", "ap-southeast-5": "151610086707",
-    "ap-southeast-6": "333609536671", "ap-southeast-7": "121268973566", "ca-west-1": "761377655185",
-    "eu-central-2": "900612956339", "eu-south-1": "590381155156", "eu-south-2": "455263428931",
-    "il-central-1": "066635153087", "me-south-1": "558608220178", "me-central-1": "759879836304",
-    "cn-north-1": "918309763551", "cn-northwest-1": "961992271922", "us-gov-east-1": "151742754352",
-    "us-gov-west-1": "013241004608",
-}  # fmt: skip
-#: Regions under 602401143452 on the same page (the Asia Pacific rows were read in its stored copy; the US,
-#: Canada, South America and first European regions are the account's long-standing home, the chart's
-#: default among them). A region in neither table keeps the chart's default image.
-_ADDON_REGISTRY_DEFAULT_REGIONS = frozenset(
-    {"us-east-1", "us-east-2", "us-west-1", "us-west-2", "ca-central-1", "sa-east-1", "eu-west-1",
-     "eu-west-2", "eu-west-3", "eu-central-1", "eu-north-1", "ap-south-1", "ap-northeast-1",
-     "ap-northeast-2", "ap-northeast-3", "ap-southeast-1", "ap-southeast-2"}
-)  # fmt: skip
-
-
-def addon_registry(region: str) -> str | None:
-    """EKS's add-on image registry in `region`, or None where the page lists none (the chart's default,
-    us-west-2's, then applies)."""
-    if region in _ADDON_REGISTRY_ACCOUNTS:
-        suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"  # China's domain
-        return f"{_ADDON_REGISTRY_ACCOUNTS[region]}.dkr.ecr.{region}.{suffix}"
-    if region in _ADDON_REGISTRY_DEFAULT_REGIONS:
-        return f"602401143452.dkr.ecr.{region}.amazonaws.com"
-    return None
 
 
 def accelerated_ami_type(it: InstanceType) -> eks.NodegroupAmiType:
@@ -184,61 +108,6 @@ _AL2023_AMI_TYPES = frozenset(
 )
 
 
-#: A cluster of either EKS module, and the enums and structs either module's node group takes.
-#: (The ``Cluster`` classes are named too: neither has every property of its module's ``ICluster``,
-#: e.g. ``aws_eks_v2.Cluster`` lacks ``kubectl_provider_options``, so mypy would refuse them as such.)
-AnyCluster = eks.ICluster | eks.Cluster | eks_v1.ICluster | eks_v1.Cluster
-AnyAmiType = eks.NodegroupAmiType | eks_v1.NodegroupAmiType
-AnyTaint = eks.TaintSpec | eks_v1.TaintSpec
-
-
-def eks_module(cluster: AnyCluster) -> ModuleType:
-    """The aws-cdk-lib module `cluster` comes from: ``aws_eks_v2`` or ``aws_eks``.
-
-    Told by the interface's own members (a cluster imported with ``from_cluster_attributes`` is a
-    jsii proxy of no module): only ``aws_eks_v2`` clusters have ``kubectl_provider_options``, only
-    ``aws_eks`` ones ``awscli_layer``."""
-    if isinstance(cluster, eks.Cluster) or hasattr(cluster, "kubectl_provider_options"):
-        return eks
-    if isinstance(cluster, eks_v1.Cluster) or hasattr(cluster, "awscli_layer"):
-        return eks_v1
-    raise EfaConfigError(
-        "cluster",
-        code="efa-cdk:eks-not-a-cluster",
-        value=type(cluster).__name__,
-        why="it is not an EKS cluster of aws-cdk-lib's aws_eks_v2 or aws_eks module",
-        fix="pass an aws_eks_v2.Cluster or aws_eks.Cluster, or one imported with from_cluster_attributes",
-    )
-
-
-def _cluster_security_group(cluster: AnyCluster) -> ec2.ISecurityGroup:
-    """The cluster's security group, which every interface carries (an imported cluster must name it)."""
-    try:
-        return cluster.cluster_security_group
-    except RuntimeError:  # aws-cdk-lib: ClusterSecurityGroupDefinedImported
-        raise EfaConfigError(
-            "cluster",
-            code="efa-cdk:eks-imported-without-security-group",
-            value=cluster.node.path,
-            why="the imported cluster names no cluster security group, and EKS nodes whose launch template "
-            "names security groups need it beside the EFA group (EKS user guide, 'Customize managed nodes "
-            "with launch templates')",
-            fix="import it with cluster_security_group_id=... (aws eks describe-cluster --query "
-            "cluster.resourcesVpcConfig.clusterSecurityGroupId)",
-        ) from None
-
-
-def _kubectl_ready(cluster: AnyCluster, module: ModuleType) -> bool:
-    """Whether CDK can install a Helm chart on `cluster`: an ``aws_eks`` Cluster always can (it makes its
-    own kubectl handler); an imported one needs its kubectl role or provider; ``aws_eks_v2`` needs the
-    kubectl provider, which is optional there."""
-    if module is eks_v1:
-        return isinstance(cluster, eks_v1.Cluster) or any(
-            getattr(cluster, a, None) is not None for a in ("kubectl_provider", "kubectl_role")
-        )
-    return getattr(cluster, "kubectl_provider", None) is not None
-
-
 def capacity_type(module: ModuleType, capacity: Capacity) -> Any:
     """The node group's capacity type for a kind of capacity, in the cluster's module: CAPACITY_BLOCK
     for a Capacity Block (EKS user guide, Capacity Blocks for managed node groups); ON_DEMAND for
@@ -247,31 +116,6 @@ def capacity_type(module: ModuleType, capacity: Capacity) -> Any:
     custom launch template of an On-Demand node group)."""
     types = module.CapacityType
     return types.CAPACITY_BLOCK if capacity.kind is CapacityKind.CAPACITY_BLOCK else types.ON_DEMAND
-
-
-def _check_kubectl(
-    cluster: AnyCluster,
-    module: ModuleType,
-    which: str,
-    what: str = "the device plugins are Helm charts",
-    instead: str = "pass device_plugin=False and install the plugins yourself",
-    value: object = True,
-) -> None:
-    """What this construct installs on the cluster (charts, manifests) goes through its kubectl provider."""
-    if _kubectl_ready(cluster, module):
-        return
-    raise EfaConfigError(
-        which,
-        code="efa-cdk:eks-no-kubectl-provider",
-        value=value,
-        why=f"{what}, and the cluster {cluster.node.path} has no kubectl provider to install them with",
-        fix=(
-            "create the cluster with kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=...)"
-            if module is eks
-            else "import the cluster with kubectl_role_arn=... (or kubectl_provider=...)"
-        )
-        + f", or {instead}",
-    )
 
 
 def _check_ami_type(ami_type: AnyAmiType, it: InstanceType) -> None:
@@ -542,61 +386,6 @@ class EfaNodegroup(Construct):
         return self.role
 
 
-def _per_cluster(cluster: AnyCluster, id_: str) -> tuple[Construct, str]:
-    """Where a construct made once per cluster goes: `id_` under the cluster; an imported cluster is a jsii
-    proxy Python cannot scope under: ``<cluster id><id_>`` beside it."""
-    if isinstance(cluster, Construct):
-        return cluster, id_
-    return Stack.of(cluster), f"{cluster.node.id}{id_}"
-
-
-def cluster_chart(cluster: AnyCluster, spec: DevicePluginChart) -> eks.HelmChart | eks_v1.HelmChart:
-    """The chart `spec` on `cluster`, created once (``<spec.id>`` under the cluster, or
-    ``<cluster id><spec.id>`` beside an imported one) and shared by every node group of the cluster."""
-    module = eks_module(cluster)
-    scope, id_ = _per_cluster(cluster, spec.id)
-    existing = scope.node.try_find_child(id_)
-    if isinstance(existing, (eks.HelmChart, eks_v1.HelmChart)):
-        return existing
-    chart: eks.HelmChart | eks_v1.HelmChart = module.HelmChart(
-        scope,
-        id_,
-        cluster=cluster,
-        chart=spec.chart,
-        repository=spec.repository,
-        version=spec.version,
-        namespace=spec.namespace,
-        values=dict(spec.values),
-    )
-    return chart
-
-
-def efa_device_plugin(cluster: AnyCluster) -> eks.HelmChart | eks_v1.HelmChart:
-    """The EFA device plugin of `cluster` (``EfaDevicePlugin``), on every EFA type the catalogue knows
-    instead of the chart's own list, its image from the cluster's region where EKS lists a registry."""
-    values: dict[str, Any] = {
-        "supportedInstanceLabels": {
-            "keys": ["node.kubernetes.io/instance-type"],
-            "values": sorted(all_instance_types()),
-        },
-        # A device plugin must run on every EFA node, tainted or not (GPU nodes often are).
-        "tolerations": [{"operator": "Exists"}],
-    }
-    region = Stack.of(cluster).region
-    registry = None if Token.is_unresolved(region) else addon_registry(region)
-    if registry is not None:
-        values["image"] = {"repository": f"{registry}/eks/aws-efa-k8s-device-plugin"}
-    spec = DevicePluginChart(
-        "EfaDevicePlugin",
-        DEVICE_PLUGIN_REPOSITORY,
-        DEVICE_PLUGIN_CHART,
-        DEVICE_PLUGIN_VERSION,
-        "kube-system",
-        values,
-    )
-    return cluster_chart(cluster, spec)
-
-
 def _check_sizes(min_size: int, max_size: int, desired_size: int | None) -> None:
     """The desired size between the two (the two themselves are the node rules': ``core/node_rules.py``);
     a size known at deploy is checked there, by EKS."""
@@ -611,120 +400,4 @@ def _check_sizes(min_size: int, max_size: int, desired_size: int | None) -> None
             value=desired,
             why=f"an EKS node group's desired size is between min_size ({low}) and max_size ({high})",
             fix="set desired_size between them, or leave it out (it starts at min_size)",
-        )
-
-
-def _check_lustre(
-    cluster: AnyCluster, module: ModuleType, lustre: EfaLustreFileSystem, claim: str, namespace: str
-) -> None:
-    """What a node group's mount of `lustre` needs on EKS: an AMI with what it asks, the kubectl provider, a
-    claim name Kubernetes takes (the client rules, its zone among them, are the node rules')."""
-    if lustre.spec.gds:
-        raise EfaConfigError(
-            "lustre",
-            code="efa-cdk:eks-lustre-gds",
-            value=lustre.node.path,
-            why="the EKS-optimized AMIs carry no GPUDirect Storage driver or tools (the request for them, "
-            "awslabs/amazon-eks-ami#2181, is open)",
-            fix="give the node group a file system made with gds=False: its pods read and write over EFA",
-        )
-    what = "the FSx for Lustre CSI driver is a Helm chart and its volume a manifest"
-    _check_kubectl(
-        cluster, module, "lustre", what, "leave lustre out and mount it yourself", cluster.node.path
-    )
-    _check_claim(claim, namespace)
-
-
-def _check_claim(claim: str, namespace: str) -> None:
-    for which, name in (("lustre_claim", claim), ("lustre_namespace", namespace)):
-        if not _DNS_LABEL.fullmatch(name):
-            raise EfaConfigError(
-                which,
-                code="efa-cdk:eks-lustre-claim-name",
-                value=name,
-                why="a Kubernetes claim's name and namespace are DNS-1123 labels: at most 63 lowercase "
-                "letters, digits and '-', starting and ending with a letter or digit",
-                fix="pass a name like 'fsx' or 'training-data'",
-            )
-
-
-def lustre_volume_manifests(
-    claim: str, namespace: str, capacity_gib: int, file_system_id: str, dns_name: str, mount_name: str
-) -> list[dict[str, Any]]:
-    """A file system made outside Kubernetes as a PersistentVolume of the FSx CSI driver, and the claim bound
-    to it (static provisioning: the driver's examples/kubernetes/static_provisioning; EKS user guide,
-    "fsx-csi-tuning-efa"). Retained: deleting the claim keeps the file system's data (the examples' Recycle is
-    for volumes Kubernetes made); the claim and volume name each other, so no other claim takes it."""
-    volume = f"efa-cdk-{namespace}-{claim}"  # volumes are cluster-wide, claims per namespace
-    size = {"storage": f"{capacity_gib}Gi"}
-    modes = ["ReadWriteMany"]
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolume",
-            "metadata": {"name": volume},
-            "spec": {
-                "capacity": size,
-                "volumeMode": "Filesystem",
-                "accessModes": modes,
-                "mountOptions": ["flock"],
-                "persistentVolumeReclaimPolicy": "Retain",
-                "storageClassName": "",
-                "claimRef": {"namespace": namespace, "name": claim},
-                "csi": {
-                    "driver": FSX_CSI_DRIVER,
-                    "volumeHandle": file_system_id,
-                    "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name},
-                },
-            },
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolumeClaim",
-            "metadata": {"name": claim, "namespace": namespace},
-            "spec": {
-                "accessModes": modes,
-                "storageClassName": "",
-                "resources": {"requests": size},
-                "volumeName": volume,
-            },
-        },
-    ]
-
-
-class _LustreVolume(Construct):
-    """The volume and claim of one file system on one cluster (``Resource``: the manifest)."""
-
-    def __init__(
-        self, scope: Construct, id_: str, cluster: AnyCluster, lustre: EfaLustreFileSystem, claim: str,
-        namespace: str,
-    ) -> None:  # fmt: skip
-        super().__init__(scope, id_)
-        self.file_system = lustre
-        manifests = lustre_volume_manifests(
-            claim,
-            namespace,
-            lustre.spec.capacity_gib,
-            lustre.file_system_id,
-            lustre.dns_name,
-            lustre.mount_name,
-        )
-        eks_module(cluster).KubernetesManifest(self, "Resource", cluster=cluster, manifest=manifests)
-
-
-def _lustre_volume(cluster: AnyCluster, lustre: EfaLustreFileSystem, claim: str, namespace: str) -> None:
-    """The claim `namespace`/`claim` of `lustre` on `cluster`, made once (node groups share it); refused when
-    the cluster's claim of that name is another file system's."""
-    scope, id_ = _per_cluster(cluster, f"LustreVolume-{namespace}-{claim}")
-    existing = scope.node.try_find_child(id_)
-    if existing is None:
-        _LustreVolume(scope, id_, cluster, lustre, claim, namespace)
-    elif not isinstance(existing, _LustreVolume) or existing.file_system is not lustre:
-        raise EfaConfigError(
-            "lustre_claim",
-            code="efa-cdk:eks-lustre-claim-taken",
-            value=f"{namespace}/{claim}",
-            why="the cluster already has a claim of that name for another file system "
-            f"({getattr(existing, 'file_system', existing).node.path})",
-            fix="give each file system its own lustre_claim",
         )
