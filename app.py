@@ -15,18 +15,9 @@ from efa_constructs.core import EfaConfigError, refusals_in_one_line
 from efa_constructs.core.limits import written_violations
 from stacks.base import ReadyStackBase
 from stacks.cluster_stack import EfaClusterStack, stack_context
+from stacks.context_keys import CONTEXT_KEY_OF_OPTION, check_context_keys, plain_key_hint, renamed_keys
 from stacks.parallel_cluster_stack import EfaParallelClusterStack
-from stacks.params import (
-    CLUSTER,
-    CONTEXT_KEY_OF_OPTION,
-    PARAMS,
-    PCLUSTER,
-    PCS,
-    READY_STACKS,
-    check_context_keys,
-    plain_key_hint,
-    renamed_keys,
-)
+from stacks.params import CLUSTER, PARAMS, PCLUSTER, PCS, READY_STACKS
 from stacks.pcs_stack import EfaPcsClusterStack
 
 #: The stack class that builds each kind of ready stack (the table is stacks.params.READY_STACKS).

@@ -1,8 +1,8 @@
 """The ready stacks' parameters, from CDK context (``cdk synth -c key=value`` or cdk.json).
 
 One table, :data:`FIELDS`, drives everything: which keys each stack reads, how each value is
-parsed, the misspelt-key check and docs/context.md's table (``python -m stacks.params``
-prints it; a test compares). This module only turns strings into values and checks how keys
+parsed (:mod:`stacks.parsers`), the misspelt, unread and renamed keys (:mod:`stacks.context_keys`) and
+docs/context.md's table (``python -m stacks.params`` prints it; a test compares). This module only turns strings into values and checks how keys
 combine; whether a value works for the cluster (node count, layout, capacity, ...) is decided
 once, by the core and the constructs. Pure Python: no CDK.
 """
@@ -10,8 +10,7 @@ once, by the core and the constructs. Pure Python: no CDK.
 from __future__ import annotations
 
 import difflib
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +24,6 @@ from efa_constructs.core import (
     NodeGroup,
     PublicIp,
     instance_type,
-    parse_ssh_source,
 )
 from efa_constructs.core.checks import AMI_ID_PATTERN, REFRESH_LABEL_PATTERN, has_default_image
 from efa_constructs.core.lustre import DEFAULT_THROUGHPUT
@@ -39,6 +37,8 @@ from efa_constructs.core.options import (
 from efa_constructs.core.pcluster import DEFAULT_HEAD_NODE_TYPE
 from efa_constructs.core.pcs import DEFAULT_SLURM_VERSION, PcsClusterSize
 
+from .parsers import Parser, any_text, at_least_one, boolean, choice, replacements, ssh_sources, text, whole
+
 #: The kinds of ready stack (standalone clusters, ParallelCluster, AWS PCS); a field says which read it.
 CLUSTER, PCLUSTER, PCS = KINDS = ("cluster", "pcluster", "pcs")
 BOTH = frozenset({CLUSTER, PCLUSTER})
@@ -46,8 +46,6 @@ ALL = frozenset(KINDS)
 #: How docs/context.md's table and the refusals name each kind.
 KIND_NAMES = {CLUSTER: "clusters", PCLUSTER: "ParallelCluster", PCS: "PCS"}
 READER_NAMES = {CLUSTER: "cluster", PCLUSTER: "ParallelCluster", PCS: "PCS"}
-
-Parser = Callable[[str, Any], Any]
 
 
 @dataclass(frozen=True)
@@ -76,108 +74,6 @@ READY_STACKS = (
 def ready(kind: str) -> dict[str, str]:
     """The ready stacks of one kind: name -> default instance type."""
     return {r.name: r.default_type for r in READY_STACKS if r.kind == kind}
-
-
-def whole(key: str, raw: Any) -> int:
-    """A whole number >= 0 (an int from cdk.json, or digits from ``-c``)."""
-    if isinstance(raw, bool) or not (
-        isinstance(raw, int) or (isinstance(raw, str) and raw.strip().isdigit())
-    ):
-        raise EfaConfigError(
-            key,
-            code="efa-cdk:context-not-a-number",
-            value=raw,
-            why="not a whole number",
-            fix=f"pass -c {key}=<a whole number>",
-        )
-    return int(raw)
-
-
-def boolean(key: str, raw: Any) -> bool:
-    """``true`` or ``false`` (any case), or a JSON boolean."""
-    value = str(raw).lower()
-    if value not in ("true", "false"):
-        raise EfaConfigError(
-            key,
-            code="efa-cdk:context-not-a-boolean",
-            value=raw,
-            why="not true or false",
-            fix=f"pass -c {key}=true or false",
-        )
-    return value == "true"
-
-
-def text(pattern: str, what: str, example: str) -> Parser:
-    """A string matching `pattern` (an id or name whose form is known)."""
-    regex = re.compile(pattern)
-
-    def parse(key: str, raw: Any) -> str:
-        if not regex.match(str(raw)):
-            raise EfaConfigError(
-                key,
-                code="efa-cdk:context-form",
-                value=raw,
-                why=f"not {what}",
-                fix=f"pass e.g. -c {key}={example}",
-            )
-        return str(raw)
-
-    return parse
-
-
-def any_text(key: str, raw: Any) -> str:
-    """Any string (checked where it is used)."""
-    return str(raw)
-
-
-def choice(parse: Callable[[Any], Any]) -> Parser:
-    """One of an enum's values, parsed by the enum's own ``parse`` (which lists the choices)."""
-    return lambda _key, raw: parse(raw)
-
-
-def replacements(key: str, raw: Any) -> tuple[tuple[int, str], ...]:
-    """Comma-separated INDEX:LABEL pairs (the labels are checked where they are used)."""
-    out = []
-    for item in (i.strip() for i in str(raw).split(",") if i.strip()):
-        index, sep, label = item.partition(":")
-        if not sep or not index.strip().isdigit():
-            raise EfaConfigError(
-                key,
-                code="efa-cdk:context-replacement-form",
-                value=raw,
-                why=f"{item!r} is not INDEX:LABEL",
-                fix=f"pass e.g. -c {key}=1:2026-11-24,3:2026-11-24 (node index, then any label)",
-            )
-        out.append((int(index), label.strip()))
-    return tuple(out)
-
-
-def ssh_sources(key: str, raw: Any) -> tuple[str, ...]:
-    """Comma-separated CIDRs or prefix list ids: at least one (an empty value would silently open nothing)."""
-    sources = tuple(parse_ssh_source(c) for c in str(raw).split(",") if c.strip())
-    if not sources:
-        raise EfaConfigError(
-            key,
-            code="efa-cdk:context-ssh-source-empty",
-            value=raw,
-            why="empty: it names no source to allow SSH from",
-            fix=f"pass -c {key}=<your address>/32 or a prefix list id, or leave {key} out (port 22 closed)",
-        )
-    return sources
-
-
-def at_least_one(key: str, raw: Any) -> int:
-    """A whole number >= 1."""
-    value = whole(key, raw)
-    if value < 1:
-        raise EfaConfigError(
-            key,
-            code="efa-cdk:context-below-one",
-            value=raw,
-            why="it must be at least one",
-            fix=f"pass -c {key}=<1 or more>",
-        )
-    return value
 
 
 @dataclass(frozen=True)
@@ -342,95 +238,6 @@ def check_keys(ctx: Mapping[str, Any]) -> None:
     for name in ctx:
         if name not in BY_KEY and not _is_cdk_key(name):
             raise _unknown(name, list(BY_KEY), "not a context key this app reads (it would be ignored)")
-
-
-def check_context_keys(ctx: Mapping[str, Any], stacks: Mapping[str, str]) -> None:
-    """Refuse every context key that would be ignored: a plain key no stack reads, ``Prefix:key`` whose
-    Prefix names no ready stack or whose key that stack (`stacks`: name -> CLUSTER or PCLUSTER) does not
-    read. CDK's own keys pass."""
-    check_keys({k: v for k, v in ctx.items() if ":" not in k})
-    for name in ctx:
-        prefix, _, key = name.rpartition(":")
-        if not prefix or _is_cdk_key(name):
-            continue
-        if prefix not in stacks:
-            what = f"{key} would be ignored" if key in BY_KEY else "the key would be ignored"
-            close = difflib.get_close_matches(prefix, list(stacks), n=1, cutoff=0.6)
-            raise EfaConfigError(
-                "context",
-                code="efa-cdk:context-not-a-ready-stack",
-                value=name,
-                why=f"{prefix!r} is not a ready stack, so {what}",
-                fix=f"write {close[0]}:{key}" if close else f"prefix one of {', '.join(stacks)}",
-            )
-        reads = [f.key for f in FIELDS if stacks[prefix] in f.stacks]
-        if key not in BY_KEY:
-            raise _unknown(key, reads, f"{prefix} reads no key {key!r} (it would be ignored)", f"{prefix}:")
-        if key not in reads:
-            readers = " and ".join(READER_NAMES[k] for k in KINDS if k in BY_KEY[key].stacks)
-            raise EfaConfigError(
-                "context",
-                code="efa-cdk:context-key-not-read-by-stack",
-                value=name,
-                why=f"{prefix} does not read {key} (only the {readers} stacks do), so it would be ignored",
-                fix=f"drop it, or see the keys {prefix} reads in docs/context.md's table",
-            )
-
-
-#: A construct option the ready stacks fill from a context key of another name: a refusal names the key
-#: the user typed (-c fsx_lustre_throughput=...), never the construct's argument.
-CONTEXT_KEY_OF_OPTION = {
-    "sweep_interval": "sweep_minutes",
-    # EfaLustreFileSystem's options, and EfaCluster's lustre
-    "capacity_gib": "fsx_lustre_capacity_gib",
-    "throughput": "fsx_lustre_throughput",
-    "efa": "fsx_lustre_efa",
-    "gds": "fsx_lustre_gds",
-    "lustre": "fsx_lustre_capacity_gib",
-}
-
-#: Context keys renamed to the constructs' option names (ssh_cidr and replace_nodes in 0.2.0,
-#: fsx_lustre_gib, as StorageOptions names it; all in 0.2.0): the old key still works, with a warning naming
-#: the new one.
-RENAMED = {
-    "ssh_cidr": "ssh_peers",
-    "replace_nodes": "node_replacements",
-    "fsx_lustre_gib": "fsx_lustre_capacity_gib",
-}
-
-
-def renamed_keys(ctx: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The context with every renamed key (plain or ``Stack:key``) under its new name, and a warning per
-    old key given; the old and the new key for the same stacks together are refused (which one counts?)."""
-    out, warnings = dict(ctx), []
-    for name in ctx:
-        prefix, sep, key = name.rpartition(":")
-        if key not in RENAMED or _is_cdk_key(name):
-            continue
-        new = f"{prefix}{sep}{RENAMED[key]}"
-        if new in ctx:
-            raise EfaConfigError(
-                "context",
-                code="efa-cdk:context-key-renamed-and-new",
-                value=name,
-                why=f"{key} is the old name of {RENAMED[key]}, and {new} is given too",
-                fix=f"drop -c {name}",
-            )
-        out[new] = out.pop(name)
-        warnings.append(f"-c {name} is renamed {RENAMED[key]} (the construct's option): write -c {new}=...")
-    return out, warnings
-
-
-def plain_key_hint(ctx: Mapping[str, Any], err: EfaConfigError) -> str:
-    """When a refused value came from a plain ``-c key=value`` (which every ready stack reads), how to
-    give it to one stack only."""
-    key = CONTEXT_KEY_OF_OPTION.get(err.what, err.what)
-    if key not in ctx:
-        return ""
-    return (
-        f" (a plain -c {key}=... applies to every ready stack; to set it for one stack only, "
-        f"write -c <StackName>:{key}=...)"
-    )
 
 
 def check_existing_vpc(v: Mapping[str, Any], needs: Sequence[str]) -> str | None:

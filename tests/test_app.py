@@ -36,7 +36,7 @@ def test_a_misspelt_stack_prefix_is_refused(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_cdk_and_aws_context_keys_with_colons_are_not_stack_prefixes() -> None:
-    from stacks.params import check_context_keys
+    from stacks.context_keys import check_context_keys
 
     check_context_keys(
         {
@@ -97,7 +97,7 @@ def test_every_key_that_would_be_ignored_is_refused(
 def test_the_keys_cdk_writes_itself_pass() -> None:
     """The CLI's own keys (read off `npx cdk synth` with a probe app: aws:cdk:bundling-stacks,
     aws:cdk:enable-asset-metadata, ...), feature flags, cached lookups and `cdk acknowledge`'s list."""
-    from stacks.params import check_context_keys
+    from stacks.context_keys import check_context_keys
 
     check_context_keys(
         {
@@ -129,7 +129,8 @@ def test_the_storage_options_context_keys_are_the_constructs_names() -> None:
     """Issue 52: one name per quantity: each storage option a ready stack reads from the context is read
     under StorageOptions' own name (fsx_lustre_gib was the one context key of another name)."""
     from efa_constructs.cdk import StorageOptions
-    from stacks.params import BY_KEY, RENAMED
+    from stacks.context_keys import RENAMED
+    from stacks.params import BY_KEY
 
     read = {k for k in StorageOptions.__annotations__ if k in BY_KEY}
     assert read == set(StorageOptions.__annotations__) - {"storage_removal_policy"}  # retained, no key
@@ -162,7 +163,7 @@ def test_a_renamed_key_still_works_and_warns_with_the_new_name(capsys: pytest.Ca
 
 def test_an_old_and_a_new_key_for_the_same_stacks_are_refused() -> None:
     from efa_constructs.core import EfaConfigError
-    from stacks.params import renamed_keys
+    from stacks.context_keys import renamed_keys
 
     with pytest.raises(EfaConfigError, match="ssh_cidr is the old name of ssh_peers, and ssh_peers is given"):
         renamed_keys({"ssh_cidr": "10.0.0.0/8", "ssh_peers": "10.0.0.0/16"})
