@@ -12,9 +12,9 @@ from constructs import Construct
 from efa_constructs.cdk import EfaCluster, EfaMachineImage, EfaNetwork, NodeSoftware, OsFamily, ssh_peer
 from efa_constructs.cdk.lustre import EfaLustreFileSystem
 from efa_constructs.core import EfaUserData, Layout, PublicIp, instance_type
+from efa_constructs.core.benchmarks import signal_minutes_for
 from efa_constructs.core.catalogue import CARDS_SOURCE, AcceleratorKind
 from efa_constructs.core.containers import ContainerRun
-from efa_constructs.core.software import signal_minutes_for
 
 from .base import ReadyStackBase
 from .existing import (

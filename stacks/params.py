@@ -1,10 +1,10 @@
 """The ready stacks' parameters, from CDK context (``cdk synth -c key=value`` or cdk.json).
 
-One table, :data:`FIELDS`, drives everything: which keys each stack reads, how each value is
-parsed (:mod:`stacks.parsers`), the misspelt, unread and renamed keys (:mod:`stacks.context_keys`) and
-docs/context.md's table (``python -m stacks.params`` prints it; a test compares). This module only turns strings into values and checks how keys
-combine; whether a value works for the cluster (node count, layout, capacity, ...) is decided
-once, by the core and the constructs. Pure Python: no CDK.
+One table, :data:`FIELDS`, drives everything: which keys each stack reads, how each value is parsed
+(:mod:`stacks.parsers`), the misspelt, unread and renamed keys (:mod:`stacks.context_keys`) and
+docs/context.md's table (``python -m stacks.params`` prints it; a test compares). This module only turns
+strings into values and checks how keys combine; whether a value works for the cluster (node count,
+layout, capacity, ...) is decided once, by the core and the constructs. Pure Python: no CDK.
 """
 
 from __future__ import annotations

@@ -53,6 +53,7 @@ OWNERS = {
     ),
     "software": (
         "efa_constructs/core/software.py",
+        "efa_constructs/core/benchmarks.py",
         "efa_constructs/core/containers.py",
         "efa_constructs/cdk/machine_image.py",
     ),

@@ -28,12 +28,8 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from efa_constructs import EfaUserData
-from efa_constructs.core.software import (
-    EFA_INSTALLER_FINGERPRINT,
-    EFA_INSTALLER_VERSION,
-    Benchmark,
-    bootstrap_script,
-)
+from efa_constructs.core.benchmarks import Benchmark
+from efa_constructs.core.software import EFA_INSTALLER_FINGERPRINT, EFA_INSTALLER_VERSION, bootstrap_script
 from tests.helpers import BASH, FIXTURES, GENERATION, THIS_INSTANCE, Node, executable
 
 BOOT = ("install-efa", "efa-env", "ssh-keys", "verify-efa", "signal", "hostfile")

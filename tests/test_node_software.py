@@ -27,15 +27,10 @@ from efa_constructs import (
     instance_type,
     plan_layout,
 )
+from efa_constructs.core.benchmarks import Benchmark, default_benchmarks
 from efa_constructs.core.catalogue import AcceleratorKind, all_instance_types
 from efa_constructs.core.errors import EfaConfigError
-from efa_constructs.core.software import (
-    EFA_INSTALLER_FINGERPRINT,
-    Benchmark,
-    EfaInstaller,
-    default_benchmarks,
-    node_settings,
-)
+from efa_constructs.core.software import EFA_INSTALLER_FINGERPRINT, EfaInstaller, node_settings
 from tests.helpers import isolated_vpc
 
 NODE = Path(__file__).resolve().parent.parent / "efa_constructs" / "node"

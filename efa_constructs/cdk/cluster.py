@@ -21,13 +21,14 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 from typing_extensions import Unpack
 
+from ..core.benchmarks import Benchmark
 from ..core.catalogue import AcceleratorKind
 from ..core.checks import ClusterRequest, check_cluster, replacement_without_spare
 from ..core.containers import ContainerRun
 from ..core.errors import EfaConfigError
 from ..core.node_plan import PlannedNodes
 from ..core.options import DEFAULT_NODE_COUNT, InternetEgress, NodeGroup, PublicIp
-from ..core.software import Benchmark, EfaUserData
+from ..core.software import EfaUserData
 from ._node_base import EfaNodeBase
 from ._node_base import known as _known
 from ._shared import cluster_tag, path_in_stack

@@ -11,8 +11,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from ..core.benchmarks import Benchmark
 from ..core.settings import NodeEnv
-from ..core.software import Benchmark, EfaUserData
+from ..core.software import EfaUserData
 from ._shared import NodeScripts
 from .acknowledgements import REASONS, acknowledge
 from .arguments import checked

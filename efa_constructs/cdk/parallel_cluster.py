@@ -19,6 +19,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 from typing_extensions import Unpack
 
+from ..core.benchmarks import collectives
 from ..core.capacity import Capacity, CapacityKind
 from ..core.catalogue import InstanceType, check_ec2_type
 from ..core.errors import EfaConfigError
@@ -39,7 +40,6 @@ from ..core.software import (
     PCLUSTER_HEAD_START_STEPS,
     EfaUserData,
     bootstrap_script,
-    collectives,
     pcluster_compute_steps,
     pcluster_head_steps,
 )

@@ -35,7 +35,6 @@ here (AWS PCS user guide and API reference, CloudFormation's AWS::PCS::* referen
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 
 import jsii
@@ -70,6 +69,14 @@ from ..core.pcs import (
 from ..core.settings import NodeEnv
 from ..core.software import EfaUserData, bootstrap_script, node_settings
 from ._node_base import EfaNodeBase, known
+from ._pcs_parts import (
+    DEFAULT_LOGIN_TYPES,
+    PCS_IAM_PATH,
+    _block_settings,
+    check_pcs_role,
+    login_template,
+    node_group_name,
+)
 from ._shared import NodeScripts, cluster_tag, session_manager_statement, shell_part
 from .acknowledgements import acknowledge
 from .arguments import checked
@@ -81,58 +88,12 @@ from .network import EfaNetwork
 from .options import PcsClusterOptions, node_type, plan_of, storage_of
 from .storage import EfaSharedStorage, admitted, lustre_for_rules, lustre_in_use
 
-#: The IAM path that lets PCS accept a role and instance profile whatever their names.
-PCS_IAM_PATH = "/aws-pcs/"
 #: Where the cluster's Slurm settings point the Prolog: node/boot/slurm-prolog.sh, which the EFA nodes'
 #: bootstrap puts there with the other node scripts.
 PROLOG = "/opt/efa-cdk/bin/slurm-prolog.sh"
-#: The login node type per architecture (aws-hpc-recipes recipes/pcs/getting_started: c7i / c7g .xlarge).
-DEFAULT_LOGIN_TYPES = {"x86_64": "c7i.xlarge", "arm64": "c7g.xlarge"}
 #: The steps an EFA node runs from its user data (after PCS registers it, before slurmd starts).
 PCS_COMPUTE_STEPS = ("efa-env", "verify-efa")
-#: Where PCS's Slurm is on a node, one folder per version: slurm-<version> (AWS's PCS image recipe installs it
-#: there: aws-samples/aws-hpc-recipes recipes/pcs/hpc_ready_ami/assets/scripts/install-pcs-slurm.sh).
-PCS_SLURM_ROOT = "/opt/aws/pcs/scheduler"
 _LEGACY = Layout.legacy()
-
-
-def node_group_name(base: str, instance_type: str) -> str:
-    """A node group's name: `base` and 6 hex digits of its instance type, at most 25 characters (PCS's
-    limit, as for queues). InstanceConfigs and Name are both create-only (CloudFormation's
-    AWS::PCS::ComputeNodeGroup schema), and CloudFormation creates the new group before it deletes the
-    old one, in the same cluster: a fixed name would collide on a type change; this one changes with it."""
-    digest = hashlib.sha256(instance_type.encode()).hexdigest()[:6]
-    return f"{base[: 25 - 7]}-{digest}"
-
-
-def check_pcs_role(role: iam.IRole) -> None:
-    """PCS accepts a role whose name starts with AWSPCS or whose path is /aws-pcs/; a role made in
-    this app is checked (an imported role's path is not known at synth)."""
-    cfn = role.node.default_child
-    if not isinstance(cfn, iam.CfnRole):
-        return
-    name = cfn.role_name
-    if cfn.path == PCS_IAM_PATH or (
-        name is not None and not Token.is_unresolved(name) and name.startswith("AWSPCS")
-    ):
-        return
-    raise EfaConfigError(
-        "role",
-        code="efa-cdk:pcs-role-path",
-        value=role.node.path,
-        why="AWS PCS accepts an instance profile only when its role's name starts with AWSPCS or its path is "
-        "/aws-pcs/",
-        fix="create the role with path='/aws-pcs/' (or role_name='AWSPCS...'), or leave role unset",
-    )
-
-
-def _block_settings(capacity: Capacity, queue_name: str, slurm_version: str) -> NodeEnv:
-    """In a Capacity Block, what the nodes' Slurm notice needs: the queue, the shared directory and PCS's
-    Slurm for the cluster's version; else nothing."""
-    if capacity.kind is not CapacityKind.CAPACITY_BLOCK:
-        return {}
-    slurm = f"{PCS_SLURM_ROOT}/slurm-{slurm_version}/bin"
-    return {"EFA_CDK_QUEUES": queue_name, "EFA_CDK_SHARED_DIR": SHARED_DIR, "EFA_CDK_SLURM_BIN": slurm}
 
 
 @jsii.implements(ec2.IConnectable, iam.IGrantable)
@@ -398,27 +359,7 @@ class EfaPcsCluster(Construct):
             DEFAULT_LOGIN_TYPES[self.plan.instance_type.architecture]
         )
         check_ec2_type(login_type.to_string(), "login_instance_type")
-        template = ec2.LaunchTemplate(
-            self,
-            "LoginTemplate",
-            security_group=self.security_group,
-            require_imdsv2=True,
-            # 1, as the compute template: an image registered IMDSv2-only would default to 2 (EC2 user
-            # guide, "Configure the instance metadata options"), letting a bridged container reach the role
-            http_put_response_hop_limit=self.plan.hop_limit,
-            user_data=login_data,
-            block_devices=[
-                ec2.BlockDevice(
-                    device_name=ami_os.root_device_name,
-                    volume=ec2.BlockDeviceVolume.ebs(
-                        self.plan.root_volume_gib,
-                        volume_type=ec2.EbsDeviceVolumeType.GP3,
-                        encrypted=True,
-                        delete_on_termination=True,
-                    ),
-                )
-            ],
-        )
+        template = login_template(self, self.security_group, self.plan, login_data, ami_os.root_device_name)
         return self._node_group(
             "LoginNodes", "login", str(template.launch_template_id), template.latest_version_number,
             login_type.to_string(), ami_id, count, count, "ONDEMAND",

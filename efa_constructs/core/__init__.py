@@ -6,6 +6,7 @@ Importing anything here never loads ``aws_cdk``; a test proves it. The construct
 
 from __future__ import annotations
 
+from .benchmarks import Benchmark
 from .capacity import Capacity, CapacityKind
 from .catalogue import InstanceType, all_instance_types, instance_type
 from .containers import ContainerRun
@@ -14,7 +15,7 @@ from .layout import Layout, LayoutMode, NetworkInterfaceSpec, NicLayout, plan_la
 from .node_plan import NodePlan
 from .options import InternetEgress, NodeGroup, PublicIp, parse_ssh_source
 from .pcs import PcsClusterSize
-from .software import Benchmark, EfaInstaller, EfaUserData
+from .software import EfaInstaller, EfaUserData
 
 #: The package version: the one place it is written (pyproject.toml reads it from here).
 __version__ = "0.2.0"

@@ -16,7 +16,6 @@ the user's own steps, ``verify-efa``, ``signal`` (CloudFormation CreationPolicy)
 from __future__ import annotations
 
 import atexit
-import enum
 import re
 import shutil
 import tempfile
@@ -26,8 +25,18 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .benchmarks import (
+    CHECKED,
+    DCGM_DURATION,
+    Benchmark,
+    _benchmarks,
+    check_benchmarks,
+    collectives,
+    default_benchmarks,
+    signal_minutes_for,
+)
 from .catalogue import AcceleratorKind, InstanceType
-from .errors import EfaConfigError, parse_choice
+from .errors import EfaConfigError
 from .layout import NicLayout
 from .settings import NodeEnv
 
@@ -95,91 +104,6 @@ SETTINGS_MARK = "# efa-cdk:settings"
 BOOTSTRAP_MARK = "# efa-cdk:bootstrap"
 _STEP_NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 _SETTING = re.compile(r"^EFA_CDK_[A-Z0-9_]+$")
-
-
-class Benchmark(enum.Enum):
-    """A cross-node benchmark the leader can run once every node has verified EFA."""
-
-    NCCL_TESTS = "nccl-tests"  # all_reduce_perf over aws-ofi-nccl: NVIDIA GPUs
-    NCCOM_TEST = "nccom-test"  # Neuron collectives: Trainium
-    FI_PINGPONG = "fi_pingpong"  # libfabric ping-pong over one EFA: any type
-    HCCL_DEMO = "hccl_demo"  # Intel Gaudi collectives (HabanaAI/hccl_demo, in the image): Gaudi, opt-in
-
-    @staticmethod
-    def parse_list(raw: str) -> tuple[Benchmark, ...] | None:
-        """``auto`` -> None (by accelerator), ``none`` -> (), else a comma-separated list."""
-        if raw.strip() == "auto":
-            return None
-        if raw.strip() == "none":
-            return ()
-        return tuple(
-            parse_choice(
-                Benchmark,
-                item.strip(),
-                what="benchmarks",
-                why="not a benchmark this library runs (or auto / none)",
-            )
-            for item in raw.split(",")
-            if item.strip()
-        )
-
-
-def default_benchmarks(it: InstanceType) -> tuple[Benchmark, ...]:
-    """The accelerator's collective benchmark (if any), then fi_pingpong."""
-    if it.accelerator.kind is AcceleratorKind.NVIDIA_GPU:
-        return (Benchmark.NCCL_TESTS, Benchmark.FI_PINGPONG)
-    if it.accelerator.kind is AcceleratorKind.NEURON and it.family.startswith("trn"):
-        return (Benchmark.NCCOM_TEST, Benchmark.FI_PINGPONG)
-    return (Benchmark.FI_PINGPONG,)
-
-
-def check_benchmarks(it: InstanceType, benchmarks: Sequence[Benchmark]) -> None:
-    """Refuse a benchmark the type cannot run (no GPUs for nccl-tests, no Trainium for nccom-test)."""
-    for bench, kind, what in (
-        (Benchmark.NCCL_TESTS, AcceleratorKind.NVIDIA_GPU, "NVIDIA GPUs"),
-        (Benchmark.NCCOM_TEST, AcceleratorKind.NEURON, "Trainium devices"),
-        (Benchmark.HCCL_DEMO, AcceleratorKind.GAUDI, "Gaudi accelerators"),
-    ):
-        if bench in benchmarks and it.accelerator.kind is not kind:
-            raise EfaConfigError(
-                "benchmarks",
-                code="efa-cdk:benchmark-wrong-accelerator",
-                value=bench.value,
-                why=f"{it.name} has no {what}",
-                fix=f"use {', '.join(b.value for b in default_benchmarks(it))} (the default for {it.name})",
-            )
-
-
-#: The collective library each accelerator's jobs use over EFA: NCCL through aws-ofi-nccl on NVIDIA GPUs,
-#: Neuron's collectives (nccom) on Trainium and Inferentia; the guard (node/boot/fabric-guard.sh) checks
-#: NCCL's plugin, and libfabric's efa provider for every kind.
-COLLECTIVES = {AcceleratorKind.NVIDIA_GPU: "nccl", AcceleratorKind.NEURON: "nccom"}
-
-
-#: How long DCGM's diagnostic levels run (DCGM's ``dcgmi diag`` reference: "normally lasting seconds",
-#: "approximately two minutes", "approximately 15 minutes", level 4 "longer-running", no figure).
-DCGM_DURATION = {
-    1: "seconds",
-    2: "about two minutes",
-    3: "about 15 minutes",
-    4: "longer than level 3 (no figure)",
-}
-
-
-def signal_minutes_for(dcgm_diag_level: int | None) -> int:
-    """The least ``signal_timeout_minutes`` for nodes that run DCGM's diagnostic at this level at boot: the
-    default 45 (image boot, EFA install and verification) holds levels 1 and 2; level 3 adds its 15 minutes;
-    level 4, whose length DCGM does not give, asks for two hours (efa-cdk's own floor)."""
-    return {3: 60, 4: 120}.get(dcgm_diag_level or 0, 45)
-
-
-#: The accelerators whose devices and faults the node checks (accelerator-check.sh).
-CHECKED = frozenset({AcceleratorKind.NVIDIA_GPU, AcceleratorKind.NEURON, AcceleratorKind.GAUDI})
-
-
-def collectives(it: InstanceType) -> str:
-    """``EFA_CDK_COLLECTIVES`` for a type: nccl, nccom or none (:data:`COLLECTIVES`)."""
-    return COLLECTIVES.get(it.accelerator.kind, "none")
 
 
 def node_settings(it: InstanceType, layout: NicLayout, benchmarks: Sequence[Benchmark]) -> NodeEnv:
@@ -259,29 +183,6 @@ class EfaInstaller:
             "EFA_CDK_INSTALLER_FINGERPRINT": self.fingerprint,
             "EFA_CDK_INSTALLER_FLAGS": " ".join(flags),
         }
-
-
-def _benchmarks(given: Sequence[Benchmark]) -> tuple[Benchmark, ...]:
-    """The benchmarks as Benchmark members (a string is refused with the member to use)."""
-    fix = "pass Benchmark members, e.g. [Benchmark.NCCL_TESTS] (Benchmark.parse_list reads a string)"
-    if isinstance(given, str):
-        raise EfaConfigError(
-            "benchmarks",
-            code="efa-cdk:benchmarks-a-string",
-            value=given,
-            why="a sequence of Benchmark is wanted, not a str",
-            fix=fix,
-        )
-    for i, item in enumerate(given):
-        if not isinstance(item, Benchmark):
-            raise EfaConfigError(
-                "benchmarks",
-                code="efa-cdk:benchmarks-item-type",
-                value=list(given),
-                why=f"item {i} is the {type(item).__name__} {item!r}",
-                fix=fix,
-            )
-    return tuple(given)
 
 
 class EfaUserData:
