@@ -425,8 +425,10 @@ def _renamed(argv: list[str]) -> list[str]:
     out = list(argv)
     for i, word in enumerate(out[:-1]):
         if word == "--output" and out[i + 1] not in ("text", "json"):
-            print(f"warning: catalogue refresh --output FILE is now --to FILE (read as --to {out[i + 1]})",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"warning: catalogue refresh --output FILE is now --to FILE (read as --to {out[i + 1]})",
+                file=sys.stderr,
+            )
             out[i] = "--to"
     return out
 

@@ -58,10 +58,16 @@ class EfaClusterStack(ReadyStackBase):
             None
             if params.fsx_lustre_capacity_gib is None
             else EfaLustreFileSystem(
-                self, "Lustre", vpc=vpc, subnet=subnet, capacity_gib=params.fsx_lustre_capacity_gib,
-                throughput=params.fsx_lustre_throughput, efa=params.fsx_lustre_efa, gds=params.fsx_lustre_gds,
+                self,
+                "Lustre",
+                vpc=vpc,
+                subnet=subnet,
+                capacity_gib=params.fsx_lustre_capacity_gib,
+                throughput=params.fsx_lustre_throughput,
+                efa=params.fsx_lustre_efa,
+                gds=params.fsx_lustre_gds,
             )
-        )  # fmt: skip
+        )
         self.cluster = EfaCluster(
             self,
             "Cluster",

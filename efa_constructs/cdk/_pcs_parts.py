@@ -10,6 +10,7 @@ import hashlib
 from aws_cdk import Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_pcs as pcs
 from constructs import Construct
 
 from ..core.capacity import Capacity, CapacityKind
@@ -97,4 +98,14 @@ def login_template(
                 ),
             )
         ],
+    )
+
+
+def slurm_queue(
+    scope: Construct, cluster: pcs.CfnCluster, name: str, nodes: pcs.CfnComputeNodeGroup
+) -> pcs.CfnQueue:
+    """The Slurm queue (``Queue``) of the compute node group."""
+    group = pcs.CfnQueue.ComputeNodeGroupConfigurationProperty(compute_node_group_id=nodes.attr_id)
+    return pcs.CfnQueue(
+        scope, "Queue", cluster_id=cluster.attr_id, name=name, compute_node_group_configurations=[group]
     )

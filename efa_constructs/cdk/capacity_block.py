@@ -67,9 +67,13 @@ class EfaCapacityBlockEnd(Construct):
         if capacity.kind is not CapacityKind.CAPACITY_BLOCK:
             return None
         return EfaCapacityBlockEnd(
-            scope, "CapacityBlockEnd", reservation_id=str(capacity.target), cluster_tag=cluster_tag,
-            monitoring=monitoring, nodes=nodes,
-        )  # fmt: skip
+            scope,
+            "CapacityBlockEnd",
+            reservation_id=str(capacity.target),
+            cluster_tag=cluster_tag,
+            monitoring=monitoring,
+            nodes=nodes,
+        )
 
     def __init__(
         self,
@@ -93,16 +97,21 @@ class EfaCapacityBlockEnd(Construct):
                 "schemaVersion": "2.2",
                 "description": "efa-cdk: the Capacity Block ends soon: tell this node's users and jobs",
                 "parameters": {
-                    "endDate": {"type": "String", "allowedPattern": END_DATE_PATTERN,
-                                "description": "when the Capacity Block ends (EC2's event)"},
+                    "endDate": {
+                        "type": "String",
+                        "allowedPattern": END_DATE_PATTERN,
+                        "description": "when the Capacity Block ends (EC2's event)",
+                    },
                 },
-                "mainSteps": [{
-                    "action": "aws:runShellScript",
-                    "name": "capacityBlockEnding",
-                    "inputs": {"runCommand": [f"EFA_CDK_BLOCK_END='{{{{ endDate }}}}' {STEP}"]},
-                }],
+                "mainSteps": [
+                    {
+                        "action": "aws:runShellScript",
+                        "name": "capacityBlockEnding",
+                        "inputs": {"runCommand": [f"EFA_CDK_BLOCK_END='{{{{ endDate }}}}' {STEP}"]},
+                    }
+                ],
             },
-        )  # fmt: skip
+        )
         self.rule = events.Rule(
             self,
             "Rule",
@@ -139,8 +148,11 @@ class EfaCapacityBlockEnd(Construct):
             self,
             "FailedAlarm",
             metric=cloudwatch.Metric(
-                namespace="AWS/Events", metric_name="FailedInvocations", statistic="Sum",
-                period=Duration.minutes(5), dimensions_map={"RuleName": self.rule.rule_name},
+                namespace="AWS/Events",
+                metric_name="FailedInvocations",
+                statistic="Sum",
+                period=Duration.minutes(5),
+                dimensions_map={"RuleName": self.rule.rule_name},
             ),
             threshold=0,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
@@ -148,7 +160,7 @@ class EfaCapacityBlockEnd(Construct):
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             alarm_description=f"EC2's warning that Capacity Block {reservation_id} ends did not reach its "
             "targets (EventBridge FailedInvocations): the nodes were not told to checkpoint",
-        )  # fmt: skip
+        )
         if monitoring is not None:
             alarm.add_alarm_action(cw_actions.SnsAction(monitoring.topic))
         return alarm
@@ -166,9 +178,11 @@ class _RunCommand:
         stack = Stack.of(self.scope)
         document_arn = stack.format_arn(service="ssm", resource="document", resource_name=self.document.ref)
         role = iam.Role(
-            self.scope, "RunCommandRole", assumed_by=iam.ServicePrincipal("events.amazonaws.com"),
+            self.scope,
+            "RunCommandRole",
+            assumed_by=iam.ServicePrincipal("events.amazonaws.com"),
             description="efa-cdk: EventBridge runs the Capacity Block warning on the cluster's nodes",
-        )  # fmt: skip
+        )
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=["ssm:SendCommand"], resources=[document_arn])
         )

@@ -229,11 +229,19 @@ class EfaNodegroup(Construct):
         accelerator_chart = ACCELERATOR_PLUGINS.get(it.accelerator.kind) if wants_accelerator else None
         if device_plugin or accelerator_chart:
             _check_kubectl(cluster, module, "device_plugin" if device_plugin else "accelerator_device_plugin")
-        base = EfaNodeBase(self, self.plan, orchestrator="EfaNodegroup", vpc=cluster.vpc,
-                           subnets={"subnet": subnet}, count=max_size, count_name="max_size",
-                           min_count=min_size, min_name="min_size",
-                           lustre=lustre_use(lustre),
-                           placement_group=node.get("placement_group"))  # fmt: skip
+        base = EfaNodeBase(
+            self,
+            self.plan,
+            orchestrator="EfaNodegroup",
+            vpc=cluster.vpc,
+            subnets={"subnet": subnet},
+            count=max_size,
+            count_name="max_size",
+            min_count=min_size,
+            min_name="min_size",
+            lustre=lustre_use(lustre),
+            placement_group=node.get("placement_group"),
+        )
         self.security_group, self.placement_group = base.security_group, base.placement_group
         self.role: iam.IRole = node.get("role") or self._node_role(cni_policy)
         user_data = self._mount_lustre(cluster, module, lustre, lustre_claim, lustre_namespace, user_data)
@@ -267,9 +275,14 @@ class EfaNodegroup(Construct):
         self.lustre_claim = self._serve_lustre(cluster, lustre, lustre_claim, lustre_namespace)
 
     def _mount_lustre(
-        self, cluster: AnyCluster, module: ModuleType, lustre: EfaLustreFileSystem | None, claim: str,
-        namespace: str, user_data: ec2.MultipartUserData | None,
-    ) -> ec2.MultipartUserData | None:  # fmt: skip
+        self,
+        cluster: AnyCluster,
+        module: ModuleType,
+        lustre: EfaLustreFileSystem | None,
+        claim: str,
+        namespace: str,
+        user_data: ec2.MultipartUserData | None,
+    ) -> ec2.MultipartUserData | None:
         """The node group as `lustre`'s clients (its group admitted; what the node group is created after:
         the file system and the rules that let its nodes reach it) and the user data part that mounts it."""
         self._lustre_after = admitted(lustre, self.security_group)

@@ -18,8 +18,12 @@ from .lustre import EfaLustreFileSystem
 #: repository; charts/aws-fsx-csi-driver/Chart.yaml 1.17.0, driver image v1.9.0, 2026-04-21). Its node plugin
 #: mounts a PersistentVolume's file system as ``<dnsname>@tcp:/<mountname>`` (pkg/driver/node.go); over EFA
 #: when the node's LNet has an efa network (EKS user guide, "fsx-csi-tuning-efa").
-FSX_CSI_CHART = ("FsxCsiDriver", "https://kubernetes-sigs.github.io/aws-fsx-csi-driver", "aws-fsx-csi-driver",
-                 "1.17.0")  # fmt: skip
+FSX_CSI_CHART = (
+    "FsxCsiDriver",
+    "https://kubernetes-sigs.github.io/aws-fsx-csi-driver",
+    "aws-fsx-csi-driver",
+    "1.17.0",
+)
 
 
 #: The driver a PersistentVolume names (the chart's csidriver.yaml; the static provisioning example).
@@ -112,9 +116,14 @@ class _LustreVolume(Construct):
     """The volume and claim of one file system on one cluster (``Resource``: the manifest)."""
 
     def __init__(
-        self, scope: Construct, id_: str, cluster: AnyCluster, lustre: EfaLustreFileSystem, claim: str,
+        self,
+        scope: Construct,
+        id_: str,
+        cluster: AnyCluster,
+        lustre: EfaLustreFileSystem,
+        claim: str,
         namespace: str,
-    ) -> None:  # fmt: skip
+    ) -> None:
         super().__init__(scope, id_)
         self.file_system = lustre
         manifests = lustre_volume_manifests(

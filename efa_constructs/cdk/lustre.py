@@ -141,15 +141,31 @@ def rules_both_ways(lustre: EfaLustreFileSystem, clients: ec2.ISecurityGroup) ->
         ):
             rule_id = f"{name}{id_}{suffix}"
             if egress:
-                made.append(ec2.CfnSecurityGroupEgress(
-                    scope, rule_id, group_id=group, destination_security_group_id=peer, description=what,
-                    ip_protocol=protocol, from_port=low, to_port=high,
-                ))  # fmt: skip
+                made.append(
+                    ec2.CfnSecurityGroupEgress(
+                        scope,
+                        rule_id,
+                        group_id=group,
+                        destination_security_group_id=peer,
+                        description=what,
+                        ip_protocol=protocol,
+                        from_port=low,
+                        to_port=high,
+                    )
+                )
             else:
-                made.append(ec2.CfnSecurityGroupIngress(
-                    scope, rule_id, group_id=group, source_security_group_id=peer, description=what,
-                    ip_protocol=protocol, from_port=low, to_port=high,
-                ))  # fmt: skip
+                made.append(
+                    ec2.CfnSecurityGroupIngress(
+                        scope,
+                        rule_id,
+                        group_id=group,
+                        source_security_group_id=peer,
+                        description=what,
+                        ip_protocol=protocol,
+                        from_port=low,
+                        to_port=high,
+                    )
+                )
     return made
 
 
@@ -280,10 +296,16 @@ class EfaLustreFileSystem(Construct):
         is created, changed or deleted: clients are admitted with rules between its group (imported mutable)
         and theirs only; the rules FSx documents are checked against what is given."""
         return _ExistingLustreFileSystem(
-            scope, id_, file_system_id=file_system_id, dns_name=dns_name, mount_name=mount_name,
-            security_group=security_group, availability_zone=availability_zone,
-            spec=LustreSpec(capacity_gib, throughput, efa, gds), mount_dir=mount_dir,
-        )  # fmt: skip
+            scope,
+            id_,
+            file_system_id=file_system_id,
+            dns_name=dns_name,
+            mount_name=mount_name,
+            security_group=security_group,
+            availability_zone=availability_zone,
+            spec=LustreSpec(capacity_gib, throughput, efa, gds),
+            mount_dir=mount_dir,
+        )
 
     @property
     def connections(self) -> ec2.Connections:
@@ -316,9 +338,18 @@ class _ExistingLustreFileSystem(EfaLustreFileSystem):
     """:meth:`EfaLustreFileSystem.from_file_system_attributes`: the same face, no resource of its own."""
 
     def __init__(
-        self, scope: Construct, id_: str, *, file_system_id: str, dns_name: str, mount_name: str,
-        security_group: ec2.ISecurityGroup, availability_zone: str, spec: LustreSpec, mount_dir: str,
-    ) -> None:  # fmt: skip
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        file_system_id: str,
+        dns_name: str,
+        mount_name: str,
+        security_group: ec2.ISecurityGroup,
+        availability_zone: str,
+        spec: LustreSpec,
+        mount_dir: str,
+    ) -> None:
         Construct.__init__(self, scope, id_)  # not EfaLustreFileSystem's: it creates the file system
         spec.check()
         self.spec, self.mount_dir, self.availability_zone = spec, mount_dir, availability_zone

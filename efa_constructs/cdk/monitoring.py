@@ -146,9 +146,15 @@ class EfaClusterMonitoring(Construct):
         dashboard = cloudwatch.CfnDashboard(self, "Dashboard", dashboard_body=as_json)
         url = Fn.join(
             "",
-            ["https://", Aws.REGION, ".console.aws.amazon.com/cloudwatch/home?region=", Aws.REGION,
-             "#dashboards:name=", dashboard.ref],
-        )  # fmt: skip
+            [
+                "https://",
+                Aws.REGION,
+                ".console.aws.amazon.com/cloudwatch/home?region=",
+                Aws.REGION,
+                "#dashboards:name=",
+                dashboard.ref,
+            ],
+        )
         return dashboard, url
 
     def _benchmark_document(self, namespace: str) -> ssm.CfnDocument:
@@ -251,9 +257,12 @@ class EfaClusterMonitoring(Construct):
         specs.append((UNHEALTHY_METRIC, "a node failed its EFA health check (device count or libfabric)"))
         if held_back:
             specs.append(
-                (HELD_BACK_METRIC, "an unhealthy node was not replaced: the group replaced one recently "
-                 "(a fault that follows every new node?); see the nodes' efa-cdk-health.log")
-            )  # fmt: skip
+                (
+                    HELD_BACK_METRIC,
+                    "an unhealthy node was not replaced: the group replaced one recently "
+                    "(a fault that follows every new node?); see the nodes' efa-cdk-health.log",
+                )
+            )
         out = []
         for metric, why in specs:
             alarm = cloudwatch.Alarm(

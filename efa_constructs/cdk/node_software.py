@@ -159,14 +159,20 @@ class NodeSoftwareInstallation(Construct):
 
         def parameter(id_: str, name: str, value: str, description: str) -> ssm.StringParameter:
             return ssm.StringParameter(
-                self, id_, parameter_name=f"{parameter_path}/{name}", simple_name=False,
-                string_value=value, description=description,
-            )  # fmt: skip
+                self,
+                id_,
+                parameter_name=f"{parameter_path}/{name}",
+                simple_name=False,
+                string_value=value,
+                description=description,
+            )
 
         self.node_count_parameter = parameter(
-            "NodeCount", "node-count", str(node_count),
+            "NodeCount",
+            "node-count",
+            str(node_count),
             f"Number of nodes in EFA cluster {cluster} (read by the nodes at boot)",
-        )  # fmt: skip
+        )
         # The generation of nodes that formed (node/boot/hostfile.sh), once its leader has given every
         # node its hostfile: a node of that generation that boots later (a replacement, a scale-out)
         # joins; a new generation (a new launch template, a new Auto Scaling group) forms anew.
@@ -176,9 +182,11 @@ class NodeSoftwareInstallation(Construct):
         # The leader's benchmark results of the newest generation (the BenchmarkResults output is the
         # creation's): written by the node, read by `efa-cdk status`.
         self.results_parameter = parameter(
-            "Results", "benchmark-results", "none",
+            "Results",
+            "benchmark-results",
+            "none",
             f"Benchmark results of EFA cluster {cluster}'s newest generation (JSON)",
-        )  # fmt: skip
+        )
         scripts = NodeScripts(self, "Scripts", software.stage())
         self._grant(role, scripts)
         node_settings: NodeEnv = {

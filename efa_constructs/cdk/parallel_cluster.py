@@ -239,10 +239,13 @@ class EfaParallelCluster(Construct):
             *(("lustre-client",) if lustre_args else ()),
         )
         compute = ComputeResource(
-            name=instance_type.replace(".", "-")[:25], instance_types=(instance_type,),
-            catalogue=(self.plan.instance_type,), min_count=_as_written(min_count),
-            max_count=_as_written(max_count), capacity_reservation_id=capacity.target,
-        )  # fmt: skip
+            name=instance_type.replace(".", "-")[:25],
+            instance_types=(instance_type,),
+            catalogue=(self.plan.instance_type,),
+            min_count=_as_written(min_count),
+            max_count=_as_written(max_count),
+            capacity_reservation_id=capacity.target,
+        )
         storage = [SharedStorage("shared", SHARED_DIR, "Efs", self.storage.file_system.file_system_id)]
         used = lustre_in_use(self.lustre, self.storage)
         if used is not None:
@@ -297,9 +300,11 @@ class EfaParallelCluster(Construct):
         out: tuple[str, ...] = (self._topology_policy().managed_policy_arn,) if tree else ()
         if block:
             agent = iam.ManagedPolicy(
-                self, "HeadNodeRunCommand", statements=[session_manager_statement()],
+                self,
+                "HeadNodeRunCommand",
+                statements=[session_manager_statement()],
                 description="efa-cdk: the head node's SSM agent (the Capacity Block warning's Run Command)",
-            )  # fmt: skip
+            )
             acknowledge(agent, "AwsSolutions-IAM5[Resource::*]")  # the agent's actions take no resource
             out += (agent.managed_policy_arn,)
         return out

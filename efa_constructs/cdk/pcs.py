@@ -76,6 +76,7 @@ from ._pcs_parts import (
     check_pcs_role,
     login_template,
     node_group_name,
+    slurm_queue,
 )
 from ._shared import NodeScripts, cluster_tag, session_manager_statement, shell_part
 from .acknowledgements import acknowledge
@@ -235,12 +236,12 @@ class EfaPcsCluster(Construct):
             if login_count
             else None
         )
+        purchase = "CAPACITY_BLOCK" if capacity.kind is CapacityKind.CAPACITY_BLOCK else "ONDEMAND"
+        template = self.launch_template.launch_template_id, self.launch_template.latest_version_number
         self.compute_nodes = self._node_group(
-            "ComputeNodes", queue_name, self.launch_template.launch_template_id,
-            self.launch_template.latest_version_number, it.name, ami_id, min_count, max_count,
-            "CAPACITY_BLOCK" if capacity.kind is CapacityKind.CAPACITY_BLOCK else "ONDEMAND",
-        )  # fmt: skip
-        self.queue = self._queue(queue_name)
+            "ComputeNodes", queue_name, template, it.name, ami_id, (min_count, max_count), purchase
+        )
+        self.queue = slurm_queue(self, self.cluster, queue_name, self.compute_nodes)
 
     def _capacity_block_end(self, capacity: Capacity) -> EfaCapacityBlockEnd | None:
         """In a Capacity Block, the warning's rule, by the tag the launch template gives its instances (AWS's
@@ -250,20 +251,6 @@ class EfaPcsCluster(Construct):
         if end is not None:
             Tags.of(self.launch_template).add("efa-cdk:cluster", self.cluster_tag)
         return end
-
-    def _queue(self, queue_name: str) -> pcs.CfnQueue:
-        """The Slurm queue (``Queue``) of the compute node group."""
-        return pcs.CfnQueue(
-            self,
-            "Queue",
-            cluster_id=self.cluster.attr_id,
-            name=queue_name,
-            compute_node_group_configurations=[
-                pcs.CfnQueue.ComputeNodeGroupConfigurationProperty(
-                    compute_node_group_id=self.compute_nodes.attr_id
-                )
-            ],
-        )
 
     def _compute_template(
         self, base: EfaNodeBase, mount: ec2.MultipartBody, image: EfaMachineImage, ami_id: str
@@ -360,10 +347,10 @@ class EfaPcsCluster(Construct):
         )
         check_ec2_type(login_type.to_string(), "login_instance_type")
         template = login_template(self, self.security_group, self.plan, login_data, ami_os.root_device_name)
+        version = str(template.launch_template_id), template.latest_version_number
         return self._node_group(
-            "LoginNodes", "login", str(template.launch_template_id), template.latest_version_number,
-            login_type.to_string(), ami_id, count, count, "ONDEMAND",
-        )  # fmt: skip
+            "LoginNodes", "login", version, login_type.to_string(), ami_id, (count, count)
+        )
 
     def _node_role(self) -> iam.Role:
         """The nodes' default role: Session Manager (and, added for any role, PCS registration), under
@@ -445,14 +432,15 @@ class EfaPcsCluster(Construct):
         self,
         id_: str,
         base_name: str,
-        template_id: str,
-        template_version: str,
+        template: tuple[str, str],
         instance_type: str,
         ami_id: str,
-        min_count: int,
-        max_count: int,
-        purchase_option: str,
+        counts: tuple[int, int],
+        purchase_option: str = "ONDEMAND",
     ) -> pcs.CfnComputeNodeGroup:
+        """A node group of `template` (its id and version), `counts` (min, max) of `instance_type`, created
+        after what its nodes mount and register with."""
+        (template_id, template_version), (min_count, max_count) = template, counts
         group = pcs.CfnComputeNodeGroup(
             self,
             id_,

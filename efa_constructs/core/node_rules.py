@@ -210,8 +210,12 @@ def check_lustre_clients(r: NodeRequest) -> None:
     efa-file-systems and configure-efa-clients; :meth:`LustreSpec.check_clients`)."""
     if r.lustre is None:
         return
-    check_mount(r.lustre.spec, node_software=r.lustre.node_software, client_zone=r.zone,
-                file_system_zone=r.lustre.zone)  # fmt: skip
+    check_mount(
+        r.lustre.spec,
+        node_software=r.lustre.node_software,
+        client_zone=r.zone,
+        file_system_zone=r.lustre.zone,
+    )
     r.lustre.spec.check_clients(r.instance_type, r.count if r.count is not None else 0)
 
 
@@ -331,8 +335,10 @@ def rules_table() -> str:
         ids = ", ".join(f"`{i}`" for i in (rule.ids or (rule.id,)))
         kept = "; ".join(f"{o}: `{i}`" for o, i in rule.former.items())
         who = "all four" if rule.scope == ORCHESTRATORS else ", ".join(rule.scope)
-        rows.append(f"| {ids}{f' (raised as {kept}, their ids before the register)' if kept else ''} | "
-                    f"{rule.title} | {who} |")  # fmt: skip
+        rows.append(
+            f"| {ids}{f' (raised as {kept}, their ids before the register)' if kept else ''} | "
+            f"{rule.title} | {who} |"
+        )
     return "\n".join(rows) + "\n"
 
 

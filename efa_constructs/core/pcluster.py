@@ -95,8 +95,10 @@ class ComputeResource:
         """The register's one count rule (``core/node_rules.py``); a MaxCount known at deploy goes with a
         MinCount of 0 (the dynamic nodes' names count MaxCount - MinCount)."""
         if isinstance(self.min_count, str) or (isinstance(self.max_count, str) and self.min_count != 0):
-            shown = {k: AT_DEPLOY if isinstance(v, str) else v
-                     for k, v in (("MinCount", self.min_count), ("MaxCount", self.max_count))}  # fmt: skip
+            shown = {
+                k: AT_DEPLOY if isinstance(v, str) else v
+                for k, v in (("MinCount", self.min_count), ("MaxCount", self.max_count))
+            }
             raise EfaConfigError(
                 "min_count" if isinstance(self.min_count, str) else "max_count",
                 code="efa-cdk:pcluster-count-at-deploy",
@@ -106,9 +108,13 @@ class ComputeResource:
                 fix="set min_count=0 with a max_count known at deploy, or pass both as numbers",
             )
         counts = NodeRequest(
-            "EfaParallelCluster", it, self.max_count if isinstance(self.max_count, int) else None,
-            "max_count", min_count=int(self.min_count), min_name="min_count",
-        )  # fmt: skip
+            "EfaParallelCluster",
+            it,
+            self.max_count if isinstance(self.max_count, int) else None,
+            "max_count",
+            min_count=int(self.min_count),
+            min_name="min_count",
+        )
         run_node_rules(counts, rules=(node_rule("efa-cdk:node-counts"),))
 
     @property

@@ -200,14 +200,33 @@ def metric_data(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in results:
         if r.get("benchmark") == "fabric-sweep" and "slow_nodes" in r:  # the sweep: what it named
             dims = [{"Name": "Benchmark", "Value": "fabric-sweep"}]
-            out.append({"MetricName": "FabricSweepSlowNodes", "Dimensions": dims,
-                        "Value": len(r["slow_nodes"]), "Unit": "Count"})  # fmt: skip
-            out.append({"MetricName": "FabricSweepMedianGbps", "Dimensions": dims,
-                        "Value": r["median_gbps"], "Unit": "None"})  # fmt: skip
+            out.append(
+                {
+                    "MetricName": "FabricSweepSlowNodes",
+                    "Dimensions": dims,
+                    "Value": len(r["slow_nodes"]),
+                    "Unit": "Count",
+                }
+            )
+            out.append(
+                {
+                    "MetricName": "FabricSweepMedianGbps",
+                    "Dimensions": dims,
+                    "Value": r["median_gbps"],
+                    "Unit": "None",
+                }
+            )
         if r.get("benchmark") == "lustre" and r.get("ok"):  # the storage benchmark's aggregates
             dims = [{"Name": "Benchmark", "Value": "lustre"}]
-            out += [{"MetricName": f"Lustre{p.capitalize()}GBps", "Dimensions": dims,
-                     "Value": r[f"{p}_gbytes_s"], "Unit": "None"} for p in ("write", "read")]  # fmt: skip
+            out += [
+                {
+                    "MetricName": f"Lustre{p.capitalize()}GBps",
+                    "Dimensions": dims,
+                    "Value": r[f"{p}_gbytes_s"],
+                    "Unit": "None",
+                }
+                for p in ("write", "read")
+            ]
         if not r.get("ok") or "peak_gbytes_s" not in r:
             continue
         dims = [{"Name": "Benchmark", "Value": r["benchmark"]}]

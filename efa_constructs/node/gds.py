@@ -93,8 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     version = ".".join(map(str, check.nvidia_fs))
     lustre = "FSx Lustre supported" if check.fsx_lustre else "no FSx Lustre line in this release"
-    print(f"nvidia_fs {version}, {lustre}, {check.gpus_with_gds} of {args.gpus} GPUs support GDS "
-          f"(GDS release {check.release})")  # fmt: skip
+    print(
+        f"nvidia_fs {version}, {lustre}, {check.gpus_with_gds} of {args.gpus} GPUs support GDS "
+        f"(GDS release {check.release})"
+    )
     return 0
 
 

@@ -97,8 +97,12 @@ def _node_figures(directory: Path, hosts: list[str]) -> dict[str, dict[str, floa
         write, read = (dd_transfer(_text(directory / f"{host}.{phase}")) for phase in ("write", "read"))
         if write is None or read is None:
             return f"{host}: the direct {'write' if write is None else 'read'} failed"
-        figures[host] = {"write": write[0] / write[1] / GB, "read": read[0] / read[1] / GB,
-                         "write_bytes": write[0], "read_bytes": read[0]}  # fmt: skip
+        figures[host] = {
+            "write": write[0] / write[1] / GB,
+            "read": read[0] / read[1] / GB,
+            "write_bytes": write[0],
+            "read_bytes": read[0],
+        }
     return figures
 
 

@@ -256,14 +256,18 @@ def _capacity_block(ec2: Any, block: str | None) -> dict[str, str] | None:
     if not block:
         return None
     found = _aws_call(
-        "capacity block", "ec2:DescribeCapacityReservations",
+        "capacity block",
+        "ec2:DescribeCapacityReservations",
         lambda: ec2.describe_capacity_reservations(CapacityReservationIds=[block]),
-    )["CapacityReservations"]  # fmt: skip
+    )["CapacityReservations"]
     if not found:
         return {"id": block, "state": "not found", "ends": "unknown"}
     end = found[0].get("EndDate")
-    return {"id": block, "state": str(found[0].get("State", "?")),
-            "ends": f"{end:%Y-%m-%d %H:%M} UTC" if end else "unknown"}  # fmt: skip
+    return {
+        "id": block,
+        "state": str(found[0].get("State", "?")),
+        "ends": f"{end:%Y-%m-%d %H:%M} UTC" if end else "unknown",
+    }
 
 
 def _namespace(resources: list[dict[str, Any]], stack: str) -> str:
@@ -306,8 +310,13 @@ def _newest_results(session: Any, by_type: dict[str, list[dict[str, Any]]]) -> d
         kept = json.loads(raw)
         return {"generation": str(kept["generation"]), "at": str(kept["at"]), "data": list(kept["data"])}
     except (ValueError, KeyError, TypeError):
-        return {"generation": "unknown", "at": "unknown", "data": [{"benchmark": "all", "ok": False,
-                "note": f"unreadable benchmark results in {names[0]}"}]}  # fmt: skip
+        return {
+            "generation": "unknown",
+            "at": "unknown",
+            "data": [
+                {"benchmark": "all", "ok": False, "note": f"unreadable benchmark results in {names[0]}"}
+            ],
+        }
 
 
 def _benchmarks(outputs: dict[str, str], newest: dict[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -57,9 +57,10 @@ def sweep(
     ssm = aws_client(session, "ssm")
     targets = [{"Key": "tag:aws:cloudformation:stack-name", "Values": [stack]}]
     sent = _aws_call(
-        "sweep", "ssm:SendCommand",
+        "sweep",
+        "ssm:SendCommand",
         lambda: ssm.send_command(DocumentName=document, Targets=targets, Comment=f"efa-cdk sweep {stack}"),
-    )  # fmt: skip
+    )
     command = sent["Command"]["CommandId"]
     deadline = time.monotonic() + wait_seconds
     while True:

@@ -33,10 +33,12 @@ class CapacityChecks(PreflightBase):
             )
         if g.zone is None and g.subnet_from:
             return Check(
-                "offered", "WARN",
+                "offered",
+                "WARN",
                 f"the subnet comes from {g.subnet_from}: its zone is not known here; {g.instance_type} is "
-                f"offered in {', '.join(zones)}", "make sure that subnet is in one of those zones",
-            )  # fmt: skip
+                f"offered in {', '.join(zones)}",
+                "make sure that subnet is in one of those zones",
+            )
         if g.zone is None:
             return Check(
                 "offered",
@@ -85,8 +87,12 @@ class CapacityChecks(PreflightBase):
             return None  # a reservation's instances count against it, not the On-Demand quota
         name = quota_name(g.instance_type)
         if name is None:
-            return Check("quota", "WARN", f"no On-Demand quota class known for {g.instance_type}",
-                         "check its quota in the Service Quotas console")  # fmt: skip
+            return Check(
+                "quota",
+                "WARN",
+                f"no On-Demand quota class known for {g.instance_type}",
+                "check its quota in the Service Quotas console",
+            )
         found = self._quota("quota", name)
         if found is None:
             return Check(

@@ -82,9 +82,11 @@ class Preflight(CapacityChecks, NetworkChecks):
         """The bootstrap stack's version parameter (of the stacks' qualifier) against the templates' rule."""
         ssm = self.client("ssm")
         answer, missing = _unless(
-            "bootstrap", "ssm:GetParameter",
-            lambda: ssm.get_parameter(Name=parameter), "ParameterNotFound",
-        )  # fmt: skip
+            "bootstrap",
+            "ssm:GetParameter",
+            lambda: ssm.get_parameter(Name=parameter),
+            "ParameterNotFound",
+        )
         qualifier = parameter.split("/")[2] if parameter.count("/") == 3 else None
         flag = f" --qualifier {qualifier}" if qualifier and parameter != BOOTSTRAP_VERSION_PARAMETER else ""
         if missing:

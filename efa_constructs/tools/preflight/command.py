@@ -50,10 +50,16 @@ def _check_assembly(
     checks = template_checks(out, found) + notes
     regions = stacks_by_region(out, found, region)
     checks += [
-        Check("region", "WARN", f"{n} was synthesized for {r}: checked there, not in --region {region}",
-              "synthesize it for the region you mean (env=...), or leave --region out")
-        for r, names in regions.items() for n in names if region and r != region
-    ]  # fmt: skip
+        Check(
+            "region",
+            "WARN",
+            f"{n} was synthesized for {r}: checked there, not in --region {region}",
+            "synthesize it for the region you mean (env=...), or leave --region out",
+        )
+        for r, names in regions.items()
+        for n in names
+        if region and r != region
+    ]
     lustre = [f for name, t in found.items() for f in lustre_file_systems(name, t)]
     for where, names in regions.items():  # each stack is checked in the region it deploys to
         mine = [g for g in groups if g.stack in names]

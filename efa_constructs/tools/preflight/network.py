@@ -27,9 +27,11 @@ class NetworkChecks(PreflightBase):
             return None
         ec2 = self.client("ec2")
         _, missing = _unless(
-            "key pair", "ec2:DescribeKeyPairs",
-            lambda: ec2.describe_key_pairs(KeyNames=[g.key_name]), "InvalidKeyPair.NotFound",
-        )  # fmt: skip
+            "key pair",
+            "ec2:DescribeKeyPairs",
+            lambda: ec2.describe_key_pairs(KeyNames=[g.key_name]),
+            "InvalidKeyPair.NotFound",
+        )
         if missing:
             return Check(
                 "key pair",
@@ -65,9 +67,13 @@ class NetworkChecks(PreflightBase):
             return image_id
         ec2 = self.client("ec2")
         answer, gone = _unless(
-            "image", "ec2:DescribeImages", lambda: ec2.describe_images(ImageIds=[image_id]),
-            "InvalidAMIID.NotFound", "InvalidAMIID.Unavailable", "InvalidAMIID.Malformed",
-        )  # fmt: skip
+            "image",
+            "ec2:DescribeImages",
+            lambda: ec2.describe_images(ImageIds=[image_id]),
+            "InvalidAMIID.NotFound",
+            "InvalidAMIID.Unavailable",
+            "InvalidAMIID.Malformed",
+        )
         images = [] if gone else answer["Images"]
         if not images:
             return Check(
@@ -79,15 +85,19 @@ class NetworkChecks(PreflightBase):
         # user guide, "Deprecate an AMI"): a newer one exists.
         if image.get("State", "available") != "available":
             return Check(
-                "image", "FAIL", f"{image_id} is {image['State']}, not available: nothing launches from it",
+                "image",
+                "FAIL",
+                f"{image_id} is {image['State']}, not available: nothing launches from it",
                 "pass an available image (or leave ami_id out for the default image)",
-            )  # fmt: skip
+            )
         deprecated = image.get("DeprecationTime")
         if deprecated and _past(deprecated):
             return Check(
-                "image", "WARN", f"{image_id} is deprecated since {deprecated} (it launches, but it is old)",
+                "image",
+                "WARN",
+                f"{image_id} is deprecated since {deprecated} (it launches, but it is old)",
                 "pass a current image (or leave ami_id out for the default image)",
-            )  # fmt: skip
+            )
         arch = self._type(g.instance_type).get("ProcessorInfo", {}).get("SupportedArchitectures", [])
         if arch and image.get("Architecture") not in arch:
             return Check(
@@ -132,9 +142,11 @@ class NetworkChecks(PreflightBase):
     def subnet(self, g: NodeGroup) -> Check | None:
         if not g.subnet_id and g.subnet_from:
             return Check(
-                "subnet", "WARN", f"the subnet comes from {g.subnet_from}: not checked (free addresses)",
+                "subnet",
+                "WARN",
+                f"the subnet comes from {g.subnet_from}: not checked (free addresses)",
                 "run preflight on the assembly that exports it too",
-            )  # fmt: skip
+            )
         if not g.subnet_id:
             return None
         ec2 = self.client("ec2")
@@ -166,8 +178,12 @@ class NetworkChecks(PreflightBase):
         ec2 = self.client("ec2")
         call = getattr(ec2, "describe_capacity_reservation_topology", None)
         if call is None:  # a boto3 older than the API (2025)
-            return Check("placement", "WARN", "this boto3 cannot ask DescribeCapacityReservationTopology",
-                         "pip install -U boto3")  # fmt: skip
+            return Check(
+                "placement",
+                "WARN",
+                "this boto3 cannot ask DescribeCapacityReservationTopology",
+                "pip install -U boto3",
+            )
         try:
             answer = call(CapacityReservationIds=[g.reservation_id])
         except ClientError as err:  # information only: any answer but a refusal of the call is a WARN
@@ -224,51 +240,68 @@ class NetworkChecks(PreflightBase):
         target = next((str(route[k]) for k in ROUTE_TARGETS if route.get(k)), "(no target)")
         if route.get("State") == "blackhole":
             return Check(
-                "route out", "WARN",
+                "route out",
+                "WARN",
                 f"{g.subnet_id}'s default route to {target} is a blackhole (its target is gone)",
                 "point 0.0.0.0/0 at a NAT gateway (or add the VPC endpoints the nodes need)",
-            )  # fmt: skip
+            )
         if route.get("VpcPeeringConnectionId"):
             return Check(
-                "route out", "WARN",
+                "route out",
+                "WARN",
                 f"{g.subnet_id}'s default route goes to the peering connection {target}, which carries no "
                 "traffic on to the internet (VPC peering guide: no edge-to-edge routing)",
                 "route 0.0.0.0/0 to a NAT gateway",
-            )  # fmt: skip
+            )
         if route.get("InstanceId") or route.get("NetworkInterfaceId"):
             return Check(
-                "route out", "PASS",
+                "route out",
+                "PASS",
                 f"{g.subnet_id} routes out through {target}, an instance or appliance: it must forward "
                 "(a NAT instance with its source/destination check off)",
-            )  # fmt: skip
+            )
         return Check("route out", "PASS", f"{g.subnet_id} routes out through {target}")
 
     def lustre(self, fs: LustreAsk) -> Check:
         """The region's PERSISTENT_2 Lustre quotas (storage, file systems) hold the file system beside the
         ones there; one this stack already made counts once."""
         fsx = self.client("fsx")
-        pages = _aws_call("lustre", "fsx:DescribeFileSystems",
-                          lambda: list(fsx.get_paginator("describe_file_systems").paginate()))  # fmt: skip
+        pages = _aws_call(
+            "lustre",
+            "fsx:DescribeFileSystems",
+            lambda: list(fsx.get_paginator("describe_file_systems").paginate()),
+        )
         others = [
-            f for page in pages for f in page["FileSystems"]
+            f
+            for page in pages
+            for f in page["FileSystems"]
             if f.get("FileSystemType") == "LUSTRE"
             and (f.get("LustreConfiguration") or {}).get("DeploymentType") == "PERSISTENT_2"
             and not _made_by(f, fs.stack, fs.name)
-        ]  # fmt: skip
+        ]
         used = sum(int(f.get("StorageCapacity", 0)) for f in others)
         storage, count = (self._quota("lustre", n, "fsx") for n in (LUSTRE_STORAGE_QUOTA, LUSTRE_COUNT_QUOTA))
         if storage is None or count is None:
             missing = LUSTRE_STORAGE_QUOTA if storage is None else LUSTRE_COUNT_QUOTA
-            return Check("lustre", "WARN", f"no FSx quota named '{missing}' in {self.region}",
-                         "check FSx for Lustre's quotas in the Service Quotas console")  # fmt: skip
+            return Check(
+                "lustre",
+                "WARN",
+                f"no FSx quota named '{missing}' in {self.region}",
+                "check FSx for Lustre's quotas in the Service Quotas console",
+            )
         for quota, have, need in ((storage, used, fs.capacity_gib), (count, len(others), 1)):
             if have + need > quota["Value"]:
                 return Check(
-                    "lustre", "FAIL",
+                    "lustre",
+                    "FAIL",
                     f"'{quota['QuotaName']}' is {quota['Value']:g}; the region has {have}, this file system "
                     f"needs {need} more",
                     f"request {have + need} or more: aws service-quotas request-service-quota-increase "
                     f"--service-code fsx --quota-code {quota['QuotaCode']} --desired-value {have + need}",
-                )  # fmt: skip
-        return Check("lustre", "PASS", f"'{LUSTRE_STORAGE_QUOTA}' {storage['Value']:g} GiB: {used} GiB in "
-                     f"{len(others)} file systems + {fs.capacity_gib} GiB")  # fmt: skip
+                )
+        return Check(
+            "lustre",
+            "PASS",
+            f"'{LUSTRE_STORAGE_QUOTA}' {storage['Value']:g} GiB: {used} GiB in "
+            f"{len(others)} file systems + {fs.capacity_gib} GiB",
+        )

@@ -21,11 +21,13 @@ def _flatten(value: Any) -> str | None:
     if not (isinstance(parts, list) and len(parts) == 2 and parts[0] == "" and isinstance(parts[1], list)):
         return None
     return "".join(
-        p if isinstance(p, str)
-        else f"efa-cdk-ref:{p['Ref']}" if isinstance(p, dict) and isinstance(p.get("Ref"), str)
+        p
+        if isinstance(p, str)
+        else f"efa-cdk-ref:{p['Ref']}"
+        if isinstance(p, dict) and isinstance(p.get("Ref"), str)
         else "efa-cdk-token"
         for p in parts[1]
-    )  # fmt: skip
+    )
 
 
 def _refs(config: Any) -> Any:
@@ -67,11 +69,15 @@ def parallelcluster_configs(
         if isinstance(config, dict) and isinstance(config.get("Scheduling", {}).get("SlurmQueues"), list):
             configs.append(_refs(config))
         else:
-            notes.append(Check(
-                f"parallelcluster [{stack}/{name}]", "WARN",
-                f"its ParallelCluster configuration could not be read ({why}): its queues were not checked",
-                "pcluster create-cluster --dryrun true --cluster-configuration <it> validates it",
-            ))  # fmt: skip
+            notes.append(
+                Check(
+                    f"parallelcluster [{stack}/{name}]",
+                    "WARN",
+                    f"its ParallelCluster configuration could not be read ({why}): "
+                    "its queues were not checked",
+                    "pcluster create-cluster --dryrun true --cluster-configuration <it> validates it",
+                )
+            )
     return configs, notes
 
 
@@ -114,14 +120,20 @@ def _queue_groups(
         )
         if not _dig(resource, "Efa", "Enabled") or not isinstance(itype, str):
             continue
-        groups.append(NodeGroup(
-            stack=stack, name=f"queue {queue.get('Name')}/{resource.get('Name')}",
-            instance_type=itype, count=int(resource.get("MaxCount", 0)), zone=zone, subnet_id=subnet_id,
-            reservation_id=_literal(_dig(resource, "CapacityReservationTarget", "CapacityReservationId")),
-            capacity_block=queue.get("CapacityType") == "CAPACITY_BLOCK",
-            key_name=_literal(_dig(config, "HeadNode", "Ssh", "KeyName")),
-            image_id=_literal(_dig(queue, "Image", "CustomAmi") or _dig(config, "Image", "CustomAmi")),
-            root_gib=int(root) if isinstance(root, int) else None,
-            subnet_from=_import_note(subnet, exports),
-        ))  # fmt: skip
+        groups.append(
+            NodeGroup(
+                stack=stack,
+                name=f"queue {queue.get('Name')}/{resource.get('Name')}",
+                instance_type=itype,
+                count=int(resource.get("MaxCount", 0)),
+                zone=zone,
+                subnet_id=subnet_id,
+                reservation_id=_literal(_dig(resource, "CapacityReservationTarget", "CapacityReservationId")),
+                capacity_block=queue.get("CapacityType") == "CAPACITY_BLOCK",
+                key_name=_literal(_dig(config, "HeadNode", "Ssh", "KeyName")),
+                image_id=_literal(_dig(queue, "Image", "CustomAmi") or _dig(config, "Image", "CustomAmi")),
+                root_gib=int(root) if isinstance(root, int) else None,
+                subnet_from=_import_note(subnet, exports),
+            )
+        )
     return groups

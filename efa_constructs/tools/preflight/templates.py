@@ -107,22 +107,34 @@ _Launch = tuple[Any, int, Any, Any, Any]
 
 LAUNCHERS: dict[str, Callable[[Mapping[str, Any]], _Launch]] = {
     "AWS::EC2::Instance": lambda p: (
-        p.get("LaunchTemplate", {}).get("LaunchTemplateId"), 1, None, None, None,
+        p.get("LaunchTemplate", {}).get("LaunchTemplateId"),
+        1,
+        None,
+        None,
+        None,
     ),
     "AWS::AutoScaling::AutoScalingGroup": lambda p: (
         p.get("LaunchTemplate", {}).get("LaunchTemplateId"),
-        int(p.get("DesiredCapacity") or p.get("MaxSize") or 0), None, None, p.get("VPCZoneIdentifier"),
+        int(p.get("DesiredCapacity") or p.get("MaxSize") or 0),
+        None,
+        None,
+        p.get("VPCZoneIdentifier"),
     ),
     "AWS::PCS::ComputeNodeGroup": lambda p: (
         p.get("CustomLaunchTemplate", {}).get("TemplateId"),
         int(p.get("ScalingConfiguration", {}).get("MaxInstanceCount", 0)),
-        (p.get("InstanceConfigs") or [{}])[0].get("InstanceType"), p.get("AmiId"), p.get("SubnetIds"),
+        (p.get("InstanceConfigs") or [{}])[0].get("InstanceType"),
+        p.get("AmiId"),
+        p.get("SubnetIds"),
     ),
     "AWS::EKS::Nodegroup": lambda p: (
-        p.get("LaunchTemplate", {}).get("Id"), int(p.get("ScalingConfig", {}).get("MaxSize", 0)),
-        None, None, p.get("Subnets"),
+        p.get("LaunchTemplate", {}).get("Id"),
+        int(p.get("ScalingConfig", {}).get("MaxSize", 0)),
+        None,
+        None,
+        p.get("Subnets"),
     ),
-}  # fmt: skip
+}
 
 
 def _launched(resources: Mapping[str, Any]) -> dict[str, tuple[int, str | None, Any, list[Any]]]:
