@@ -25,6 +25,7 @@ from typing import Any
 from .core.catalogue import all_instance_types, catalogue_metadata
 from .core.errors import EfaConfigError
 from .core.layout import LayoutMode, plan_layout
+from .tools.commands import Command, add_commands
 from .tools.exits import Exit, emit, table
 
 #: Where ``pr-review --write-workflow`` writes the workflow (efa_constructs.tools.pr_review's, without
@@ -256,139 +257,136 @@ def _dashboard(_args: argparse.Namespace) -> int:
     return Exit.OK
 
 
-def _output_flags(*more: str) -> argparse.ArgumentParser:
-    """The output flag every command that prints a result takes, declared once: ``--output text|json``
-    (``--json`` is short for ``--output json``); `more` forms where a command has them (markdown)."""
-    common = argparse.ArgumentParser(add_help=False)
-    forms = ("text", "json", *more)
-    common.add_argument("--output", choices=forms, default="text", help=f"{' | '.join(forms)} (default text)")
-    common.add_argument("--json", dest="output", action="store_const", const="json", help="--output json")
-    return common
+def _layout_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("instance_type")
+    p.add_argument("--mode", default=LayoutMode.RECOMMENDED.value, choices=[m.value for m in LayoutMode])
+    p.add_argument("--efa-count", type=int, default=None)
 
 
-def _add_account_commands(sub: Any, output: argparse.ArgumentParser) -> None:
-    """The commands that call AWS with the user's credentials: preflight and status, whose region flag is
-    declared once here (catalogue refresh's --region is another thing: the regions it asks, repeatable)."""
-    account = argparse.ArgumentParser(add_help=False)
-    account.add_argument(
-        "--region",
-        default=None,
-        help="default: each stack's own region in the cloud assembly, else the AWS configuration's",
-    )
-    account.add_argument(
-        "--permissions", action="store_true", help="list the IAM actions the command calls, and stop"
-    )
-    f = sub.add_parser(
-        "preflight",
-        parents=[output, account],
-        help="check the synthesized stacks against the AWS account before cdk deploy (quotas, zones, "
-        "capacity, key pair, image, bootstrap)",
-    )
-    f.add_argument("stacks", nargs="*", metavar="STACK", help="stacks to check (default: every one in --out)")
-    f.add_argument("--out", default="cdk.out", help="the cloud assembly (default: cdk.out)")
-    f.add_argument("--list-checks", action="store_true", help="list the checks preflight runs, and stop")
-    f.set_defaults(func=_preflight)
-    s = sub.add_parser(
-        "status",
-        parents=[output, account],
-        help="a deployed cluster from the account: nodes, benchmarks, alarms, changes",
-    )
-    s.add_argument("stack", nargs="?", metavar="STACK")
-    s.add_argument(
-        "--pcluster-name", default=None, help="a ParallelCluster stack: the cluster's name in pcluster"
-    )
-    s.set_defaults(func=_status)
-    w = sub.add_parser(
-        "sweep",
-        parents=[output, account],
-        help="run a deployed cluster's benchmarks and fabric sweep now, and show which node or link is slow",
-    )
-    w.add_argument("stack", nargs="?", metavar="STACK")
-    w.set_defaults(func=_sweep)
+def _types_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--family", help="only families starting with this, any case, e.g. p5 or P6 or trn")
 
 
-def _add_repository_commands(sub: Any, output: argparse.ArgumentParser) -> None:
-    """The commands that work on the package or the user's repository, no AWS account: catalogue refresh
-    (offline by default), template-diff and pr-review."""
-    p = sub.add_parser("catalogue", help="manage the instance catalogue")
-    csub = p.add_subparsers(dest="action", required=True)
-    r = csub.add_parser(
-        "refresh",
-        parents=[output],
-        help="regenerate instance_types.json (offline from moto's snapshot, "
-        "or --live through DescribeInstanceTypes)",
-    )
-    r.add_argument("--live", action="store_true", help="call DescribeInstanceTypes (needs AWS credentials)")
-    r.add_argument(
+def _refresh_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--live", action="store_true", help="call DescribeInstanceTypes (needs AWS credentials)")
+    p.add_argument(
         "--region",
         action="append",
         default=None,
         help="region(s) to ask with --live (repeatable; default us-east-1, us-west-2)",
     )
-    r.add_argument("--to", metavar="FILE", help="write here instead of the packaged catalogue")
-    r.set_defaults(func=_refresh)
-    _add_diff_commands(sub)
+    p.add_argument("--to", metavar="FILE", help="write here instead of the packaged catalogue")
 
 
-def _add_diff_commands(sub: Any) -> None:
-    """template-diff and pr-review, whose revision flags are declared once here."""
-    revisions = argparse.ArgumentParser(add_help=False)
-    revisions.add_argument("--base", default="HEAD", help="base revision (default: HEAD)")
-    revisions.add_argument("--head", default=None, help="head revision (default: the working tree)")
-    revisions.add_argument(
-        "--app",
-        default=None,
-        help="the command that synthesizes the app (default: each revision's cdk.json app, else app.py)",
-    )
-    revisions.add_argument(
-        "-c",
-        "--context",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="CDK context for both synths (repeatable)",
-    )
-    revisions.add_argument(
-        "--no-findings",
-        action="store_true",
-        help="skip the checks' new findings (cfn-lint on both revisions of each changed stack)",
-    )
-    d = sub.add_parser(
-        "template-diff",
-        parents=[_output_flags("markdown"), revisions],
-        help="synthesize two git revisions and diff the templates per stack",
-    )
-    d.add_argument(
+def _diff_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
         "--strict",
         action="store_true",
         help=f"exit {Exit.STATEFUL_LOSS.value} when a stateful resource is deleted or replaced",
     )
-    d.set_defaults(func=_template_diff)
-    r = sub.add_parser(
-        "pr-review",
-        parents=[revisions],
-        help="template-diff for a pull request: its comment, posted or updated (fails on a stateful loss)",
-    )
-    r.add_argument("--comment-file", default="efa-cdk-template-diff.md", help="where the comment is written")
-    r.add_argument("--post", action="store_true", help="post or update the comment (in GitHub Actions)")
-    r.add_argument(
+
+
+def _review_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--comment-file", default="efa-cdk-template-diff.md", help="where the comment is written")
+    p.add_argument("--post", action="store_true", help="post or update the comment (in GitHub Actions)")
+    p.add_argument(
         "--allow-loss",
         action="store_true",
         help="a stateful loss does not fail the check (the workflow: the label efa-cdk:allow-stateful-loss)",
     )
-    r.add_argument(
+    p.add_argument(
         "--write-workflow",
         nargs="?",
         const=WORKFLOW_PATH,
         metavar="PATH",
         help=f"write the GitHub Actions workflow instead (default {WORKFLOW_PATH})",
     )
-    r.add_argument("--force", action="store_true", help="with --write-workflow: replace a file there")
-    r.set_defaults(func=_pr_review)
+    p.add_argument("--force", action="store_true", help="with --write-workflow: replace a file there")
+
+
+def _preflight_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("stacks", nargs="*", metavar="STACK", help="stacks to check (default: every one in --out)")
+    p.add_argument("--out", default="cdk.out", help="the cloud assembly (default: cdk.out)")
+    p.add_argument("--list-checks", action="store_true", help="list the checks preflight runs, and stop")
+
+
+def _status_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("stack", nargs="?", metavar="STACK")
+    p.add_argument(
+        "--pcluster-name", default=None, help="a ParallelCluster stack: the cluster's name in pcluster"
+    )
+
+
+def _stack_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("stack", nargs="?", metavar="STACK")
+
+
+#: The help of a word that groups commands (``catalogue``).
+GROUPS = {"catalogue": "manage the instance catalogue"}
+
+#: Every command, in the order ``efa-cdk --help`` lists them.
+COMMANDS = (
+    Command(
+        ("layout",),
+        "show the network-interface layout of an instance type",
+        _layout,
+        _layout_args,
+        ("output",),
+    ),
+    Command(
+        ("types",), "list the EFA-capable instance types in the catalogue", _types, _types_args, ("output",)
+    ),
+    Command(
+        ("catalogue", "refresh"),
+        "regenerate instance_types.json (offline from moto's snapshot, "
+        "or --live through DescribeInstanceTypes)",
+        _refresh,
+        _refresh_args,
+        ("output",),
+    ),
+    Command(
+        ("template-diff",),
+        "synthesize two git revisions and diff the templates per stack",
+        _template_diff,
+        _diff_args,
+        ("markdown", "revisions"),
+    ),
+    Command(
+        ("pr-review",),
+        "template-diff for a pull request: its comment, posted or updated (fails on a stateful loss)",
+        _pr_review,
+        _review_args,
+        ("revisions",),
+    ),
+    Command(
+        ("preflight",),
+        "check the synthesized stacks against the AWS account before cdk deploy (quotas, zones, "
+        "capacity, key pair, image, bootstrap)",
+        _preflight,
+        _preflight_args,
+        ("output", "account"),
+    ),
+    Command(
+        ("status",),
+        "a deployed cluster from the account: nodes, benchmarks, alarms, changes",
+        _status,
+        _status_args,
+        ("output", "account"),
+    ),
+    Command(
+        ("sweep",),
+        "run a deployed cluster's benchmarks and fabric sweep now, and show which node or link is slow",
+        _sweep,
+        _stack_arg,
+        ("output", "account"),
+    ),
+    Command(("dashboard",), "print an SVG picture of a cluster's dashboard layout (no AWS)", _dashboard),
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line's parser (the docs' tests check the commands they print against it)."""
+    """The command line's parser, from :data:`COMMANDS` (the docs' tests check the commands they print
+    against it)."""
     from .core import __version__
 
     parser = argparse.ArgumentParser(
@@ -398,22 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"efa-cdk {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    output = _output_flags()
-    p = sub.add_parser(
-        "layout", parents=[output], help="show the network-interface layout of an instance type"
-    )
-    p.add_argument("instance_type")
-    p.add_argument("--mode", default=LayoutMode.RECOMMENDED.value, choices=[m.value for m in LayoutMode])
-    p.add_argument("--efa-count", type=int, default=None)
-    p.set_defaults(func=_layout)
-    p = sub.add_parser("types", parents=[output], help="list the EFA-capable instance types in the catalogue")
-    p.add_argument("--family", help="only families starting with this, any case, e.g. p5 or P6 or trn")
-    p.set_defaults(func=_types)
-    _add_repository_commands(sub, output)
-    _add_account_commands(sub, output)
-    g = sub.add_parser("dashboard", help="print an SVG picture of a cluster's dashboard layout (no AWS)")
-    g.set_defaults(func=_dashboard)
+    add_commands(parser, COMMANDS, GROUPS)
     return parser
 
 

@@ -281,3 +281,27 @@ def test_permissions_are_a_shared_flag_and_answer_in_json(capsys: Any) -> None:
     for command, module in (("preflight", preflight), ("status", status), ("sweep", sweep)):
         assert main([command, "--permissions", "--output", "json"]) == 0
         assert json.loads(capsys.readouterr().out) == module.PERMISSIONS, command
+
+
+def test_every_command_is_one_row_of_the_command_table_and_shares_flags_declared_once() -> None:
+    """Issue 52: each command is a row (words, help, shared flag sets, arguments, run) and the parser is made
+    from the rows; the shared flags (--output, --region/--permissions, the revisions) are declared once."""
+    import argparse
+
+    from efa_constructs.__main__ import COMMANDS, build_parser
+    from efa_constructs.tools.commands import shared_flags
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(sub.choices) == list(dict.fromkeys(c.words[0] for c in COMMANDS))
+    assert {s for c in COMMANDS for s in c.shares} == set(shared_flags())
+    for command in COMMANDS:
+        words = [*command.words, "--help"]
+        options = sub.choices[command.words[0]]
+        if len(command.words) > 1:
+            inner = next(a for a in options._actions if isinstance(a, argparse._SubParsersAction))
+            options = inner.choices[command.words[1]]
+        flags = {o for a in options._actions for o in a.option_strings}
+        assert ("--output" in flags) == bool({"output", "markdown"} & set(command.shares)), words
+        assert ("--permissions" in flags) == ("account" in command.shares), words
+        assert ("--base" in flags) == ("revisions" in command.shares), words
