@@ -431,7 +431,7 @@ def test_the_register_holds_the_shared_rules_and_binds_every_orchestrator() -> N
     assert {r.id for r in node_rules.NODE_RULES} >= SHARED_RULES
     assert [o.name for o in ORCHESTRATORS] == list(node_rules.ORCHESTRATORS)
     code = "".join(p.read_text() for p in (ROOT / "efa_constructs" / "cdk").glob("*.py"))
-    calls = re.findall(r'EfaNodeBase\(\s*self, self\.plan, orchestrator="(\w+)"', code)
+    calls = re.findall(r'EfaNodeBase\(\s*self,\s*self\.plan,\s*orchestrator="(\w+)"', code)
     assert sorted(calls) == sorted(node_rules.ORCHESTRATORS)
 
 

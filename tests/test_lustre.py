@@ -286,7 +286,9 @@ def _lustre_node(
         "umount": 'rm -f "$STUB_DIR/mounted"',
         "dd": "exit 0",
         # systemctl start runs the unit's command as systemd would (the node's root stands in for /)
-        "systemctl": '[ "$1" != start ] || exec "$EFA_CDK_ROOT/opt/efa-cdk/bin/lustre-client.sh" --lnet',
+        # (is-active: whether a start succeeded before, as the unit's state)
+        "systemctl": 'case "$1" in start) "$EFA_CDK_ROOT/opt/efa-cdk/bin/lustre-client.sh" --lnet && '
+        'touch "$STUB_DIR/active" ;; is-active) [ -e "$STUB_DIR/active" ] ;; esac',
     }
     for name, body in bodies.items():
         executable(stub / name, record.format(bash=BASH, name=name, body=body.strip()))
@@ -353,6 +355,29 @@ def test_an_old_efa_driver_or_a_tcp_mount_is_handled_before_lnet(tmp_path: Path)
     calls = _calls(tcp)
     umount = next(i for i, c in enumerate(calls) if c.startswith("umount ") and c.endswith("/fsx"))
     assert umount < calls.index("lnetctl lnet configure") < calls.index("mount /fsx")
+
+
+def test_parallelcluster_s_mount_rides_efa_from_the_start(tmp_path: Path) -> None:
+    """Issue 53 item 11: at OnNodeStart (the lustre-lnet step) the client and LNet over EFA, no mount; then
+    ParallelCluster mounts (over EFA: LNet is up), and at OnNodeConfigured the lustre-client step keeps that
+    mount (no unmount, LNet not configured again) and proves Lustre rides EFA."""
+    node = _lustre_node(tmp_path)
+    start = node.run("lustre-lnet")
+    assert start.returncode == 0, start.log
+    calls = _calls(node)
+    assert "lnetctl lnet configure" in calls and not any(c.startswith(("mount ", "umount ")) for c in calls)
+    assert not (node.root / "etc/fstab").exists() or "lustre" not in (node.root / "etc/fstab").read_text()
+    assert "LNet over EFA up; the orchestrator mounts /fsx" in start.log
+    (node.stub_dir / "mounted").touch()  # ParallelCluster's mount, after OnNodeStart
+    (node.stub_dir / "calls.log").write_text("")
+    configured = node.run("lustre-client")
+    assert configured.returncode == 0, configured.log
+    calls = _calls(node)
+    assert not any(
+        c.startswith(("umount ", "mount ", "lnetctl lnet configure", "lnetctl net add")) for c in calls
+    ), calls
+    assert "configured before the mount (the lustre-lnet step)" in configured.log
+    assert "Lustre rides EFA" in configured.log
 
 
 def test_a_tcp_only_client_mounts_without_lnet(tmp_path: Path) -> None:

@@ -372,7 +372,8 @@ def test_config_output_refers_to_the_stack(stack: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="module")
 def efa_lustre_stack() -> dict[str, Any]:
-    """FSx for Lustre over EFA: the compute nodes' OnNodeConfigured also runs lustre-client."""
+    """FSx for Lustre over EFA: the compute nodes' OnNodeStart runs lustre-lnet, their OnNodeConfigured also
+    lustre-client."""
     return synth(fsx_lustre_capacity_gib="19200", fsx_lustre_efa="true", availability_zone="us-east-1d")
 
 
@@ -424,6 +425,16 @@ def test_resolved_config_passes_the_schema(which: str, request: pytest.FixtureRe
     assert ("lustre-client" in next(a for a in args if a.startswith("EFA_CDK_STEPS="))) is efa
     assert (f"EFA_CDK_LUSTRE_EFA_INTERFACES={8 if gds else 2}" in args) is efa
     assert ("EFA_CDK_LUSTRE_GDS=1" in args) is gds
+    # Issue 53 item 11: LNet over EFA at OnNodeStart, which ParallelCluster runs before its own bootstrap
+    # actions, its mount among them (ParallelCluster user guide, "Custom bootstrap actions"); the same
+    # settings, the one step lustre-lnet
+    start = queue["CustomActions"].get("OnNodeStart")
+    assert (start is not None) is efa, queue["CustomActions"]
+    if efa:
+        assert start["Script"] == queue["CustomActions"]["OnNodeConfigured"]["Script"]
+        assert "EFA_CDK_STEPS=lustre-lnet" in start["Args"]
+        settings = [a.split("=")[0] for a in args if a.startswith("EFA_CDK_LUSTRE_")]
+        assert [a.split("=")[0] for a in start["Args"] if a.startswith("EFA_CDK_LUSTRE_")] == settings
 
 
 def test_ready_stack_is_lint_clean_and_has_the_efa_pieces(stack: dict[str, Any]) -> None:

@@ -26,13 +26,13 @@ from ..core.errors import EfaConfigError
 from ..core.options import DEFAULT_MAX_COUNT, DEFAULT_MIN_COUNT, SHARED_DIR, check_zone_of_subnet
 from ..core.pcluster import (
     DEFAULT_HEAD_NODE_TYPE,
-    PCLUSTER_MANAGED_TOPOLOGY_PREFIXES,
     PCLUSTER_VERSION,
     ComputeResource,
     ParallelClusterConfig,
     SharedStorage,
     SlurmQueue,
 )
+from ..core.pcluster_rules import PCLUSTER_MANAGED_TOPOLOGY_PREFIXES
 from ..core.settings import NodeEnv
 from ..core.software import (
     NEURON_REPO_KEY_ID,
@@ -69,9 +69,10 @@ class EfaParallelCluster(Construct):
     ``placement_group``.
 
     Storage options (:class:`StorageOptions`, each documented there): ``efs_throughput_mibps``,
-    ``fsx_lustre_capacity_gib``, ``fsx_lustre_throughput``, ``fsx_lustre_efa`` (ParallelCluster mounts the
-    file system over TCP, and 3.16 configures no Lustre client over EFA itself: every compute node moves its
-    Lustre traffic to EFA at OnNodeConfigured, the ``lustre-client`` step), ``fsx_lustre_gds``,
+    ``fsx_lustre_capacity_gib``, ``fsx_lustre_throughput``, ``fsx_lustre_efa`` (ParallelCluster 3.16
+    configures no Lustre client over EFA itself: every compute node sets LNet up over EFA at OnNodeStart,
+    before ParallelCluster mounts the file system, the ``lustre-lnet`` step, and proves at OnNodeConfigured
+    that its Lustre traffic rides EFA, the ``lustre-client`` step), ``fsx_lustre_gds``,
     ``storage_removal_policy``.
 
     Args:
@@ -233,11 +234,6 @@ class EfaParallelCluster(Construct):
         ssh_peers: Sequence[ec2.IPeer],
     ) -> ParallelClusterConfig:
         """The ParallelCluster configuration that refers to everything this construct created."""
-        lustre_args = self._lustre_client_args()
-        compute_steps = (
-            *pcluster_compute_steps(self.plan.instance_type),
-            *(("lustre-client",) if lustre_args else ()),
-        )
         compute = ComputeResource(
             name=instance_type.replace(".", "-")[:25],
             instance_types=(instance_type,),
@@ -251,18 +247,7 @@ class EfaParallelCluster(Construct):
         if used is not None:
             file_system, _, mount_dir = used
             storage.append(SharedStorage("lustre", mount_dir, "FsxLustre", file_system.file_system_id))
-        queue = SlurmQueue(
-            name=queue_name,
-            subnet_ids=(compute_subnet.subnet_id,),
-            compute_resources=(compute,),
-            placement_group=self.placement_group.placement_group_name if self.placement_group else None,
-            use_placement_group=self.placement_group is not None,
-            security_group_ids=(self.security_group.security_group_id,),
-            on_node_configured=self._entry_url,
-            on_node_configured_args=(*self._bootstrap_args(",".join(compute_steps)), *lustre_args),
-            s3_read=self._read,
-            capacity_type="CAPACITY_BLOCK" if capacity.kind is CapacityKind.CAPACITY_BLOCK else "ONDEMAND",
-        )
+        queue = self._queue(queue_name, compute_subnet, compute, capacity)
         # Slurm's topology/tree, unless ParallelCluster sets up its own plugin for the type (UltraServers).
         # Its first topology.conf is written at OnNodeStart, before ParallelCluster starts slurmctld.
         tree = not instance_type.startswith(PCLUSTER_MANAGED_TOPOLOGY_PREFIXES)
@@ -344,6 +329,31 @@ class EfaParallelCluster(Construct):
         entry = NodeScripts(self, "Bootstrap", staged / PCLUSTER_BOOTSTRAP)
         self._scripts_url, self._entry_url = scripts.url, entry.url
         self._read = (scripts.location, entry.location)
+
+    def _queue(
+        self, name: str, subnet: ec2.ISubnet, compute: ComputeResource, capacity: Capacity
+    ) -> SlurmQueue:
+        """The EFA queue: its nodes' steps at OnNodeConfigured, and with a file system over EFA LNet set up at
+        OnNodeStart, before ParallelCluster mounts it (the lustre-lnet step)."""
+        lustre_args = self._lustre_client_args()
+        steps = (
+            *pcluster_compute_steps(self.plan.instance_type),
+            *(("lustre-client",) if lustre_args else ()),
+        )
+        return SlurmQueue(
+            name=name,
+            subnet_ids=(subnet.subnet_id,),
+            compute_resources=(compute,),
+            placement_group=self.placement_group.placement_group_name if self.placement_group else None,
+            use_placement_group=self.placement_group is not None,
+            security_group_ids=(self.security_group.security_group_id,),
+            on_node_configured=self._entry_url,
+            on_node_configured_args=(*self._bootstrap_args(",".join(steps)), *lustre_args),
+            on_node_start=self._entry_url if lustre_args else None,
+            on_node_start_args=(*self._bootstrap_args("lustre-lnet"), *lustre_args) if lustre_args else (),
+            s3_read=self._read,
+            capacity_type="CAPACITY_BLOCK" if capacity.kind is CapacityKind.CAPACITY_BLOCK else "ONDEMAND",
+        )
 
     def _lustre_client_args(self) -> tuple[str, ...]:
         """With an EFA-enabled file system, the compute nodes' settings for the ``lustre-client`` step (values

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The FSx for Lustre client (issue 44): the Lustre client, LNet over EFA as AWS's client setup configures it,
 # the mount at every boot, and the proof that Lustre traffic rides EFA. A node where it does not is a failed node.
-#   lustre-client.sh          the boot step (before the node's signal)
-#   lustre-client.sh --lnet   the unit efa-cdk-lustre-lnet runs at every boot, before the mount
+#   lustre-client.sh            the boot step (before the node's signal)
+#   lustre-client.sh --prepare  the client and LNet over EFA, no mount (the lustre-lnet step: ParallelCluster's
+#                               OnNodeStart, before its own mount, as AWS's tutorial orders it)
+#   lustre-client.sh --lnet     the unit efa-cdk-lustre-lnet runs at every boot, before the mount
 # Settings: EFA_CDK_LUSTRE_DNS and EFA_CDK_LUSTRE_MOUNT_NAME (the file system), EFA_CDK_LUSTRE_DIR (where it
 # mounts), EFA_CDK_LUSTRE_EFA_INTERFACES (the EFA interfaces LNet uses; 0 or unset: TCP only),
 # EFA_CDK_LUSTRE_GDS (1: GPUDirect Storage: the nvidia-fs driver, loaded before Lustre, and gdscheck).
@@ -156,10 +158,18 @@ WantedBy=remote-fs.target
 EOF
   systemctl daemon-reload
   systemctl enable "$unit.service" >/dev/null || die "could not enable $unit"
-  # An orchestrator may have mounted it over TCP already (ParallelCluster does before our step).
-  if mountpoint -q "$dir"; then umount "$dir" || die "could not unmount $dir to move Lustre to EFA"; fi
-  systemctl start "$unit.service" || die "$(cat "$STATE/failure" 2>/dev/null || echo "$unit failed: journalctl -u $unit")"
+  if systemctl is-active --quiet "$unit.service"; then
+    log "LNet over EFA: configured before the mount (the lustre-lnet step)"
+  else
+    # An orchestrator may have mounted it over TCP already: moved to EFA (unmounted, LNet, mounted again)
+    if mountpoint -q "$dir"; then umount "$dir" || die "could not unmount $dir to move Lustre to EFA"; fi
+    systemctl start "$unit.service" || die "$(cat "$STATE/failure" 2>/dev/null || echo "$unit failed: journalctl -u $unit")"
+  fi
   needs=",x-systemd.requires=$unit.service"
+fi
+if [ "${1:-}" = --prepare ]; then
+  log "FSx for Lustre: the client ready${needs:+, LNet over EFA up}; the orchestrator mounts ${dir#"$R"}"
+  exit 0
 fi
 
 mkdir -p "$dir"
