@@ -427,3 +427,44 @@ if __name__ == "__main__":
 
     EXAMPLE.write_text(_example_comment(Path(tempfile.mkdtemp())))
     print(f"wrote {EXAMPLE}")
+
+
+NAGGED_APP = """
+import aws_cdk as cdk
+from aws_cdk import aws_s3 as s3, aws_ssm as ssm
+from cdk_nag import AwsSolutionsChecks
+
+app = cdk.App()
+stack = cdk.Stack(app, "Data")
+ssm.StringParameter(stack, "Size", string_value="1")
+if app.node.try_get_context("head"):
+    s3.Bucket(stack, "Results", enforce_ssl=False)  # cdk-nag: no server access logs, no TLS-only policy
+    cdk.CfnParameter(stack, "Unused", type="String", default="x")  # cfn-lint: W2001, a parameter not used
+cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))  # cdk-nag 3: a policy-validation plugin
+app.synth()
+"""
+
+
+def test_the_head_s_new_findings_are_listed_and_the_base_s_are_not(tmp_path: Path) -> None:
+    """What the checks find in the head and not in the base, per changed stack: cfn-lint's (W2001 for a
+    parameter nothing uses) and cdk-nag's (AwsSolutions-S1 and -S10 for a bucket without access logs or a
+    TLS-only policy). cdk-nag 3 is a policy-validation plugin: its findings fail the head's synthesis, and the
+    diff reads them from the assembly's validation report, beside the templates aws-cdk-lib still wrote."""
+    from efa_constructs.tools.template_diff import run
+
+    repo = tmp_path / "app"
+    repo.mkdir()
+    (repo / "infra.py").write_text(NAGGED_APP)
+    (repo / "cdk.json").write_text(json.dumps({"app": "python3 infra.py"}))
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for step in (["init", "-q"], ["add", "."], ["commit", "-qm", "base"]):
+        subprocess.run([*git, *step], check=True, capture_output=True)
+    (repo / "cdk.json").write_text(json.dumps({"app": "python3 infra.py", "context": {"head": True}}))
+    subprocess.run([*git, "commit", "-qam", "head"], check=True, capture_output=True)
+    report = run("HEAD~1", "HEAD", {}, repo=repo)
+    found = report.stacks["Data"].findings
+    assert any(f.startswith("cfn-lint W2001 Parameters/Unused") for f in found), found
+    assert any(f.startswith("validation AwsSolutions-S1 Data/Results/Resource: ") for f in found), found
+    assert any("AwsSolutions-S10" in f for f in found), found
+    assert not any("Size" in f for f in found), found  # the base's parameter: nothing new there
+    assert "**New findings (cfn-lint, synth)**" in report.markdown()

@@ -115,3 +115,24 @@ def synth_findings(out: Path) -> dict[str, set[str]]:
             if isinstance(e, dict) and e.get("type") in FINDING_KINDS
         }
     return found
+
+
+#: Where aws-cdk-lib writes its policy-validation plugins' findings (cdk-nag 3's among them) when synthesis
+#: fails on them: ``validation-report.json`` in the assembly, beside the templates it still wrote.
+VALIDATION_REPORT = "validation-report.json"
+
+
+def validation_findings(out: Path) -> dict[str, set[str]]:
+    """Each stack's policy-validation violations (``validation AwsSolutions-S1 Data/Results/Resource:
+    <description>``), from the assembly's report; none without one."""
+    if not (out / VALIDATION_REPORT).is_file():
+        return {}
+    report = read_json(out / VALIDATION_REPORT, out)
+    found: dict[str, set[str]] = {}
+    for plugin in report.get("pluginReports", []) if isinstance(report, dict) else []:
+        for violation in plugin.get("violations", []):
+            for where in violation.get("violatingConstructs", []):
+                path = str(where.get("constructPath", ""))
+                line = f"validation {violation.get('ruleName')} {path}: {violation.get('description', '')}"
+                found.setdefault(path.split("/")[0], set()).add(line)
+    return found

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..core.errors import EfaConfigError
 from . import cluster_summary
-from .assembly import assembly_stacks, read_json, synth_findings
+from .assembly import VALIDATION_REPORT, assembly_stacks, read_json, synth_findings, validation_findings
 from .security_diff import SecurityChanges, security_changes
 
 #: Resource types whose deletion or replacement loses data or an address someone relies on. Instances
@@ -217,13 +217,24 @@ def lint_findings(template: Mapping[str, Any], region: str = "us-east-1") -> set
     return {f"cfn-lint {m.rule.id} {'/'.join(map(str, m.path))}: {m.message}" for m in matches}
 
 
+def _findings(out: Path) -> dict[str, set[str]]:
+    """A revision's synth findings by stack: its errors and warnings, and its policy-validation report's."""
+    found = synth_findings(out)
+    for stack, lines in validation_findings(out).items():
+        found.setdefault(stack, set()).update(lines)
+    return found
+
+
 def new_findings(
     old: Mapping[str, Any], new: Mapping[str, Any], old_notes: set[str], new_notes: set[str]
 ) -> list[str]:
     """What the head's checks find and the base's did not: cfn-lint on both templates, and the synth's
     errors and warnings (efa-cdk's own, cdk-nag's when the app runs it as an Aspect)."""
     before = lint_findings(old) if old else set()
-    return sorted((lint_findings(new) - before) | {f"synth {n}" for n in new_notes - old_notes})
+    return sorted(
+        (lint_findings(new) - before)
+        | {n if n.startswith("validation ") else f"synth {n}" for n in new_notes - old_notes}
+    )
 
 
 def _compare(
@@ -338,6 +349,10 @@ def synth_revision(
                 app_command(tree, app), cwd=tree, env=env, check=True, capture_output=True, text=True
             )
         except subprocess.CalledProcessError as err:
+            if (out / VALIDATION_REPORT).is_file() and (out / "manifest.json").is_file():
+                return stack_templates(
+                    out
+                )  # a policy-validation plugin failed it: its findings are the diff's
             last = (err.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise EfaConfigError(
                 "template-diff",
@@ -461,7 +476,7 @@ def run(
         old = synth_revision(repo, base, context, Path(tmp) / "base", app)
         same = head_commit == base_commit  # same commit: same templates
         new = old if same else synth_revision(repo, head, context, Path(tmp) / "head", app)
-        notes = (synth_findings(Path(tmp) / "base"), synth_findings(Path(tmp) / ("base" if same else "head")))
+        notes = tuple(_findings(Path(tmp) / side) for side in ("base", "base" if same else "head"))
     stacks = {
         stack: diff_templates(old.get(stack, {}), new.get(stack, {})) for stack in sorted(set(old) | set(new))
     }
