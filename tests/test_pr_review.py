@@ -468,3 +468,40 @@ def test_the_head_s_new_findings_are_listed_and_the_base_s_are_not(tmp_path: Pat
     assert any("AwsSolutions-S10" in f for f in found), found
     assert not any("Size" in f for f in found), found  # the base's parameter: nothing new there
     assert "**New findings (cfn-lint, synth)**" in report.markdown()
+
+
+def test_a_widening_is_named_for_what_it_adds_and_nothing_else() -> None:
+    """Each reason for its own change only: a statement merged with an earlier one (aws-cdk-lib's
+    minimizePolicies does) widens by the actions it adds; a named resource is not "every resource"; a
+    service principal is no other account; the EFA rule of a group to itself is read through its GroupId and
+    peer references, and widens nothing."""
+    from efa_constructs.tools.security_diff import Rule, Statement, rules
+
+    where = "Policy (${Role})"
+    old = Statement(where, "Allow", ("ec2:DescribeInstances",), ("*",), "", "")
+    merged = Statement(where, "Allow", ("ec2:*", "ec2:DescribeInstances"), ("*",), "", "")
+    assert merged.replaces(old) and merged.widens(old) == [
+        "a wildcard action (ec2:*)",
+        "every resource (*) for ec2:*",
+    ]
+    named = Statement(where, "Allow", ("s3:GetObject",), ("${Bucket.Arn}/*",), "", "")
+    assert named.widens() == [] and not named.replaces(old)
+    other_role = Statement("Other (${Role2})", "Allow", ("ec2:DescribeInstances",), ("*",), "", "")
+    assert not other_role.replaces(old) and other_role.widens() == [
+        "every resource (*) for ec2:DescribeInstances"
+    ]
+    service = Statement("Role (trust)", "Allow", ("sts:AssumeRole",), (), "Service: ec2.amazonaws.com", "")
+    assert service.widens() == []
+    deny = Statement(where, "Deny", ("*",), ("*",), "AWS: *", "")
+    assert deny.widens() == []
+    template = _stack(False)
+    (efa,) = [r for r in rules(template) if r.direction == "ingress"]
+    group = efa.group
+    assert (
+        group.startswith("{sg: Nodes") and efa.peer == group and efa.protocol == "all" and efa.widens() == []
+    )
+    assert Rule(group, "egress", "tcp", "443", "0.0.0.0/0", "").widens() == [
+        "egress to the world (0.0.0.0/0, 443)"
+    ]
+    assert show({"Fn::Sub": ["${Name}-x", {"Name": "y"}]}) == "${Name}-x"
+    assert show({"Fn::Join": ["", "not a list"]}) == '{"Fn::Join":["","not a list"]}'

@@ -56,8 +56,7 @@ def show(value: Any) -> str:
     if isinstance(value, Mapping) and len(value) == 1 and next(iter(value)) in INTRINSICS:
         ((fn, arg),) = value.items()
         shown = INTRINSICS[fn](arg)
-        if shown is not None:
-            return str(shown)
+        return str(shown) if shown is not None else json.dumps(value, sort_keys=True, separators=(",", ":"))
     if isinstance(value, list):
         return ", ".join(show(v) for v in value)
     if isinstance(value, Mapping):  # a condition block: {operator: {key: value}}
