@@ -16,6 +16,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.template_diff_check import finish  # noqa: E402 (after the repository is on the path)
+
 #: Where the head commit adds the two widenings (the ready cluster stack, after its cluster is made).
 ANCHOR = "        self._restate_warnings(params)\n"
 WIDENINGS = (
@@ -68,9 +72,7 @@ def main(workdir: Path) -> None:
         capture_output=True,
         text=True,
     )
-    print(run.stdout, end="")
-    print(run.stderr, end="", file=sys.stderr)
-    sys.exit(run.returncode)
+    finish(run)
 
 
 if __name__ == "__main__":

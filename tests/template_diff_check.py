@@ -33,6 +33,11 @@ def main(workdir: Path) -> None:
         capture_output=True,
         text=True,
     )
+    finish(run)
+
+
+def finish(run: subprocess.CompletedProcess[str]) -> None:
+    """The command's output as this script's, and its exit code (the test that waits reads both)."""
     print(run.stdout, end="")
     print(run.stderr, end="", file=sys.stderr)
     sys.exit(run.returncode)

@@ -177,14 +177,9 @@ def test_the_cluster_summary_names_nodes_efas_and_line_rate_before_and_after(
 def _many_nodes(templates: dict[str, Any], count: int) -> DiffReport:
     """`count` nodes all replaced by a new node-scripts asset, in each of the six cluster stacks."""
     stacks = {}
-    for name in (
-        "Trn1EfaCluster",
-        "Trn1nEfaCluster",
-        "P4dEfaCluster",
-        "P5EfaCluster",
-        "P3dnEfaCluster",
-        "Dl1EfaCluster",
-    ):
+    from stacks.cluster_stack import READY_CLUSTERS
+
+    for name in READY_CLUSTERS:
         old = copy.deepcopy(templates[name])
         (node,) = [
             k for k, v in old["Resources"].items() if v["Type"] == "AWS::EC2::Instance" and "Node1" in k
