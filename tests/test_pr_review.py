@@ -500,3 +500,30 @@ def test_a_widening_is_named_for_what_it_adds_and_nothing_else() -> None:
     ]
     assert show({"Fn::Sub": ["${Name}-x", {"Name": "y"}]}) == "${Name}-x"
     assert show({"Fn::Join": ["", "not a list"]}) == '{"Fn::Join":["","not a list"]}'
+
+
+def test_the_review_fails_on_a_loss_unless_allowed_and_the_workflow_is_written_once(
+    templates: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """pr-review's verdict (exit 3 on a stateful loss, 0 when --allow-loss or the label allows it; the job
+    summary written whole when GitHub Actions names one) and --write-workflow (written, then refused over an
+    existing file unless --force)."""
+    from efa_constructs.__main__ import main
+    from efa_constructs.tools.pr_review import review
+
+    report = _many_nodes(templates, 2)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    fails, line = review(report, tmp_path / "comment.md", False, None)
+    assert fails and "FAILS: add the label efa-cdk:allow-stateful-loss" in line
+    assert summary.read_text() == (tmp_path / "comment.md").read_text()
+    fails, line = review(report, tmp_path / "comment.md", True, None)
+    assert not fails and line.endswith("; the loss is allowed (--allow-loss)")
+    path = tmp_path / ".github" / "workflows" / "review.yml"
+    assert main(["pr-review", "--write-workflow", str(path)]) == 0 and path.read_text() == workflow()
+    assert main(["pr-review", "--write-workflow", str(path)]) == 1
+    assert "a file is there, and writing would replace it" in capsys.readouterr().err
+    assert main(["pr-review", "--write-workflow", str(path), "--force"]) == 0

@@ -135,7 +135,7 @@ def review(
     fails = report.stateful_loss and not allow_loss
     if report.stateful_loss:
         line += (
-            f"; allowed ({'--allow-loss'})"
+            "; the loss is allowed (--allow-loss)"
             if allow_loss
             else f"; FAILS: add the label {ALLOW_LABEL} (or --allow-loss) once the loss is meant"
         )
