@@ -133,7 +133,9 @@ def _refresh(args: argparse.Namespace) -> int:
     return Exit.OK
 
 
-def _template_diff(args: argparse.Namespace) -> int:
+def _diff_report(args: argparse.Namespace) -> Any:
+    """The template diff the revision flags ask for (template-diff's and pr-review's), or None when cfn-lint,
+    which the diff needs, is missing (said on stderr)."""
     try:
         import cfnlint  # noqa: F401  (CloudFormation's resource schemas: which changes replace)
     except ModuleNotFoundError:
@@ -145,7 +147,7 @@ def _template_diff(args: argparse.Namespace) -> int:
             fix="pip install 'efa-cdk[diff]' (the project's own scripts/setup --dev installs it)",
         )
         print(f"error: {missing}", file=sys.stderr)
-        return Exit.CANNOT_RUN
+        return None
     from .tools.template_diff import run
 
     bad = [kv for kv in args.context if "=" not in kv]
@@ -158,14 +160,13 @@ def _template_diff(args: argparse.Namespace) -> int:
             fix="pass -c key=value, e.g. -c node_count=4",
         )
     context = dict(kv.split("=", 1) for kv in args.context)
-    report = run(args.base, args.head, context, app=args.app, findings=not args.no_findings)
-    if args.command == "pr-review":
-        from .tools import pr_review
+    return run(args.base, args.head, context, app=args.app, findings=not args.no_findings)
 
-        pull = pr_review.PullRequest.from_environment() if args.post else None
-        fails, line = pr_review.review(report, Path(args.comment_file), args.allow_loss, pull)
-        print(line)
-        return Exit.STATEFUL_LOSS if fails else Exit.OK
+
+def _template_diff(args: argparse.Namespace) -> int:
+    report = _diff_report(args)
+    if report is None:
+        return Exit.CANNOT_RUN
     if args.output == "markdown":
         print(report.markdown(), end="")
     else:
@@ -175,7 +176,17 @@ def _template_diff(args: argparse.Namespace) -> int:
 
 def _pr_review(args: argparse.Namespace) -> int:
     """`pr-review`: the comment (or, with --write-workflow, the workflow that runs it)."""
-    return _write_workflow(args) if args.write_workflow else _template_diff(args)
+    if args.write_workflow:
+        return _write_workflow(args)
+    report = _diff_report(args)
+    if report is None:
+        return Exit.CANNOT_RUN
+    from .tools import pr_review
+
+    pull = pr_review.PullRequest.from_environment() if args.post else None
+    fails, line = pr_review.review(report, Path(args.comment_file), args.allow_loss, pull)
+    print(line)
+    return Exit.STATEFUL_LOSS if fails else Exit.OK
 
 
 def _write_workflow(args: argparse.Namespace) -> Exit:

@@ -151,7 +151,7 @@ class Section:
 
     def text(self) -> str:
         """The stack's ``<details>`` block."""
-        body = "\n".join(t.text() for t in self.tables if t.text())
+        body = "\n".join(text for text in (t.text() for t in self.tables) if text)
         return f"<details><summary>{self.summary}</summary>\n\n{body}\n</details>\n"
 
 

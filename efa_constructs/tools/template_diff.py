@@ -228,8 +228,8 @@ def _findings(out: Path) -> dict[str, set[str]]:
 def new_findings(
     old: Mapping[str, Any], new: Mapping[str, Any], old_notes: set[str], new_notes: set[str]
 ) -> list[str]:
-    """What the head's checks find and the base's did not: cfn-lint on both templates, and the synth's
-    errors and warnings (efa-cdk's own, cdk-nag's when the app runs it as an Aspect)."""
+    """What the head's checks find and the base's did not: cfn-lint on both templates, the synth's errors
+    and warnings (efa-cdk's own among them) and the policy-validation plugins' (cdk-nag 3's)."""
     before = lint_findings(old) if old else set()
     return sorted(
         (lint_findings(new) - before)
@@ -349,10 +349,9 @@ def synth_revision(
                 app_command(tree, app), cwd=tree, env=env, check=True, capture_output=True, text=True
             )
         except subprocess.CalledProcessError as err:
+            # a policy-validation plugin (cdk-nag 3) failed it: the templates are written, its report read
             if (out / VALIDATION_REPORT).is_file() and (out / "manifest.json").is_file():
-                return stack_templates(
-                    out
-                )  # a policy-validation plugin failed it: its findings are the diff's
+                return stack_templates(out)
             last = (err.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise EfaConfigError(
                 "template-diff",
@@ -476,11 +475,14 @@ def run(
         old = synth_revision(repo, base, context, Path(tmp) / "base", app)
         same = head_commit == base_commit  # same commit: same templates
         new = old if same else synth_revision(repo, head, context, Path(tmp) / "head", app)
-        notes = tuple(_findings(Path(tmp) / side) for side in ("base", "base" if same else "head"))
+        old_notes = _findings(Path(tmp) / "base")
+        new_notes = old_notes if same else _findings(Path(tmp) / "head")
     stacks = {
         stack: diff_templates(old.get(stack, {}), new.get(stack, {})) for stack in sorted(set(old) | set(new))
     }
     for stack, d in stacks.items():
         if findings and not d.empty and stack in new:
-            d.findings = new_findings(old.get(stack, {}), new[stack], *(n.get(stack, set()) for n in notes))
+            d.findings = new_findings(
+                old.get(stack, {}), new[stack], old_notes.get(stack, set()), new_notes.get(stack, set())
+            )
     return DiffReport(base, head, stacks)
