@@ -178,12 +178,13 @@ def _pr_review(args: argparse.Namespace) -> int:
     """`pr-review`: the comment (or, with --write-workflow, the workflow that runs it)."""
     if args.write_workflow:
         return _write_workflow(args)
+    from .tools import pr_review
+
+    # where to post is checked before the two synths, not after them
+    pull = pr_review.PullRequest.from_environment() if args.post else None
     report = _diff_report(args)
     if report is None:
         return Exit.CANNOT_RUN
-    from .tools import pr_review
-
-    pull = pr_review.PullRequest.from_environment() if args.post else None
     fails, line = pr_review.review(report, Path(args.comment_file), args.allow_loss, pull)
     print(line)
     return Exit.STATEFUL_LOSS if fails else Exit.OK

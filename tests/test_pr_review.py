@@ -527,3 +527,21 @@ def test_the_review_fails_on_a_loss_unless_allowed_and_the_workflow_is_written_o
     assert main(["pr-review", "--write-workflow", str(path)]) == 1
     assert "a file is there, and writing would replace it" in capsys.readouterr().err
     assert main(["pr-review", "--write-workflow", str(path), "--force"]) == 0
+
+
+def test_posting_without_a_pull_request_is_refused_before_any_synth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--post outside a GitHub Actions run of a pull request says so at once, not after synthesizing two
+    revisions (here a repository with no app at all: a synth would fail first, with another reason)."""
+    from efa_constructs.__main__ import main
+
+    for name in ("GITHUB_TOKEN", "GITHUB_REPOSITORY", "GITHUB_EVENT_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for step in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "x"]):
+        subprocess.run([*git, *step], check=True, capture_output=True)
+    monkeypatch.chdir(tmp_path)
+    assert main(["pr-review", "--base", "HEAD", "--post"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: --post=") and "GITHUB_TOKEN" in err and "synthesize" not in err, err
