@@ -152,11 +152,11 @@ class EfaClusterStack(ReadyStackBase):
         """ami_id; else the default image read once (ami_refresh re-reads it); for a type with no
         default image (p3dn), an ImageId parameter that `cdk deploy` asks for."""
         if params.ami_id:
-            return EfaMachineImage.from_ami_id(params.ami_id, os_family=OsFamily.parse(params.ami_os))
+            return EfaMachineImage.from_ami_id(params.ami_id, os_family=OsFamily.parse(params.ami_family))
         it = params.catalogue_entry or instance_type(params.instance_type)
         if not EfaMachineImage.has_default(it):
             return EfaMachineImage.from_ami_id(
-                image_id_parameter(self, it.name), os_family=OsFamily.parse(params.ami_os)
+                image_id_parameter(self, it.name), os_family=OsFamily.parse(params.ami_family)
             )
         return EfaMachineImage.default_for(it, refresh=params.ami_refresh)
 

@@ -9,7 +9,7 @@ from aws_cdk import CfnOutput
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from efa_constructs.cdk import EfaParallelCluster, ssh_peer
+from efa_constructs.cdk import EfaMachineImage, EfaParallelCluster, ssh_peer
 from efa_constructs.core.options import SHARED_DIR
 
 from .base import ReadyStackBase
@@ -55,7 +55,7 @@ class EfaParallelClusterStack(ReadyStackBase):
             max_count=params.max_count,
             availability_zone=self.zone(chosen_at_deploy=vpc is None),
             head_node_instance_type=ec2.InstanceType(params.head_node_instance_type),
-            image_os=params.image_os,
+            machine_image=EfaMachineImage.parallel_cluster(params.image_os),
             key_pair=existing_key_pair(self, params.key_pair),
             ssh_peers=[ssh_peer(c) for c in params.ssh_peers],
             **self.storage_options(),

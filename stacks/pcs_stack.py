@@ -8,7 +8,7 @@ from aws_cdk import CfnOutput
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from efa_constructs.cdk import EfaPcsCluster, OsFamily
+from efa_constructs.cdk import EfaMachineImage, EfaPcsCluster, OsFamily
 from efa_constructs.core.options import SHARED_DIR
 
 from .base import ReadyStackBase
@@ -23,7 +23,7 @@ READY_PCS = ready(PCS)
 
 
 class EfaPcsClusterStack(ReadyStackBase):
-    """An :class:`EfaPcsCluster`; without ``ami_id`` it asks for an ``ImageId`` at deploy (PCS
+    """An :class:`EfaPcsCluster`; without ``-c ami_id`` it asks for an ``ImageId`` at deploy (PCS
     publishes no parameter for an image with its agent, Slurm, EFA and the Neuron driver).
 
     Args:
@@ -48,8 +48,7 @@ class EfaPcsClusterStack(ReadyStackBase):
         self.pcs = EfaPcsCluster(
             self,
             "Pcs",
-            ami_id=ami_id,
-            ami_os=OsFamily.parse(params.ami_os),
+            machine_image=EfaMachineImage.from_ami_id(ami_id, os_family=OsFamily.parse(params.ami_family)),
             min_count=params.min_count,
             max_count=params.max_count,
             vpc=vpc,

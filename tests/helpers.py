@@ -52,6 +52,13 @@ def new_app(extra_context: dict[str, Any] | None = None) -> Any:
     )
 
 
+def pcs_image() -> Any:
+    """An image for AWS PCS nodes in tests (Amazon Linux 2023: the family of AWS's PCS sample AMIs)."""
+    from efa_constructs import EfaMachineImage, OsFamily
+
+    return EfaMachineImage.from_ami_id("ami-0123456789abcdef0", os_family=OsFamily.AMAZON_LINUX_2023)
+
+
 def isolated_vpc(stack: Any) -> Any:
     """A one-AZ VPC with one isolated subnet: the cheapest VPC the constructs accept."""
     from aws_cdk import aws_ec2 as ec2

@@ -21,7 +21,7 @@ from efa_constructs import (
 from efa_constructs.core.errors import EfaConfigError
 from stacks.cluster_stack import EfaClusterStack
 from stacks.params import ClusterParams
-from tests.helpers import isolated_vpc, new_app
+from tests.helpers import isolated_vpc, new_app, pcs_image
 
 S = NetworkInterfaceSpec
 
@@ -91,7 +91,7 @@ def pcs_cluster(*, own_network: bool = False, **kwargs: Any) -> Callable[[Any], 
             net = EfaNetwork(stack, "Net", availability_zone="us-east-1c")
             network = {"vpc": net.vpc, "subnet": net.private_subnet}
         return EfaPcsCluster(
-            stack, "Pcs", instance_type=ec2.InstanceType("trn1.32xlarge"), ami_id="ami-0123456789abcdef0",
+            stack, "Pcs", instance_type=ec2.InstanceType("trn1.32xlarge"), machine_image=pcs_image(),
             **network, **kwargs,
         )  # fmt: skip
 
@@ -135,7 +135,7 @@ def pcs_unknown(**kwargs: Any) -> Callable[[Any], Any]:
     from efa_constructs import EfaPcsCluster
 
     return lambda make: EfaPcsCluster(
-        make(), "P", instance_type=ec2.InstanceType("trn1.32xlarge"), ami_id="ami-0123456789abcdef0", **kwargs
+        make(), "P", instance_type=ec2.InstanceType("trn1.32xlarge"), machine_image=pcs_image(), **kwargs
     )
 
 

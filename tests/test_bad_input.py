@@ -36,7 +36,7 @@ from tests.refusals import (
 
 #: Which modules' rules each tests/test_refusals_<name>.py holds (path prefixes of the raising sites).
 OWNERS = {
-    "params": ("stacks/params.py", "stacks/parsers.py", "stacks/context_keys.py"),
+    "params": ("stacks/params.py", "stacks/parsers.py", "stacks/context_keys.py", "stacks/combinations.py"),
     "checks": (
         "efa_constructs/core/checks.py",
         "efa_constructs/core/node_rules.py",

@@ -21,7 +21,7 @@ from aws_cdk import assertions
 from efa_constructs.cdk.capacity_block import END_DATE_PATTERN
 from stacks.cluster_stack import EfaClusterStack
 from stacks.params import ClusterParams
-from tests.helpers import Node, lint, new_app
+from tests.helpers import Node, lint, new_app, pcs_image
 from tests.iam_eval import Request, allowed, resolve, role_statements
 
 BLOCK = "cr-0123456789abcdef0"
@@ -292,7 +292,7 @@ def pcs_block() -> dict[str, Any]:
     stack = Stack(new_app(), "PcsBlock")
     block = Capacity.capacity_block(BLOCK, instance_count=2)
     EfaPcsCluster(
-        stack, "Pcs", instance_type=ec2.InstanceType("p5.48xlarge"), ami_id="ami-0123456789abcdef0",
+        stack, "Pcs", instance_type=ec2.InstanceType("p5.48xlarge"), machine_image=pcs_image(),
         availability_zone="us-east-1a", max_count=2, capacity=block,
     )  # fmt: skip
     return assertions.Template.from_stack(stack).to_json()  # type: ignore[no-any-return]

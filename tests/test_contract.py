@@ -33,7 +33,7 @@ from efa_constructs import (
 )
 from efa_constructs.core import node_rules
 from efa_constructs.core.errors import EfaConfigError
-from tests.helpers import new_app
+from tests.helpers import new_app, pcs_image
 
 TYPE, ZONE = "trn1.32xlarge", "us-east-1a"
 RESERVATION = "cr-0123456789abcdef0"
@@ -83,7 +83,7 @@ def _cluster(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet, count: int, **kw:
 
 
 def _pcs(stack: Stack, vpc: ec2.IVpc, subnet: ec2.ISubnet, count: int, **kw: Any) -> Any:
-    return EfaPcsCluster(stack, "Nodes", vpc=vpc, subnet=subnet, ami_id="ami-0123456789abcdef0",
+    return EfaPcsCluster(stack, "Nodes", vpc=vpc, subnet=subnet, machine_image=pcs_image(),
                          max_count=count, **_node(kw))  # fmt: skip
 
 

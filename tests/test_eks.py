@@ -23,7 +23,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_s3 as s3
 
-from efa_constructs.cdk import EfaNodegroup
+from efa_constructs.cdk import EfaMachineImage, EfaNodegroup
 from efa_constructs.cdk.eks import accelerated_ami_type
 from efa_constructs.core import EfaConfigError, instance_type
 from efa_constructs.core.capacity import Capacity
@@ -228,10 +228,13 @@ def eks_cluster() -> Any:
         ({"device_plugin": True}, "device_plugin=True: the device plugins are Helm charts"),
         ({"instance_type": ec2.InstanceType("dl1.24xlarge")}, "no EKS-optimized AMI has their drivers"),
         (
-            {"ami_type": eks.NodegroupAmiType.BOTTLEROCKET_X86_64_NVIDIA},
+            {"machine_image": EfaMachineImage.eks_ami_type(eks.NodegroupAmiType.BOTTLEROCKET_X86_64_NVIDIA)},
             "ami_type='BOTTLEROCKET_X86_64_NVIDIA'",
         ),
-        ({"ami_type": eks.NodegroupAmiType.AL2023_ARM_64_NVIDIA}, "trn1.32xlarge is x86_64"),
+        (
+            {"machine_image": EfaMachineImage.eks_ami_type(eks.NodegroupAmiType.AL2023_ARM_64_NVIDIA)},
+            "trn1.32xlarge is x86_64",
+        ),
         ({"min_size": 3, "max_size": 2}, "EfaNodegroup needs 0 <= min_size <= max_size and max_size >= 1"),
         (
             {"capacity": Capacity.capacity_block("cr-0123456789abcdef0"), "placement_group": "pg"},
@@ -440,7 +443,7 @@ def test_node_group_on_an_aws_eks_cluster() -> None:
     b = EfaNodegroup(
         stack, "B", cluster=cluster, instance_type=ec2.InstanceType("p5.48xlarge"), subnet=subnet,
         capacity=Capacity.capacity_block("cr-0123456789abcdef0"),
-        ami_type=eks_v1.NodegroupAmiType.AL2023_X86_64_NVIDIA,
+        machine_image=EfaMachineImage.eks_ami_type(eks_v1.NodegroupAmiType.AL2023_X86_64_NVIDIA),
         taints=[eks.TaintSpec(effect=eks.TaintEffect.NO_EXECUTE, key="gpu")],  # the v2 module's struct
     )  # fmt: skip
     assert isinstance(a.nodegroup, eks_v1.Nodegroup) and isinstance(b.device_plugin, eks_v1.HelmChart)

@@ -20,7 +20,7 @@ from efa_constructs.core.errors import EfaConfigError
 from efa_constructs.core.lustre import LustreSpec, efa_client_interfaces
 from efa_constructs.node import lnet
 from efa_constructs.tools.template_diff import diff_templates
-from tests.helpers import BASH, Node, executable, isolated_vpc, new_app, ready_cluster_template
+from tests.helpers import BASH, Node, executable, isolated_vpc, new_app, pcs_image, ready_cluster_template
 
 # ---- the rules (FSx for Lustre user guide; the expected numbers are the guide's, not the code's) ----
 
@@ -1136,7 +1136,7 @@ def test_pcs_nodes_mount_an_existing_file_system() -> None:
     subnet = ec2.Subnet.from_subnet_attributes(
         stack, "Nodes", subnet_id="subnet-0123456789abcdef0", availability_zone="us-east-1c"
     )
-    EfaPcsCluster(stack, "C", ami_id="ami-0123456789abcdef0", vpc=vpc, subnet=subnet,
+    EfaPcsCluster(stack, "C", machine_image=pcs_image(), vpc=vpc, subnet=subnet,
                   instance_type=ec2.InstanceType("trn1.32xlarge"), lustre=_existing(stack))  # fmt: skip
     t = assertions.Template.from_stack(stack).to_json()
     assert not by_type(t, "AWS::FSx::FileSystem")
@@ -1153,7 +1153,7 @@ def test_pcs_nodes_mount_an_existing_file_system() -> None:
         for r in by_type(t, "AWS::EC2::SecurityGroupIngress")
     )
     with pytest.raises(EfaConfigError) as err:
-        EfaPcsCluster(Stack(new_app(), "Two"), "C", ami_id="ami-0123456789abcdef0",
+        EfaPcsCluster(Stack(new_app(), "Two"), "C", machine_image=pcs_image(),
                       availability_zone="us-east-1c", instance_type=ec2.InstanceType("trn1.32xlarge"),
                       fsx_lustre_capacity_gib=1200, lustre=_existing(Stack(new_app(), "Other")))  # fmt: skip
     assert err.value.code == "efa-cdk:lustre-given-and-made"

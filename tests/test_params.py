@@ -50,3 +50,41 @@ def test_stack_prefixed_context_wins_for_that_stack_only() -> None:
     assert stack_context(ctx, "Trn1EfaCluster") == {"node_count": "4", "my_own_key": "x"}
     with pytest.raises(EfaConfigError, match="my_own_key': not a context key this app reads"):
         parse(**stack_context(ctx, "Trn1EfaCluster"))  # issue 23 item 11: it would be ignored
+
+
+def test_every_context_key_is_declared_once_where_its_value_lives() -> None:
+    """Issue 52: one declaration per key (a `key(...)` field of the dataclass that holds its value, shared
+    keys in a base the kinds share), never a table row beside a dataclass field; each kind reads the keys
+    docs/context.md says (its table is generated from the same fields: tests/test_layers.py)."""
+    import ast
+    import dataclasses
+    from pathlib import Path
+
+    from stacks.params import BY_KEY, PARAMS, PclusterParams, PcsParams
+
+    tree = ast.parse((Path(__file__).parent.parent / "stacks" / "params.py").read_text())
+    declared = [
+        n.target.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.AnnAssign)
+        and isinstance(n.target, ast.Name)
+        and isinstance(n.value, ast.Call)
+        and getattr(n.value.func, "id", "") == "key"
+    ]
+    assert sorted(declared) == sorted(set(declared)) == sorted(BY_KEY)
+    for params in PARAMS.values():  # every field a context key but the catalogue's record
+        assert {f.name for f in dataclasses.fields(params) if "help" not in f.metadata} == {"catalogue_entry"}
+    # the one key whose default differs by kind: the OS of ami_id (PCS's sample AMIs are Amazon Linux 2023)
+    assert (
+        parse().ami_family,
+        PcsParams.from_context({}, default_instance_type="trn1.32xlarge").ami_family,
+    ) == (
+        "ubuntu",
+        "al2023",
+    )
+    block = {"capacity_block": "cr-0123456789abcdef0", "availability_zone": "us-east-1c"}
+    pcluster = PclusterParams.from_context(block, default_instance_type="trn1.32xlarge")
+    assert (pcluster.capacity.kind.value, pcluster.capacity.target) == (
+        "capacity-block",
+        "cr-0123456789abcdef0",
+    )

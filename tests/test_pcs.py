@@ -38,6 +38,7 @@ from tests.helpers import (
     mime_parts,
     new_app,
     new_template,
+    pcs_image,
     user_data,
 )
 from tests.iam_eval import ANONYMOUS, Request, allowed, role_statements
@@ -168,13 +169,13 @@ def test_the_pcs_cluster_has_a_valid_name_from_the_stack(pcs: dict[str, Any]) ->
 def test_a_long_stack_name_still_gives_a_valid_pcs_cluster_name() -> None:
     stack = Stack(new_app(), "A" + "VeryLongStackNameForTrainingTrainiumNodes" * 3)
     cluster = EfaPcsCluster(
-        stack, "Cluster", instance_type=ec2.InstanceType("trn1.32xlarge"), ami_id="ami-0123456789abcdef0",
+        stack, "Cluster", instance_type=ec2.InstanceType("trn1.32xlarge"), machine_image=pcs_image(),
         availability_zone="us-east-1c",
     )  # fmt: skip
     name = stack.resolve(cluster.cluster.name)
     assert re.fullmatch(r"[A-Za-z][A-Za-z0-9-]{2,39}", name), name
     given = EfaPcsCluster(
-        stack, "Named", instance_type=ec2.InstanceType("trn1.32xlarge"), ami_id="ami-0123456789abcdef0",
+        stack, "Named", instance_type=ec2.InstanceType("trn1.32xlarge"), machine_image=pcs_image(),
         availability_zone="us-east-1c", cluster_name="trn1-training",
     )  # fmt: skip
     assert given.cluster.name == "trn1-training"
@@ -198,7 +199,7 @@ def _pcs(**kwargs: Any) -> EfaPcsCluster:
     stack = Stack(new_app(), "Scratch")
     args: dict[str, Any] = {
         "instance_type": ec2.InstanceType("trn1.32xlarge"),
-        "ami_id": "ami-0123456789abcdef0",
+        "machine_image": pcs_image(),
         "availability_zone": "us-east-1c",
     }
     return EfaPcsCluster(stack, "Pcs", **{**args, **kwargs})
@@ -221,7 +222,6 @@ def _pcs(**kwargs: Any) -> EfaPcsCluster:
         ({"queue_name": "gpu_queue"}, "queue_name='gpu_queue'"),
         ({"queue_name": "q" * 26}, "at most 25 letters"),
         ({"queue_name": ""}, "queue_name=''"),
-        ({"ami_id": "ami-xyz"}, "ami_id='ami-xyz'"),
         (
             {"instance_type": ec2.InstanceType("p6e-gb200.36xlarge")},
             "launches on PCS from a Capacity Block only",
@@ -330,18 +330,18 @@ def test_pcs_size_is_an_enum_and_the_context_key_reads_it() -> None:
 
 def test_pcs_refuses_a_role_pcs_would_not_accept_and_gives_one_it_takes_what_nodes_need() -> None:
     stack = Stack(new_app(), "Scratch")
-    itype, ami = ec2.InstanceType("trn1.32xlarge"), "ami-0123456789abcdef0"
+    itype, ami = ec2.InstanceType("trn1.32xlarge"), pcs_image()
     plain = iam.Role(stack, "Plain", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"))
     misnamed = iam.Role(
         stack, "Misnamed", role_name="trainers", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com")
     )
     for role in (plain, misnamed):
         with pytest.raises(EfaConfigError, match="starts with AWSPCS or its path is /aws-pcs/"):
-            EfaPcsCluster(stack, f"Pcs{role.node.id}", instance_type=itype, ami_id=ami, role=role)
+            EfaPcsCluster(stack, f"Pcs{role.node.id}", instance_type=itype, machine_image=ami, role=role)
     named = iam.Role(
         stack, "Named", role_name="AWSPCS-trainers", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com")
     )
-    EfaPcsCluster(stack, "Pcs2", instance_type=itype, ami_id=ami, role=named, login_count=0)
+    EfaPcsCluster(stack, "Pcs2", instance_type=itype, machine_image=ami, role=named, login_count=0)
     t = new_template(stack)
     named_id = next(
         k for k, v in t["Resources"].items() if v["Properties"].get("RoleName") == "AWSPCS-trainers"

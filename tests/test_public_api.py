@@ -37,8 +37,8 @@ WRONG = [
         'Argument "capacity" to "EfaNodegroup" has incompatible type "str"',
     ),
     (
-        'instance_type=ec2.InstanceType("trn1.32xlarge"),\n        ami_id=',
-        "ami_id=",
+        'instance_type=ec2.InstanceType("trn1.32xlarge"),\n        machine_image=pcs_image,',
+        "machine_image=pcs_image,",
         'Missing named argument "instance_type" for "EfaPcsCluster"',
     ),
     (

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from aws_cdk import aws_ec2 as ec2
+
 from efa_constructs import (
     EfaCluster,
     EfaSecurityGroup,
@@ -124,6 +126,23 @@ ROWS: list[Row] = [
         "EfaCluster",
         "missing a required argument",
         "efa-cdk:argument-missing",
+    ),
+    (
+        # the node options (instance_type) are the construct's own names: the missing vpc is what is said
+        "a missing keyword beside the node options",
+        lambda make: EfaCluster(make(), "C", instance_type=ec2.InstanceType("trn1.32xlarge"), node_count=2),
+        "EfaCluster",
+        "missing a required argument: 'vpc'",
+        "efa-cdk:argument-missing",
+    ),
+    (
+        "an unknown keyword beside a missing one and the node options",
+        lambda make: EfaCluster(
+            make(), "C", instance_type=ec2.InstanceType("trn1.32xlarge"), zone="us-east-1c"
+        ),
+        "zone",
+        "EfaCluster has no argument 'zone'",
+        "efa-cdk:argument-unknown",
     ),
 ]
 

@@ -28,10 +28,12 @@ from efa_constructs import (
     EfaCluster,
     EfaLaunchTemplate,
     EfaLustreFileSystem,
+    EfaMachineImage,
     EfaNodegroup,
     EfaPcsCluster,
     EfaSecurityGroup,
     Layout,
+    OsFamily,
     PcsClusterSize,
 )
 
@@ -117,11 +119,13 @@ def build(app: cdk.App) -> cdk.Stack:
         capacity_gib=19200,
         efa=True,
     )
+    # An image of the user's with the PCS agent, PCS's Slurm, EFA and the drivers.
+    pcs_image = EfaMachineImage.from_ami_id("ami-0123456789abcdef0", os_family=OsFamily.AMAZON_LINUX_2023)
     EfaPcsCluster(
         stack,
         "Pcs",
         instance_type=ec2.InstanceType("trn1.32xlarge"),
-        ami_id="ami-0123456789abcdef0",
+        machine_image=pcs_image,
         vpc=vpc,
         subnet=private,
         size=PcsClusterSize.SMALL,

@@ -229,7 +229,7 @@ def checked(init: F) -> F:
         try:
             bound = signature.bind(self, *args, **kwargs)
         except TypeError as err:  # a missing or unknown keyword: Python's own message says which
-            unknown = [k for k in kwargs if k not in signature.parameters]
+            unknown = [k for k in kwargs if k not in known.known]  # the unpacked options' names are known
             if unknown:
                 raise _unknown_error(owner, unknown[0], kwargs[unknown[0]], known.known) from None
             raise _missing_error(owner, str(err), known.known) from None

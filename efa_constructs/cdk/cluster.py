@@ -43,6 +43,7 @@ from .network import known_cidr
 from .node import EfaAutoScalingGroup, EfaNode
 from .node_software import BenchmarkReport, NodeSoftware, NodeSoftwareInstallation
 from .options import NodeTemplateOptions, plan_of
+from .orchestrator_images import image_for
 from .storage import lustre_use
 
 __all__ = ["EfaCluster", "NodeGroup", "PublicIp"]
@@ -165,7 +166,7 @@ class EfaCluster(PlannedNodes, Construct):
         self.lustre = lustre
         self._check(node_count, eip_subnet, internet_egress, node_software, placement_group,
                     use_placement_group, monitoring, sweep_minutes)  # fmt: skip
-        self.machine_image = machine_image or EfaMachineImage.default_for(self.instance_type)
+        self.machine_image = image_for(self, "EfaCluster", self.instance_type, machine_image)
         self._warn(vpc, node_count, ssh_peers, key_pair)
         # 2. what every node shares
         subnets = {"subnet": self.subnet, "public_subnet": eip_subnet}

@@ -61,8 +61,9 @@ from .eks_charts import ACCELERATOR_PLUGINS, DevicePluginChart, cluster_chart, e
 from .eks_cluster import AnyAmiType, AnyCluster, AnyTaint, _check_kubectl, _cluster_security_group, eks_module
 from .eks_lustre import FSX_CSI_CHART, _check_lustre, _lustre_volume
 from .lustre import EfaLustreFileSystem
-from .machine_image import EfaMachineImage, OsFamily
+from .machine_image import EfaMachineImage
 from .options import NodeTemplateOptions, plan_of
+from .orchestrator_images import image_for
 from .storage import admitted, lustre_use
 
 #: The AWS managed policies of an EKS node role (EKS user guide, "Amazon EKS node IAM role"); the
@@ -92,7 +93,8 @@ def accelerated_ami_type(it: InstanceType) -> eks.NodegroupAmiType:
         value=None,
         why=f"{it.name} carries {it.accelerator.name or kind.value} accelerators, and no EKS-optimized AMI "
         "has their drivers",
-        fix="pass ami_type= (an AL2023 AMI type) and install the drivers yourself, e.g. in user_data",
+        fix="pass machine_image=EfaMachineImage.eks_ami_type(...) of an AL2023 AMI type and install the "
+        "drivers yourself, e.g. in user_data",
     )
 
 
@@ -163,9 +165,11 @@ class EfaNodegroup(Construct):
         min_size: Default: 0.
         max_size: Default: 2.
         desired_size: Default: ``min_size``.
-        ami_type: a ``NodegroupAmiType`` of either EKS module. Default: the EKS-optimized AL2023 image
-            for the accelerator (Neuron, NVIDIA, or standard); refused for other accelerators, which need
-            yours.
+        machine_image: an EKS-optimized image by its AMI type:
+            ``EfaMachineImage.eks_ami_type(NodegroupAmiType.AL2023_...)`` (either EKS module's enum). Default:
+            the AL2023 AMI type of the accelerator (Neuron, NVIDIA, or standard); refused for other
+            accelerators, which need one you choose.
+        ami_type: deprecated (0.2.0), the same as ``machine_image=EfaMachineImage.eks_ami_type(ami_type)``.
         user_data: extra MIME parts EKS merges with its bootstrap (e.g. a nodeadm ``NodeConfig``).
             Default: none.
         labels: Kubernetes labels of the nodes. Default: none.
@@ -202,6 +206,7 @@ class EfaNodegroup(Construct):
         min_size: int = DEFAULT_MIN_COUNT,
         max_size: int = DEFAULT_MAX_COUNT,
         desired_size: int | None = None,
+        machine_image: EfaMachineImage | None = None,
         ami_type: AnyAmiType | None = None,
         user_data: ec2.MultipartUserData | None = None,
         labels: Mapping[str, str] | None = None,
@@ -221,10 +226,12 @@ class EfaNodegroup(Construct):
         self.plan = plan_of(node, instance_metadata_tags=False)
         it = self.plan.instance_type
         _check_sizes(min_size, max_size, desired_size)
-        chosen = ami_type or accelerated_ami_type(it)
-        _check_ami_type(chosen, it)
+        image = image_for(self, "EfaNodegroup", it, machine_image, ami_type=ami_type)
         #: The AMI type, as the cluster's module spells it.
-        self.ami_type: AnyAmiType = getattr(module.NodegroupAmiType, chosen.name)
+        self.ami_type: AnyAmiType = getattr(module.NodegroupAmiType, image.launcher_image)
+        _check_ami_type(self.ami_type, it)
+        #: The nodes' image (EKS's, by its AMI type).
+        self.machine_image = image
         wants_accelerator = device_plugin if accelerator_device_plugin is None else accelerator_device_plugin
         accelerator_chart = ACCELERATOR_PLUGINS.get(it.accelerator.kind) if wants_accelerator else None
         if device_plugin or accelerator_chart:
@@ -247,9 +254,7 @@ class EfaNodegroup(Construct):
         user_data = self._mount_lustre(cluster, module, lustre, lustre_claim, lustre_namespace, user_data)
         self.launch_template = base.launch_template(
             "LaunchTemplate",
-            machine_image=EfaMachineImage.chosen_by_launcher(
-                f"EKS AMI type {self.ami_type.name}", os_family=OsFamily.AMAZON_LINUX_2023
-            ),
+            machine_image=image,
             role=self.role,
             instance_profile=False,
             user_data=user_data or ec2.MultipartUserData(),

@@ -33,10 +33,12 @@ lookup being replaced and every node with it.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import hashlib
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import jsii
 from aws_cdk import Aws, CustomResource, Stack, Token
@@ -48,6 +50,9 @@ from ..core.catalogue import AcceleratorKind, InstanceType
 from ..core.checks import AMI_ID_PATTERN, REFRESH_LABEL_PATTERN, has_default_image
 from ..core.errors import EfaConfigError
 from .acknowledgements import acknowledge, explain_cdk_lambda_lint
+
+if TYPE_CHECKING:
+    from .eks_cluster import AnyAmiType
 
 
 class OsFamily(enum.Enum):
@@ -175,6 +180,10 @@ class EfaMachineImage:
         efa_preinstalled: True on DLAMIs that ship the EFA software.
         description: what the image is, for people.
         min_root_volume_gib: the smallest root volume the image fits in.
+        launcher: the construct that names this image to its launcher (``EfaParallelCluster``:
+            :meth:`parallel_cluster`, ``EfaNodegroup``: :meth:`eks_ami_type`); "" for an image any launch
+            template takes.
+        launcher_image: the launcher's name of the image (ParallelCluster's ``Image.Os``, an EKS AMI type).
     """
 
     machine_image: ec2.IMachineImage | None
@@ -183,11 +192,26 @@ class EfaMachineImage:
     efa_preinstalled: bool
     description: str
     min_root_volume_gib: int = 8
+    launcher: str = ""
+    launcher_image: str = ""
 
     @property
     def parameter_name(self) -> str | None:
         """The SSM parameter the image is read from (whatever its refresh label); None for one AMI."""
         return self.machine_image.parameter_name if isinstance(self.machine_image, ImageReadOnce) else None
+
+    def image_id(self, scope: Construct) -> str:
+        """The AMI id as a template holds it (for an SSM parameter, the lookup's answer: a token); refused
+        for an image a launcher names (no id here)."""
+        if self.machine_image is None:
+            raise EfaConfigError(
+                "machine_image",
+                code="efa-cdk:image-without-id",
+                value=self.description,
+                why="the launcher names this image: it has no AMI id here",
+                fix="use EfaMachineImage.from_ami_id(...) or EfaMachineImage.from_ssm_parameter(...)",
+            )
+        return self.machine_image.get_image(scope).image_id
 
     @property
     def login_user(self) -> str:
@@ -255,6 +279,34 @@ class EfaMachineImage:
         return EfaMachineImage(
             None, os_family.root_device_name, os_family, efa_preinstalled, description, min_root_volume_gib
         )
+
+    @staticmethod
+    def parallel_cluster(image_os: str = "ubuntu2204") -> EfaMachineImage:
+        """ParallelCluster's own image of ``image_os`` (its ``Image.Os``: ubuntu2204, alinux2023, rhel9...),
+        which ParallelCluster picks for the region and its version. For :class:`EfaParallelCluster`."""
+        family = OsFamily.UBUNTU if image_os.startswith("ubuntu") else OsFamily.AMAZON_LINUX_2023
+        image = EfaMachineImage.chosen_by_launcher(f"ParallelCluster's {image_os} image", os_family=family)
+        return image._named("EfaParallelCluster", image_os)
+
+    @staticmethod
+    def eks_ami_type(ami_type: AnyAmiType) -> EfaMachineImage:
+        """The EKS-optimized image of an AMI type (``NodegroupAmiType`` of ``aws_eks_v2`` or ``aws_eks``),
+        which EKS picks for the cluster's Kubernetes version. For :class:`EfaNodegroup`."""
+        name = getattr(ami_type, "name", None)
+        if not isinstance(ami_type, enum.Enum) or not isinstance(name, str):
+            raise EfaConfigError(
+                "ami_type",
+                code="efa-cdk:eks-ami-type-form",
+                value=ami_type,
+                why="EfaMachineImage.eks_ami_type takes an EKS AMI type",
+                fix="pass a NodegroupAmiType member, e.g. aws_eks_v2.NodegroupAmiType.AL2023_X86_64_NVIDIA",
+            )
+        family = OsFamily.AMAZON_LINUX_2023
+        image = EfaMachineImage.chosen_by_launcher(f"EKS AMI type {name}", os_family=family)
+        return image._named("EfaNodegroup", name)
+
+    def _named(self, launcher: str, launcher_image: str) -> EfaMachineImage:
+        return dataclasses.replace(self, launcher=launcher, launcher_image=launcher_image)
 
     @staticmethod
     def neuron_dlami(refresh: str = "") -> EfaMachineImage:

@@ -49,8 +49,10 @@ from .acknowledgements import acknowledge
 from .arguments import checked
 from .capacity_block import EfaCapacityBlockEnd
 from .lustre import EfaLustreFileSystem, lustre_client_settings
+from .machine_image import EfaMachineImage
 from .network import EfaNetwork, known_cidr
 from .options import NodeTemplateOptions, ParallelClusterOptions, plan_of, storage_of
+from .orchestrator_images import image_for
 from .storage import EfaSharedStorage, admitted, lustre_for_rules, lustre_in_use
 
 #: The file name of the rendered bootstrap in the assets (ParallelCluster's OnNodeConfigured).
@@ -84,7 +86,10 @@ class EfaParallelCluster(Construct):
         availability_zone: the AZ of a created network (pick one that offers the type).
             Default: the region's first.
         head_node_instance_type: the head node's type. Default: ``ec2.InstanceType("c5.2xlarge")``.
-        image_os: ParallelCluster's Image.Os. Default: ubuntu2204.
+        machine_image: the nodes' image, one of ParallelCluster's own:
+            ``EfaMachineImage.parallel_cluster(image_os)`` (its Image.Os). Default: ubuntu2204's.
+        image_os: deprecated (0.2.0), the same as
+            ``machine_image=EfaMachineImage.parallel_cluster(image_os)``.
         queue_name: the Slurm partition. Default: ``compute``.
         key_pair: an EC2 key pair for SSH to the head node. Default: one is created
             (ed25519; private key in SSM Parameter Store ``/ec2/keypair/<id>``).
@@ -120,7 +125,8 @@ class EfaParallelCluster(Construct):
         compute_subnet: ec2.ISubnet | None = None,
         availability_zone: str | None = None,
         head_node_instance_type: ec2.InstanceType | None = None,
-        image_os: str = "ubuntu2204",
+        machine_image: EfaMachineImage | None = None,
+        image_os: str | None = None,
         queue_name: str = "compute",
         key_pair: ec2.IKeyPair | None = None,
         ssh_peers: Sequence[ec2.IPeer] = (),
@@ -134,6 +140,8 @@ class EfaParallelCluster(Construct):
         # ParallelCluster lays out the compute nodes' interfaces itself: the plan's type and capacity are used
         self.plan = plan_of(cast(NodeTemplateOptions, node))  # none of the template's options given
         it = self.plan.instance_type
+        #: The nodes' image (ParallelCluster's own, by its Image.Os).
+        self.machine_image = image_for(self, "EfaParallelCluster", it, machine_image, image_os=image_os)
         head_type = (head_node_instance_type or ec2.InstanceType(DEFAULT_HEAD_NODE_TYPE)).to_string()
         check_ec2_type(head_type, "head_node_instance_type")
         capacity = self.plan.capacity
@@ -171,7 +179,7 @@ class EfaParallelCluster(Construct):
             min_count=min_count,
             max_count=max_count,
             capacity=capacity,
-            image_os=image_os,
+            image_os=self.machine_image.launcher_image,
             head_node_instance_type=head_type,
             head_node_subnet=head_node_subnet,
             compute_subnet=compute_subnet,

@@ -87,6 +87,7 @@ from .lustre import EfaLustreFileSystem, lustre_client_settings
 from .machine_image import EfaMachineImage, OsFamily
 from .network import EfaNetwork
 from .options import PcsClusterOptions, node_type, plan_of, storage_of
+from .orchestrator_images import image_for
 from .storage import EfaSharedStorage, admitted, lustre_for_rules, lustre_in_use
 
 #: Where the cluster's Slurm settings point the Prolog: node/boot/slurm-prolog.sh, which the EFA nodes'
@@ -122,9 +123,13 @@ class EfaPcsCluster(Construct):
     ``fsx_lustre_throughput``, ``fsx_lustre_efa``, ``fsx_lustre_gds``, ``storage_removal_policy``.
 
     Args:
-        ami_id: the nodes' image (``ami-...`` or a token, e.g. a CfnParameter's value): the PCS agent,
-            PCS's Slurm of ``slurm_version``, EFA and the accelerator's drivers.
-        ami_os: the image's OS family (root device, login user). Default: Amazon Linux 2023.
+        machine_image: the nodes' image, one EC2 launches (``EfaMachineImage.from_ami_id('ami-...',
+            os_family=...)``, the id may be a token such as a CfnParameter's value, or
+            ``EfaMachineImage.from_ssm_parameter(...)``), with the PCS agent, PCS's Slurm of
+            ``slurm_version``, EFA and the accelerator's drivers. Required: PCS has no default image.
+        ami_id, ami_os: deprecated (0.2.0), the same as
+            ``machine_image=EfaMachineImage.from_ami_id(ami_id, os_family=ami_os)`` (ami_os by default Amazon
+            Linux 2023).
         min_count: compute nodes PCS keeps running. Default: 0.
         max_count: compute nodes PCS may run. Default: 2.
         vpc: an existing VPC (with ``subnet``). Default: an :class:`EfaNetwork` (``Network``).
@@ -163,8 +168,9 @@ class EfaPcsCluster(Construct):
         scope: Construct,
         id_: str,
         *,
-        ami_id: str,
-        ami_os: OsFamily = OsFamily.AMAZON_LINUX_2023,
+        machine_image: EfaMachineImage | None = None,
+        ami_id: str | None = None,
+        ami_os: OsFamily | None = None,
         min_count: int = DEFAULT_MIN_COUNT,
         max_count: int = DEFAULT_MAX_COUNT,
         vpc: ec2.IVpc | None = None,
@@ -185,7 +191,8 @@ class EfaPcsCluster(Construct):
         super().__init__(scope, id_)
         it, capacity = node_type(node), node.get("capacity") or Capacity.on_demand()
         role = node.get("role")
-        image = EfaMachineImage.from_ami_id(ami_id, os_family=ami_os)  # checks the id's form
+        #: The nodes' image (compute and login).
+        self.machine_image = image_for(self, "EfaPcsCluster", it, machine_image, ami_id=ami_id, ami_os=ami_os)
         check_slurm_version(slurm_version, it.name)
         if cluster_name is not None:
             check_cluster_name(cluster_name)
@@ -228,18 +235,14 @@ class EfaPcsCluster(Construct):
         #: Command finds them by it).
         self.cluster_tag = cluster_tag(self)
         self._block_settings = _block_settings(capacity, queue_name, slurm_version)
-        self.launch_template = self._compute_template(base, mount, image, ami_id)
+        self.launch_template = self._compute_template(base, mount)
         #: In a Capacity Block: EC2's warning before the block ends, run on every EFA node.
         self.capacity_block_end = self._capacity_block_end(capacity)
-        self.login_nodes = (
-            self._login_nodes(mount, login_instance_type, ami_id, ami_os, login_count)
-            if login_count
-            else None
-        )
+        self.login_nodes = self._login_nodes(mount, login_instance_type, login_count) if login_count else None
         purchase = "CAPACITY_BLOCK" if capacity.kind is CapacityKind.CAPACITY_BLOCK else "ONDEMAND"
         template = self.launch_template.launch_template_id, self.launch_template.latest_version_number
         self.compute_nodes = self._node_group(
-            "ComputeNodes", queue_name, template, it.name, ami_id, (min_count, max_count), purchase
+            "ComputeNodes", queue_name, template, it.name, (min_count, max_count), purchase
         )
         self.queue = slurm_queue(self, self.cluster, queue_name, self.compute_nodes)
 
@@ -252,17 +255,15 @@ class EfaPcsCluster(Construct):
             Tags.of(self.launch_template).add("efa-cdk:cluster", self.cluster_tag)
         return end
 
-    def _compute_template(
-        self, base: EfaNodeBase, mount: ec2.MultipartBody, image: EfaMachineImage, ami_id: str
-    ) -> EfaLaunchTemplate:
+    def _compute_template(self, base: EfaNodeBase, mount: ec2.MultipartBody) -> EfaLaunchTemplate:
         """The EFA nodes' template (``ComputeTemplate``): no image or instance profile (the node group sets
         them); user data of two parts, the shared mount's cloud-config and the EFA check."""
-        compute_data = ec2.MultipartUserData()
+        compute_data, image = ec2.MultipartUserData(), self.machine_image
         compute_data.add_part(mount)
         template = base.launch_template(
             "ComputeTemplate",
             machine_image=EfaMachineImage.chosen_by_launcher(
-                f"AMI {ami_id} (the PCS node group's AmiId)",
+                f"{image.description} (the PCS node group's AmiId)",
                 os_family=image.os_family,
                 efa_preinstalled=True,
                 min_root_volume_gib=image.min_root_volume_gib,
@@ -328,8 +329,6 @@ class EfaPcsCluster(Construct):
         self,
         mount: ec2.MultipartBody,
         login_instance_type: ec2.InstanceType | None,
-        ami_id: str,
-        ami_os: OsFamily,
         count: int,
     ) -> pcs.CfnComputeNodeGroup:
         """The login node group (``LoginNodes``) from a plain launch template (``LoginTemplate``)."""
@@ -346,11 +345,10 @@ class EfaPcsCluster(Construct):
             DEFAULT_LOGIN_TYPES[self.plan.instance_type.architecture]
         )
         check_ec2_type(login_type.to_string(), "login_instance_type")
-        template = login_template(self, self.security_group, self.plan, login_data, ami_os.root_device_name)
+        root_device = self.machine_image.root_device_name
+        template = login_template(self, self.security_group, self.plan, login_data, root_device)
         version = str(template.launch_template_id), template.latest_version_number
-        return self._node_group(
-            "LoginNodes", "login", version, login_type.to_string(), ami_id, (count, count)
-        )
+        return self._node_group("LoginNodes", "login", version, login_type.to_string(), (count, count))
 
     def _node_role(self) -> iam.Role:
         """The nodes' default role: Session Manager (and, added for any role, PCS registration), under
@@ -434,7 +432,6 @@ class EfaPcsCluster(Construct):
         base_name: str,
         template: tuple[str, str],
         instance_type: str,
-        ami_id: str,
         counts: tuple[int, int],
         purchase_option: str = "ONDEMAND",
     ) -> pcs.CfnComputeNodeGroup:
@@ -446,7 +443,7 @@ class EfaPcsCluster(Construct):
             id_,
             cluster_id=self.cluster.attr_id,
             name=node_group_name(base_name, instance_type),
-            ami_id=ami_id,
+            ami_id=self.machine_image.image_id(self),
             custom_launch_template=pcs.CfnComputeNodeGroup.CustomLaunchTemplateProperty(
                 template_id=template_id, version=template_version
             ),
