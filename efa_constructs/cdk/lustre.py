@@ -6,7 +6,7 @@ The rules FSx documents are in :mod:`efa_constructs.core.lustre`; the clients' s
 
 from __future__ import annotations
 
-from typing import cast
+from typing import NamedTuple, cast
 
 import jsii
 from aws_cdk import Annotations, Names, RemovalPolicy, Stack
@@ -295,16 +295,9 @@ class EfaLustreFileSystem(Construct):
         the subnet's zone, ``StorageCapacity``, ``PerUnitStorageThroughput``, ``EfaEnabled``). Nothing of it
         is created, changed or deleted: clients are admitted with rules between its group (imported mutable)
         and theirs only; the rules FSx documents are checked against what is given."""
+        given = _Attributes(file_system_id, dns_name, mount_name, security_group, availability_zone)
         return _ExistingLustreFileSystem(
-            scope,
-            id_,
-            file_system_id=file_system_id,
-            dns_name=dns_name,
-            mount_name=mount_name,
-            security_group=security_group,
-            availability_zone=availability_zone,
-            spec=LustreSpec(capacity_gib, throughput, efa, gds),
-            mount_dir=mount_dir,
+            scope, id_, given, LustreSpec(capacity_gib, throughput, efa, gds), mount_dir
         )
 
     @property
@@ -334,30 +327,38 @@ class EfaLustreFileSystem(Construct):
         return lustre_client_settings(self, self.spec, it, self.mount_dir)
 
 
+class _Attributes(NamedTuple):
+    """What :meth:`EfaLustreFileSystem.from_file_system_attributes` is told of a file system that exists."""
+
+    file_system_id: str
+    dns_name: str
+    mount_name: str
+    security_group: ec2.ISecurityGroup
+    availability_zone: str
+
+
 class _ExistingLustreFileSystem(EfaLustreFileSystem):
     """:meth:`EfaLustreFileSystem.from_file_system_attributes`: the same face, no resource of its own."""
 
     def __init__(
-        self,
-        scope: Construct,
-        id_: str,
-        *,
-        file_system_id: str,
-        dns_name: str,
-        mount_name: str,
-        security_group: ec2.ISecurityGroup,
-        availability_zone: str,
-        spec: LustreSpec,
-        mount_dir: str,
+        self, scope: Construct, id_: str, given: _Attributes, spec: LustreSpec, mount_dir: str
     ) -> None:
         Construct.__init__(self, scope, id_)  # not EfaLustreFileSystem's: it creates the file system
         spec.check()
-        self.spec, self.mount_dir, self.availability_zone = spec, mount_dir, availability_zone
-        self.security_group = security_group
+        self.spec, self.mount_dir, self.availability_zone = spec, mount_dir, given.availability_zone
+        self.security_group = given.security_group
         self.file_system = fsx.LustreFileSystem.from_lustre_file_system_attributes(
-            self, "Lustre", dns_name=dns_name, file_system_id=file_system_id, security_group=security_group
+            self,
+            "Lustre",
+            dns_name=given.dns_name,
+            file_system_id=given.file_system_id,
+            security_group=given.security_group,
         )
-        self.file_system_id, self.dns_name, self.mount_name = file_system_id, dns_name, mount_name
+        self.file_system_id, self.dns_name, self.mount_name = (
+            given.file_system_id,
+            given.dns_name,
+            given.mount_name,
+        )
 
     def add_clients(
         self, clients: ec2.ISecurityGroup, it: InstanceType | None = None, count: int = 0
