@@ -298,3 +298,26 @@ def test_a_head_or_login_type_ec2s_model_names_is_taken(name: str) -> None:
     with pytest.raises(EfaConfigError) as err:
         check_ec2_type(name.replace(".", ".x"), "head_node_instance_type")
     assert err.value.code == "efa-cdk:not-an-ec2-instance-type"
+
+
+@pytest.mark.parametrize(
+    ("name", "nitro"),
+    # the EC2 user guide's EFA "Supported instance types" tables, one per Nitro version
+    [("p3dn.24xlarge", 3), ("p4d.24xlarge", 3), ("dl1.24xlarge", 3), ("c5n.18xlarge", 3),
+     ("trn1.32xlarge", 4), ("trn1n.32xlarge", 4), ("p5.48xlarge", 4), ("hpc7a.96xlarge", 4),
+     ("p5en.48xlarge", 5), ("trn2.48xlarge", 5), ("p6e-gb200.36xlarge", 5), ("p6-b200.48xlarge", 6),
+     ("p6-b300.48xlarge", 6), ("c9g.48xlarge", None)],
+)  # fmt: skip
+def test_each_type_carries_its_nitro_version_from_the_user_guides_efa_tables(
+    name: str, nitro: int | None
+) -> None:
+    """Issue 53 item 6: FSx's EFA client rule reads it; c9g is newer than the tables (no version)."""
+    assert instance_type(name).nitro_version == nitro
+
+
+def test_the_generator_refuses_a_family_in_two_nitro_versions() -> None:
+    answer, _ = generate.load_moto_snapshot()
+    sup = json.loads((generate.HERE / "supplements.json").read_text())
+    sup["nitro_version"]["by_version"]["6"].append("trn1")
+    with pytest.raises(generate.CatalogueGenerationError, match="trn1: in more than one Nitro version"):
+        generate.build({"trn1.32xlarge": answer["trn1.32xlarge"]}, "test", sup, ([], "none"))

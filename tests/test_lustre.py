@@ -87,6 +87,30 @@ def test_trn2_is_no_efa_client(itype: str) -> None:
     assert e.value.code == "efa-cdk:fsx-efa-client-type" and "efa=False" in str(e.value)
 
 
+@pytest.mark.parametrize(
+    ("itype", "served"),
+    # the EC2 user guide's EFA tables: Nitro v3 (refused) p4d, p4de, dl1, p3dn, c5n, g5; Nitro v4 (the
+    # oldest served) trn1, p5, c6in, hpc7a; v5 p5en, hpc7g; v6 p6-b200; c9g is newer than the tables (no
+    # version: not refused)
+    [("p4d.24xlarge", False), ("p4de.24xlarge", False), ("dl1.24xlarge", False), ("p3dn.24xlarge", False),
+     ("c5n.18xlarge", False), ("g5.48xlarge", False), ("trn1.32xlarge", True), ("p5.48xlarge", True),
+     ("c6in.32xlarge", True), ("hpc7a.96xlarge", True), ("p5en.48xlarge", True), ("hpc7g.16xlarge", True),
+     ("p6-b200.48xlarge", True), ("c9g.48xlarge", True)],
+)  # fmt: skip
+def test_efa_clients_are_nitro_v4_or_later(itype: str, served: bool) -> None:
+    """Issue 53 item 6: "configure-efa-clients": FSx serves EFA clients on Nitro v4 or later; the catalogue
+    carries each type's version from the EC2 user guide's EFA tables. Over TCP every type mounts."""
+    spec = LustreSpec(19200, efa=True)
+    if served:
+        spec.check_clients(instance_type(itype), 2)
+    else:
+        with pytest.raises(EfaConfigError) as e:
+            spec.check_clients(instance_type(itype), 2)
+        assert e.value.code == "efa-cdk:fsx-efa-client-type" and "Nitro v3" in str(e.value), str(e.value)
+        assert "efa=False" in str(e.value)
+    LustreSpec(2400).check_clients(instance_type(itype), 2)
+
+
 # ---- the file system's template ----
 
 
@@ -1005,7 +1029,7 @@ def test_gds_is_asked_of_efa_clients_of_the_types_fsx_names() -> None:
     for itype in ("p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge", "p6e-gb200.36xlarge"):
         LustreSpec(19200, efa=True, gds=True).check_clients(instance_type(itype), 4)
     with pytest.raises(EfaConfigError) as err:
-        LustreSpec(19200, efa=True, gds=True).check_clients(instance_type("p4d.24xlarge"), 4)
+        LustreSpec(19200, efa=True, gds=True).check_clients(instance_type("trn1.32xlarge"), 4)
     assert err.value.code == "efa-cdk:fsx-gds-client-type" and "P6-B200 and P6e-GB200" in str(err.value)
     stack = Stack(new_app(), "Gds")
     vpc = isolated_vpc(stack)

@@ -38,6 +38,10 @@ EFA_CLIENT_INTERFACES = {
 #: family" ("configure-efa-clients"). A Trn2 UltraServer's nodes are trn2u instances of the same
 #: hardware (EC2 user guide, "Amazon EC2 UltraServers"): refused alike, until AWS says otherwise.
 NOT_EFA_CLIENTS = frozenset({"trn2", "trn2u"})
+#: The oldest Nitro System version FSx serves over EFA (same page); each type's version is the catalogue's
+#: (the EC2 user guide's EFA tables: P4d, P4de, P3dn, DL1, C5n... are Nitro v3). A type the catalogue has no
+#: version for (newer than those tables) is not refused.
+MIN_EFA_CLIENT_NITRO = 4
 #: The clients FSx for Lustre names for GPUDirect Storage ("configure-efa-clients", Install the GDS driver):
 #: P5, P5e, P5en, P6-B200 and P6e-GB200 (issue 53 item 7: the page's list as read then; it was refused).
 GDS_FAMILIES = frozenset({"p5", "p5e", "p5en", "p6-b200", "p6e-gb200"})
@@ -122,13 +126,15 @@ class LustreSpec:
         (`clients`: the most nodes that can mount it at once)."""
         if not self.efa:
             return
-        if it.family in NOT_EFA_CLIENTS:
+        older = it.nitro_version is not None and it.nitro_version < MIN_EFA_CLIENT_NITRO
+        if it.family in NOT_EFA_CLIENTS or older:
+            what = f"{it.name} (Nitro v{it.nitro_version}, EC2 user guide)" if older else it.family
             raise EfaConfigError(
                 self.names[2],
                 code="efa-cdk:fsx-efa-client-type",
                 value=it.name,
-                why=f"FSx for Lustre serves no {it.family} client over EFA (FSx for Lustre user guide, "
-                "configure-efa-clients: Nitro v4 or later, excluding the trn2 family)",
+                why=f"FSx for Lustre serves no {what} client over EFA (FSx for Lustre user guide, "
+                f"configure-efa-clients: Nitro v{MIN_EFA_CLIENT_NITRO} or later, excluding the trn2 family)",
                 fix=f"{self.names[2]}=False: {it.family} nodes reach Lustre over TCP, up to "
                 f"{PER_CLIENT_GBPS['tcp']} Gbps each",
                 context_fix="-c fsx_lustre_efa=false",

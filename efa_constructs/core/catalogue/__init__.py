@@ -97,6 +97,9 @@ class InstanceType:
     #: Where AWS documents a lower EFA maximum than the cards and the instance add up to (p6e-gb200).
     efa_limit_gbps: float | None = None
     efa_limit_source: str = ""
+    #: The AWS Nitro System version of the type's hosts (3 to 6), from the EC2 user guide's EFA tables
+    #: (supplements.json); None for a type newer than those tables.
+    nitro_version: int | None = None
 
     @property
     def family(self) -> str:
@@ -174,6 +177,7 @@ class InstanceType:
             network_bandwidth_source=raw.get("network_bandwidth_source", ""),
             efa_limit_gbps=raw.get("efa_limit_gbps"),
             efa_limit_source=raw.get("efa_limit_source", ""),
+            nitro_version=raw.get("nitro_version"),
         )
 
 

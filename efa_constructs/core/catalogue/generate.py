@@ -183,6 +183,11 @@ def convert(name: str, answer: Mapping[str, Any], sup: Mapping[str, Any], source
     ena_cards = sup["max_bandwidth_ena_cards"]["types"].get(name)
     if ena_cards:
         entry["max_bandwidth_ena_cards"] = ena_cards
+    nitro = [int(v) for v, families in sup["nitro_version"]["by_version"].items() if family in families]
+    if len(nitro) > 1:
+        raise CatalogueGenerationError(f"{family}: in more than one Nitro version of supplements.json")
+    if nitro:
+        entry["nitro_version"] = nitro[0]
     return entry
 
 
