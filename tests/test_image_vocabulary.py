@@ -183,9 +183,12 @@ def test_pcs_takes_an_image_read_once_from_ssm_for_both_node_groups() -> None:
 
 
 def test_an_eks_ami_type_is_an_enum_member_of_either_eks_module() -> None:
-    with pytest.raises(EfaConfigError) as err:
-        EfaMachineImage.eks_ami_type("AL2023_X86_64_NVIDIA")  # type: ignore[arg-type]
-    assert err.value.code == "efa-cdk:eks-ami-type-form"
+    from types import SimpleNamespace
+
+    for wrong in ("AL2023_X86_64_NVIDIA", SimpleNamespace(name="AL2023_X86_64_NVIDIA"), OsFamily.UBUNTU):
+        with pytest.raises(EfaConfigError) as err:
+            EfaMachineImage.eks_ami_type(wrong)  # type: ignore[arg-type]
+        assert err.value.code == "efa-cdk:eks-ami-type-form"
 
 
 def test_an_image_a_launcher_names_has_no_ami_id() -> None:

@@ -292,8 +292,9 @@ class EfaMachineImage:
     def eks_ami_type(ami_type: AnyAmiType) -> EfaMachineImage:
         """The EKS-optimized image of an AMI type (``NodegroupAmiType`` of ``aws_eks_v2`` or ``aws_eks``),
         which EKS picks for the cluster's Kubernetes version. For :class:`EfaNodegroup`."""
-        name = getattr(ami_type, "name", None)
-        if not isinstance(ami_type, enum.Enum) or not isinstance(name, str):
+        from aws_cdk import aws_eks, aws_eks_v2  # loaded where EKS is used
+
+        if not isinstance(ami_type, (aws_eks.NodegroupAmiType, aws_eks_v2.NodegroupAmiType)):
             raise EfaConfigError(
                 "ami_type",
                 code="efa-cdk:eks-ami-type-form",
@@ -302,8 +303,8 @@ class EfaMachineImage:
                 fix="pass a NodegroupAmiType member, e.g. aws_eks_v2.NodegroupAmiType.AL2023_X86_64_NVIDIA",
             )
         family = OsFamily.AMAZON_LINUX_2023
-        image = EfaMachineImage.chosen_by_launcher(f"EKS AMI type {name}", os_family=family)
-        return image._named("EfaNodegroup", name)
+        image = EfaMachineImage.chosen_by_launcher(f"EKS AMI type {ami_type.name}", os_family=family)
+        return image._named("EfaNodegroup", ami_type.name)
 
     def _named(self, launcher: str, launcher_image: str) -> EfaMachineImage:
         return dataclasses.replace(self, launcher=launcher, launcher_image=launcher_image)
