@@ -64,7 +64,7 @@ def show(value: Any) -> str:
             f"{k}: {{{show(v)}}}" if isinstance(v, Mapping) else f"{k}={show(v)}"
             for k, v in sorted(value.items())
         )
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return json.dumps(value)  # what is left of JSON: null
 
 
 def _listed(value: Any) -> tuple[str, ...]:
