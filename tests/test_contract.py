@@ -529,8 +529,18 @@ def test_every_orchestrator_mounts_a_file_system_of_another_stack(
     storage, cluster, nodes = _two_stacks(orchestrator, efa)
     cluster.node.root.synth()  # no cycle
     assert storage in cluster.dependencies and cluster not in storage.dependencies
-    stored = json.dumps(assertions.Template.from_stack(storage).to_json())
+    stored_template = assertions.Template.from_stack(storage).to_json()
+    stored = json.dumps(stored_template)
     assert "Training" not in stored and "ImportValue" not in stored
+    # the servers among themselves, in the file system's stack: Lustre's TCP ports (FSx for Lustre user guide,
+    # "limit-access-security-groups"), none with EFA (its group is open to itself from its creation)
+    servers = {
+        (r["Type"][-6:], r["Properties"]["FromPort"], r["Properties"]["ToPort"])
+        for r in stored_template["Resources"].values()
+        if r["Properties"].get("Description") == "Lustre servers"
+    }
+    tcp = {(d, lo, hi) for d in ("Egress", "ngress") for lo, hi in ((988, 988), (1018, 1023))}
+    assert servers == (set() if efa else tcp), servers
     nodes_group = cluster.resolve(nodes.security_group.security_group_id)
     port = {"IpProtocol": "-1"} if efa else {"IpProtocol": "tcp", "FromPort": 988, "ToPort": 988}
 

@@ -1238,3 +1238,68 @@ def test_a_storage_refusal_in_a_ready_stack_names_its_context_key() -> None:
         assert says in str(err.value.in_stack("P5EfaCluster")) and " -c " not in str(err.value), str(
             err.value
         )
+
+
+def test_each_nodes_storage_figures_are_dds_bytes_over_its_seconds(tmp_path: Path) -> None:
+    """GNU dd's own summary lines (coreutils 9, as `dd ... 2>&1 | tail -1` prints them): GB/s is bytes over
+    seconds over 1e9, per direction, with the bytes kept."""
+    (tmp_path / "n1.write").write_text("67108864 bytes (67 MB, 64 MiB) copied, 0.5 s, 134 MB/s\n")
+    (tmp_path / "n1.read").write_text("134217728 bytes (134 MB, 128 MiB) copied, 0.25 s, 537 MB/s\n")
+    figures = lnet._node_figures(tmp_path, ["n1"])
+    assert figures == {
+        "n1": {"write": 67108864 / 0.5 / 1e9, "read": 134217728 / 0.25 / 1e9, "write_bytes": 67108864,
+               "read_bytes": 134217728}
+    }  # fmt: skip
+
+
+def _lustre_rules(template: dict) -> set[tuple[str, str, int, int]]:
+    """The rules on the file system's own group that efa-cdk writes: (description, protocol, from, to)."""
+    kinds = ("AWS::EC2::SecurityGroupIngress", "AWS::EC2::SecurityGroupEgress")
+    return {
+        (p["Description"], p["IpProtocol"], p.get("FromPort", -1), p.get("ToPort", -1))
+        for r in template["Resources"].values()
+        if r["Type"] in kinds and (p := r["Properties"])["Description"].startswith("Lustre")
+    }
+
+
+def test_the_file_systems_group_opens_lustres_ports_and_no_more() -> None:
+    """FSx for Lustre user guide, "limit-access-security-groups": TCP 988 and 1018-1023, between the file
+    system's servers and to and from its clients; with EFA all traffic to and from the clients
+    ("efa-file-systems"), the servers' group open to itself (all traffic: no TCP-port rules beside it)."""
+    tcp = {(d, "tcp", lo, hi) for d in ("Lustre", "Lustre to the cluster", "Lustre servers")
+           for lo, hi in ((988, 988), (1018, 1023))}  # fmt: skip
+    assert _lustre_rules(_storage(False, gib=2400)) == tcp
+    efa = {"Lustre servers over EFA", "Lustre over EFA and TCP", "Lustre over EFA and TCP to the cluster"}
+    assert _lustre_rules(_storage(True)) == {(d, "-1", -1, -1) for d in efa}
+
+
+def test_a_given_file_system_is_held_to_the_client_rules_and_one_asked_for_is_tcp_by_default() -> None:
+    """lustre= goes through the node rules as a made one does: Nitro v3 nodes (p4d) are refused over EFA (FSx
+    for Lustre user guide, configure-efa-clients); a file system asked for by its size alone serves TCP
+    (StorageOptions: fsx_lustre_efa defaults to False, "efa-file-systems": EFA is chosen at creation)."""
+    from efa_constructs import EfaCluster, EfaPcsCluster
+
+    stack = Stack(new_app(), "Given")
+    vpc = isolated_vpc(stack)
+    subnet = vpc.isolated_subnets[0]
+    fs = EfaLustreFileSystem(stack, "Fsx", vpc=vpc, subnet=subnet, capacity_gib=19200, efa=True)
+    with pytest.raises(EfaConfigError) as e:
+        EfaCluster(
+            stack, "P4d", vpc=vpc, subnet=subnet, instance_type=ec2.InstanceType("p4d.24xlarge"), lustre=fs
+        )
+    assert e.value.code == "efa-cdk:fsx-efa-client-type"
+    with pytest.raises(EfaConfigError) as e:  # PCS and ParallelCluster admit it beside the storage they make
+        EfaPcsCluster(stack, "Pcs", vpc=vpc, subnet=subnet, instance_type=ec2.InstanceType("p4d.24xlarge"),
+                      machine_image=pcs_image(), lustre=fs)  # fmt: skip
+    assert e.value.code == "efa-cdk:fsx-efa-client-type"
+    (made,) = _of_type(_storage_sized(2400), "AWS::FSx::FileSystem").values()
+    assert not made["Properties"]["LustreConfiguration"].get("EfaEnabled", False)
+
+
+def _storage_sized(gib: int) -> dict:
+    stack = Stack(new_app(), "Sized")
+    vpc = isolated_vpc(stack)
+    clients = ec2.SecurityGroup(stack, "Clients", vpc=vpc)
+    EfaSharedStorage(stack, "Storage", vpc=vpc, subnet=vpc.isolated_subnets[0], clients=clients,
+                     fsx_lustre_capacity_gib=gib)  # fmt: skip
+    return assertions.Template.from_stack(stack).to_json()  # type: ignore[no-any-return]

@@ -155,3 +155,58 @@ def test_a_capacity_block_is_checked_for_state_zone_type_and_size(
     check = pf.capacity(group)
     assert check is not None and check.status == status and says in check.line(), check
     assert check.status == "PASS" or check.fix
+
+
+def _preflight(account: dict[str, Any], network: dict[str, Any], vcpus: int = 128) -> Preflight:
+    """A Preflight whose DescribeInstanceTypes answer for trn1.32xlarge is `network` (its NetworkInfo)."""
+    pf = Preflight(account["session"])
+    pf._types["trn1.32xlarge"] = {"NetworkInfo": network, "VCpuInfo": {"DefaultVCpus": vcpus}}
+    return pf
+
+
+@pytest.mark.parametrize(
+    ("efas", "cards", "status", "says"),
+    [
+        (8, 8, "PASS", "8 EFA interfaces on 8 cards (EC2: at most 8 on 8)"),  # all AWS allows
+        (9, 8, "FAIL", "asks 9 EFA interfaces on 8 cards; EC2 says trn1.32xlarge takes 8 on 8"),
+        (8, 9, "FAIL", "asks 8 EFA interfaces on 9 cards"),
+        (0, 0, "PASS", "EC2: trn1.32xlarge takes EFA, at most 8 on 8 cards"),  # ParallelCluster lays them out
+    ],
+)
+def test_the_efa_check_holds_the_template_to_what_ec2_says_at_the_limit(
+    account: dict[str, Any], efas: int, cards: int, status: str, says: str
+) -> None:
+    """DescribeInstanceTypes' NetworkInfo for trn1.32xlarge (EC2 user guide: 8 network cards, 8 EFAs): the
+    template's ask at exactly that passes, one more interface or card fails; without NetworkCards the
+    card count is MaximumNetworkCards."""
+    info = {"EfaSupported": True, "EfaInfo": {"MaximumEfaInterfaces": 8}, "NetworkCards": [{}] * 8}
+    check = _preflight(account, info).efa(NodeGroup("S", "Nodes", "trn1.32xlarge", 2, efas, cards))
+    assert (check.status, says in check.found) == (status, True), check
+    bare = {"EfaSupported": True, "EfaInfo": {"MaximumEfaInterfaces": 8}, "MaximumNetworkCards": 8}
+    assert (
+        _preflight(account, bare).efa(NodeGroup("S", "Nodes", "trn1.32xlarge", 2, efas, cards)).status
+        == status
+    )
+    refused = _preflight(account, {"EfaSupported": False}).efa(
+        NodeGroup("S", "N", "trn1.32xlarge", 2, efas, cards)
+    )
+    assert refused.status == "FAIL" and "does not support EFA" in refused.found
+
+
+@pytest.mark.parametrize(("quota", "status"), [(256, "PASS"), (255, "FAIL")])
+def test_a_quota_exactly_filled_fits(account: dict[str, Any], quota: int, status: str) -> None:
+    """Issue 53's boundary: two trn1.32xlarge need 256 vCPUs (128 each: DescribeInstanceTypes' DefaultVCpus);
+    a Trn quota of exactly 256 with nothing running and no reservation fits, 255 does not."""
+    pf = _preflight(account, {})
+    quotas, _ = stubbed_quotas(account["session"], quota)
+    pf._clients["service-quotas"] = quotas
+    check = pf.quota(NodeGroup("S", "Nodes", "trn1.32xlarge", 2))
+    assert check is not None and check.status == status, check
+
+
+@pytest.mark.parametrize("reserved", [{"reservation_id": "cr-0123456789abcdef0"}, {"capacity_block": True}])
+def test_nodes_in_a_reservation_or_a_block_are_not_held_to_the_on_demand_quota(
+    account: dict[str, Any], reserved: dict[str, Any]
+) -> None:
+    """EC2 user guide, On-Demand Instance quotas: a reservation's instances count against the reservation."""
+    assert _preflight(account, {}).quota(NodeGroup("S", "Nodes", "trn1.32xlarge", 2, **reserved)) is None
