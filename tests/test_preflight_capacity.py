@@ -210,3 +210,33 @@ def test_nodes_in_a_reservation_or_a_block_are_not_held_to_the_on_demand_quota(
 ) -> None:
     """EC2 user guide, On-Demand Instance quotas: a reservation's instances count against the reservation."""
     assert _preflight(account, {}).quota(NodeGroup("S", "Nodes", "trn1.32xlarge", 2, **reserved)) is None
+
+
+def test_only_running_on_demand_nodes_of_the_quotas_class_count_with_their_vcpus(
+    account: dict[str, Any],
+) -> None:
+    """EC2 user guide, On-Demand Instance quotas: Spot instances count against the Spot quotas and another
+    class against its own; an instance's vCPUs are its CpuOptions' cores x threads (DescribeInstances), or the
+    type's DefaultVCpus where no CpuOptions are given. The stack's own nodes are counted apart (an update
+    replaces them). The answer is checked against botocore's model (Stubber)."""
+    ec2 = account["session"].client("ec2", region_name=REGION)
+    stub = Stubber(ec2)
+    own = [{"Key": "aws:cloudformation:stack-name", "Value": "S"}]
+    instances = [
+        {"InstanceType": "trn1.32xlarge", "CpuOptions": {"CoreCount": 64, "ThreadsPerCore": 2}, "Tags": own},
+        {"InstanceType": "trn1.32xlarge", "CpuOptions": {"CoreCount": 64, "ThreadsPerCore": 2},
+         "InstanceLifecycle": "spot"},
+        {"InstanceType": "trn1.32xlarge"},  # no CpuOptions: the type's DefaultVCpus
+        {"InstanceType": "trn1.32xlarge", "CpuOptions": {"CoreCount": 32}},  # one thread per core
+        {"InstanceType": "p5.48xlarge", "CpuOptions": {"CoreCount": 96, "ThreadsPerCore": 2}},  # the P quota
+    ]  # fmt: skip
+    filters = [{"Name": "instance-state-name", "Values": ["running"]}]
+    stub.add_response(
+        "describe_instances", {"Reservations": [{"Instances": instances}]}, {"Filters": filters}
+    )
+    stub.activate()
+    pf = Preflight(account["session"])
+    pf._clients["ec2"] = ec2
+    pf._types["trn1.32xlarge"] = {"VCpuInfo": {"DefaultVCpus": 128}}
+    assert pf._running_vcpus("Running On-Demand Trn instances", "S") == (128 + 128 + 32, 128)
+    stub.assert_no_pending_responses()
