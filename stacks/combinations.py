@@ -88,10 +88,3 @@ def capacity_of(
     if reservation is not None:
         return Capacity.reservation(reservation, instance_count=instances)
     return Capacity.on_demand()
-
-
-def check_capacity(v: Mapping[str, Any]) -> None:
-    """The parsed capacity keys made into a :class:`Capacity` once, so what it refuses is refused while the
-    context is read."""
-    keys = ("capacity_reservation", "capacity_block", "capacity_instances", "availability_zone")
-    capacity_of(*(v.get(k) for k in keys))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import enum
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -43,7 +44,6 @@ from efa_constructs.core.pcs import DEFAULT_SLURM_VERSION, PcsClusterSize
 
 from .combinations import (
     capacity_of,
-    check_capacity,
     check_existing_vpc,
     check_given_with,
     check_public_subnet,
@@ -247,9 +247,12 @@ class _EveryStack:
         """The region the AZ belongs to, or None (environment-agnostic stack)."""
         return region_of(self.availability_zone)
 
-    @property
+    def __post_init__(self) -> None:
+        self.capacity  # noqa: B018  (the capacity keys refused together while the context is read)
+
+    @functools.cached_property
     def capacity(self) -> Capacity:
-        """The capacity keys as one :class:`Capacity` (the cluster checks it against itself)."""
+        """The capacity keys as one :class:`Capacity` (the cluster checks it against itself), made once."""
         return capacity_of(
             self.capacity_reservation, self.capacity_block, self.capacity_instances, self.availability_zone
         )
@@ -404,7 +407,6 @@ class ClusterParams(_WithImageId, _WithLogin, _EveryStack):
                 why="it re-reads the default image's parameter, and ami_id replaces that image",
                 fix="pass one of ami_id and ami_refresh",
             )
-        check_capacity(v)
         return ClusterParams(**{"instance_type": default_instance_type, **v, "catalogue_entry": entry})
 
 
@@ -423,7 +425,6 @@ class PclusterParams(_Scaled, _WithLogin, _EveryStack):
         """Parse context values; the construct and the ParallelCluster model check the rest."""
         v = parse_fields(ctx, PCLUSTER)
         check_existing_vpc(v, ("subnet_id", "public_subnet_id", "availability_zone"))
-        check_capacity(v)
         return PclusterParams(**{"instance_type": default_instance_type, **v})
 
 
@@ -453,7 +454,6 @@ class PcsParams(_Scaled, _WithImageId, _EveryStack):
         v = parse_fields(ctx, PCS)
         check_existing_vpc(v, ("subnet_id", "availability_zone"))
         check_given_with(v, "ami_os", "ami_id", "it describes ami_id", example="ami-...")
-        check_capacity(v)
         return PcsParams(**{"instance_type": default_instance_type, **v})
 
 

@@ -88,3 +88,14 @@ def test_every_context_key_is_declared_once_where_its_value_lives() -> None:
         "capacity-block",
         "cr-0123456789abcdef0",
     )
+
+
+def test_the_capacity_keys_are_refused_together_while_the_context_is_read() -> None:
+    """Before any stack is built: a launch targets one reservation (EC2 RunInstances'
+    CapacityReservationSpecification names one), and the Capacity made once is the one the stack reads."""
+    with pytest.raises(EfaConfigError) as err:
+        parse(capacity_block="cr-0123456789abcdef0", capacity_reservation="cr-0123456789abcdef1",
+              availability_zone="us-east-1c")  # fmt: skip
+    assert err.value.code == "efa-cdk:capacity-block-and-reservation"
+    p = parse(capacity_block="cr-0123456789abcdef0", availability_zone="us-east-1c")
+    assert p.capacity is p.capacity and p.capacity.target == "cr-0123456789abcdef0"

@@ -283,7 +283,8 @@ class EfaMachineImage:
     @staticmethod
     def parallel_cluster(image_os: str = "ubuntu2204") -> EfaMachineImage:
         """ParallelCluster's own image of ``image_os`` (its ``Image.Os``: ubuntu2204, alinux2023, rhel9...),
-        which ParallelCluster picks for the region and its version. For :class:`EfaParallelCluster`."""
+        which ParallelCluster picks for the region and its version. For :class:`EfaParallelCluster`, which
+        writes only the name: the OS family (Ubuntu for ubuntu*, else Amazon Linux's) decides nothing."""
         family = OsFamily.UBUNTU if image_os.startswith("ubuntu") else OsFamily.AMAZON_LINUX_2023
         image = EfaMachineImage.chosen_by_launcher(f"ParallelCluster's {image_os} image", os_family=family)
         return image._named("EfaParallelCluster", image_os)
