@@ -162,19 +162,23 @@ class Node:
 #: median, far under a quarter.
 SWEEP_THRESHOLD = "0.25"
 
-#: How far below the cluster's last measured median `slowed_rate` sets a slowed node's link. Not a fixed
-#: rate: another fresh-clone run measured the whole bridge at 0.305 Gbit/s (the machine under load), where
-#: a fixed 100 Mbit/s was a third of the median, above the bar, and the slowed node was not named.
+#: How far below the slowest node of the cluster's last sweep `slowed_rate` sets a slowed node's link. Not a
+#: fixed rate: another fresh-clone run measured the whole bridge at 0.305 Gbit/s (the machine under load),
+#: where a fixed 100 Mbit/s was a third of the median, above the bar, and the slowed node was not named.
+#: The reference is a sweep with the slowed sweep's own message size, just before it: a fresh-clone run
+#: that set the rate from the formation's sweep (4 MiB messages) saw the healthy pair of the slowed sweep
+#: (1 MiB) under four times the slowed ones, and named none.
 SLOWED = 20
 
 
 def slowed_rate(leader: Node) -> str:
-    """A `tc` rate `SLOWED` times below the median of the leader's last fabric sweep (its verdict.json)."""
+    """A `tc` rate `SLOWED` times below the slowest node's figure in the leader's last fabric sweep (its
+    verdict.json): run a healthy sweep with the same settings first."""
     verdict = leader.root / "var/lib/efa-cdk/sweep/verdict.json"
     assert verdict.exists(), f"{verdict}: no sweep on the leader yet to measure the healthy fabric"
-    median = float(json.loads(verdict.read_text())["median_gbps"])
-    assert median > 0, f"{verdict}: the healthy sweep measured nothing ({median} Gbit/s)"
-    return f"{max(1, round(median * 1000 / SLOWED))}mbit"
+    slowest = min(float(g) for g in json.loads(verdict.read_text())["nodes"].values())
+    assert slowest > 0, f"{verdict}: the healthy sweep measured a node at nothing ({slowest} Gbit/s)"
+    return f"{max(1, round(slowest * 1000 / SLOWED))}mbit"
 
 
 def throttle(aws_ns: str, node: Node, rate: str | None) -> None:
