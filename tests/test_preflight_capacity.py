@@ -126,6 +126,16 @@ def test_unused_reservations_and_only_running_on_demand_nodes_count_against_the_
             "WARN",
             "scheduled, starts 2026-12-01 09:00:00+00:00",
         ),
+        # EC2 API reference, CapacityReservation: AvailableInstanceCount is what can be launched now; a
+        # block not yet active has none free, and that is no fault of it
+        (_reservation(State="scheduled", AvailableInstanceCount=0), "WARN", "scheduled, us-east-1c, 0 of 2"),
+        (_reservation(AvailableInstanceCount=1), "FAIL", "1 of its instances are free for 2 nodes"),
+        # an active block has a StartDate too: only a block still to start says when
+        (
+            _reservation(StartDate=datetime(2026, 11, 1, 9, tzinfo=timezone.utc)),
+            "PASS",
+            "cr-0123456789abcdef0: active, us-east-1c, 2 of 2 free",
+        ),
     ],
 )
 def test_a_capacity_block_is_checked_for_state_zone_type_and_size(
@@ -240,3 +250,24 @@ def test_only_running_on_demand_nodes_of_the_quotas_class_count_with_their_vcpus
     pf._types["trn1.32xlarge"] = {"VCpuInfo": {"DefaultVCpus": 128}}
     assert pf._running_vcpus("Running On-Demand Trn instances", "S") == (128 + 128 + 32, 128)
     stub.assert_no_pending_responses()
+
+
+@pytest.mark.parametrize(
+    ("zone", "subnet_from", "status", "says"),
+    [
+        (None, "NetworkStack", "WARN", "the subnet comes from NetworkStack: its zone is not known here"),
+        (None, None, "WARN", "the zone is chosen at deploy"),
+        ("us-east-1c", "NetworkStack", "PASS", "trn1.32xlarge is offered in us-east-1c"),
+        ("us-east-1a", None, "FAIL", "trn1.32xlarge is not offered in us-east-1a"),
+    ],
+)
+def test_the_offered_check_says_what_it_cannot_know_of_an_imported_subnet(
+    account: dict[str, Any], zone: str | None, subnet_from: str | None, status: str, says: str
+) -> None:
+    """moto's DescribeInstanceTypeOfferings offers trn1.32xlarge in us-east-1b, c and f: the nodes' zone is
+    held to that list; a subnet imported (its zone unknown at synth) says where it comes from and the zones
+    to put it in; a zone chosen at deploy is told which to pass."""
+    group = NodeGroup("S", "Cluster", "trn1.32xlarge", 2, zone=zone, subnet_from=subnet_from)
+    check = Preflight(account["session"]).offered(group)
+    assert (check.status, says in check.found) == (status, True), check
+    assert "us-east-1b, us-east-1c, us-east-1f" in check.line() or status == "PASS", check
