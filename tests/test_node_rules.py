@@ -9,6 +9,8 @@ never compared or printed.
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -88,9 +90,12 @@ def test_every_rule_has_an_example_an_id_and_a_scope_of_known_orchestrators() ->
         (1, 0, None), (2, 2, None), (0, 0, "max_count"), (2, 3, "max_count"), (2, -1, "min_count"),
         # known at deploy: never compared (the service refuses a bad one then)
         (None, 0, None), (None, 5, None), (2, None, None), (None, -1, "min_count"), (0, None, "max_count"),
+        # whole numbers only (EC2 RunInstances' MinCount and MaxCount are Integers): a float, or a bool,
+        # which Python counts as an int, from an untyped app
+        (2.5, 0, "max_count"), (True, 0, "max_count"), (2, 0.5, "min_count"), (2, False, "min_count"),
     ],
 )  # fmt: skip
-def test_counts_at_their_edges(count: int | None, low: int | None, refused_as: str | None) -> None:
+def test_counts_at_their_edges(count: Any, low: Any, refused_as: str | None) -> None:
     request = valid(count=count, min_count=low)
     if refused_as is None:
         check_counts(request)
@@ -162,6 +167,15 @@ def test_the_docs_table_is_the_registers() -> None:
     from tests.helpers import ROOT
 
     assert rules_table() in (ROOT / "docs" / "rules.md").read_text()
+    # the command the docs name for the table prints it
+    printed = subprocess.run(
+        [sys.executable, "-m", "efa_constructs.core.node_rules"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout
+    assert printed == rules_table()
 
 
 @pytest.mark.parametrize(
