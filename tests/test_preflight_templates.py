@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -14,7 +15,8 @@ from aws_cdk import aws_ec2 as ec2
 from botocore.stub import Stubber
 
 from efa_constructs.tools import preflight
-from efa_constructs.tools.preflight import Preflight, node_groups
+from efa_constructs.tools.preflight import LustreAsk, Preflight, lustre_file_systems, node_groups
+from efa_constructs.tools.preflight.templates import _made_by
 from tests.account import REGION, _assembly, synth
 from tests.helpers import cdk_json_context
 
@@ -129,3 +131,198 @@ def test_a_pcs_node_group_s_image_is_the_one_preflight_checks(tmp_path: Path) ->
         "ami-0123456789abcdef0",
         "us-east-1c",
     )
+
+
+# Templates written by hand in the shapes CloudFormation's resource reference gives (AWS::EC2::LaunchTemplate
+# LaunchTemplateData, AWS::EC2::Instance, AWS::AutoScaling::AutoScalingGroup, AWS::EC2::Subnet): each field
+# node_groups reads, at the values synthesis may write and the ones it may not.
+
+
+def _efa(card: int | None, kind: str = "efa") -> dict[str, Any]:
+    nic: dict[str, Any] = {"InterfaceType": kind, "DeviceIndex": 0 if card in (0, None) else 1}
+    return nic if card is None else nic | {"NetworkCardIndex": card}
+
+
+def _shaped(
+    nics: list[dict[str, Any]],
+    *,
+    launcher: dict[str, Any] | None = None,
+    data: dict[str, Any] | None = None,
+    resources: dict[str, Any] | None = None,
+    parameters: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One launch template (logical id NodesLaunchTemplate0A1B2C3D) of trn1.32xlarge and what launches it
+    (one instance unless `launcher`)."""
+    ref = {"Ref": "NodesLaunchTemplate0A1B2C3D"}
+    lt_data = {"InstanceType": "trn1.32xlarge", "NetworkInterfaces": nics, **(data or {})}
+    return {
+        "Parameters": parameters or {},
+        "Resources": {
+            "NodesLaunchTemplate0A1B2C3D": {
+                "Type": "AWS::EC2::LaunchTemplate",
+                "Properties": {"LaunchTemplateData": lt_data},
+            },
+            "Node0": launcher
+            or {"Type": "AWS::EC2::Instance", "Properties": {"LaunchTemplate": {"LaunchTemplateId": ref}}},
+            **(resources or {}),
+        },
+    }
+
+
+def test_a_hand_written_launch_template_is_read_field_by_field() -> None:
+    """EC2 user guide: an EFA-only interface has no IP address (interfaces_with_ip counts the others); a
+    network interface without NetworkCardIndex is on card 0; MarketType capacity-block is a Capacity Block;
+    the group is named by the launch template's logical id without CDK's hash."""
+    nics = [_efa(None), _efa(1, "efa-only"), _efa(2, "efa-only"), _efa(3, "efa-only")]
+    market = {"InstanceMarketOptions": {"MarketType": "capacity-block"}}
+    (group,) = node_groups("S", _shaped(nics, data=market))
+    assert (group.name, group.count, group.efa_interfaces, group.network_cards) == ("Nodes", 1, 4, 4)
+    assert (group.interfaces_with_ip, group.capacity_block) == (1, True)
+    (alone,) = node_groups("S", _shaped([_efa(None)]))
+    assert (alone.network_cards, alone.interfaces_with_ip, alone.capacity_block) == (1, 1, False)
+
+
+@pytest.mark.parametrize(
+    ("sizes", "count"),
+    [({"MinSize": "0", "MaxSize": "4", "DesiredCapacity": "2"}, 2), ({"MinSize": "0", "MaxSize": "4"}, 4)],
+)
+def test_an_auto_scaling_group_counts_its_desired_capacity_else_its_most(
+    sizes: dict[str, str], count: int
+) -> None:
+    """AWS::AutoScaling::AutoScalingGroup's sizes are strings; without DesiredCapacity the group may grow to
+    MaxSize, which is what the account must hold."""
+    ref = {"Ref": "NodesLaunchTemplate0A1B2C3D"}
+    asg = {
+        "Type": "AWS::AutoScaling::AutoScalingGroup",
+        "Properties": {
+            "LaunchTemplate": {"LaunchTemplateId": ref},
+            "VPCZoneIdentifier": ["subnet-0123456789abcdef0"],
+            **sizes,
+        },
+    }
+    (group,) = node_groups("S", _shaped([_efa(0)], launcher=asg))
+    assert (group.count, group.subnet_id) == (count, "subnet-0123456789abcdef0")
+
+
+def test_every_elastic_ip_of_the_stack_is_counted_once_on_the_first_group() -> None:
+    """Two groups (one instance type in two zones' subnets) and two EIPs: the account's Elastic IP quota is
+    asked for two, not two per group."""
+    template = _shaped([_efa(0)], data={"NetworkInterfaces": [_efa(0) | {"SubnetId": {"Ref": "A"}}]})
+    second = json.loads(json.dumps(template["Resources"]["NodesLaunchTemplate0A1B2C3D"]))
+    second["Properties"]["LaunchTemplateData"]["NetworkInterfaces"][0]["SubnetId"] = {"Ref": "B"}
+    template["Resources"] |= {
+        "OtherLaunchTemplate0A1B2C3E": second,
+        "Node1": {
+            "Type": "AWS::EC2::Instance",
+            "Properties": {"LaunchTemplate": {"LaunchTemplateId": {"Ref": "OtherLaunchTemplate0A1B2C3E"}}},
+        },
+        "A": {"Type": "AWS::EC2::Subnet", "Properties": {"AvailabilityZone": "us-east-1a"}},
+        "B": {"Type": "AWS::EC2::Subnet", "Properties": {"AvailabilityZone": "us-east-1b"}},
+        "Eip0": {"Type": "AWS::EC2::EIP"},
+        "Eip1": {"Type": "AWS::EC2::EIP"},
+    }
+    groups = node_groups("S", template)
+    assert [(g.zone, g.elastic_ips) for g in groups] == [("us-east-1a", 2), ("us-east-1b", 0)]
+
+
+@pytest.mark.parametrize(
+    ("image", "parameters", "resources", "parameter"),
+    [
+        (
+            "{{resolve:ssm:/aws/service/neuron/dlami/ubuntu-22.04/latest/image_id}}",
+            {},
+            {},
+            "/aws/service/neuron/dlami/ubuntu-22.04/latest/image_id",
+        ),
+        (
+            {"Ref": "Image"},
+            {"Image": {"Type": "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>", "Default": "/my/image"}},
+            {},
+            "/my/image",
+        ),
+        ({"Ref": "Image"}, {"Image": {"Type": "String", "Default": "ami-0123456789abcdef0"}}, {}, None),
+        ({"Ref": "Lookup"}, {}, {"Lookup": {"Type": "AWS::CloudFormation::CustomResource"}}, None),
+    ],
+)
+def test_the_image_s_ssm_parameter_is_read_only_from_what_names_one(
+    image: Any, parameters: dict[str, Any], resources: dict[str, Any], parameter: str | None
+) -> None:
+    """CloudFormation's dynamic reference {{resolve:ssm:NAME}} and a parameter of an SSM type name an SSM
+    parameter; a plain String parameter or another kind of resource does not (and is no error)."""
+    template = _shaped([_efa(0)], data={"ImageId": image}, parameters=parameters, resources=resources)
+    (group,) = node_groups("S", template)
+    assert group.image_parameter == parameter
+
+
+def test_a_subnet_of_no_given_zone_has_none_and_a_template_named_by_a_parameter_is_no_group() -> None:
+    """AWS::EC2::Subnet's AvailabilityZone is optional (EC2 picks one); a launch template id given as a
+    parameter is not one this template makes: no node group, and no error."""
+    template = _shaped(
+        [_efa(0) | {"SubnetId": {"Ref": "A"}}],
+        resources={"A": {"Type": "AWS::EC2::Subnet", "Properties": {}}},
+    )
+    (group,) = node_groups("S", template)
+    assert (group.zone, group.subnet_id) == (None, None)
+    template["Resources"]["Node0"]["Properties"]["LaunchTemplate"]["LaunchTemplateId"] = {"Ref": "TemplateId"}
+    template["Parameters"] = {"TemplateId": {"Type": "String"}}
+    assert node_groups("S", template) == []
+
+
+def test_a_file_system_is_the_stack_s_own_only_by_both_tags() -> None:
+    """CloudFormation tags what it makes with aws:cloudformation:stack-name and :logical-id: a file system
+    is this stack's resource (an update, not one more against the quota) only when both match."""
+
+    def tagged(stack: str, logical: str) -> dict[str, Any]:
+        return {
+            "Tags": [
+                {"Key": "aws:cloudformation:stack-name", "Value": stack},
+                {"Key": "aws:cloudformation:logical-id", "Value": logical},
+            ]
+        }
+
+    assert _made_by(tagged("S", "Fs"), "S", "Fs")
+    assert not _made_by(tagged("Other", "Fs"), "S", "Fs") and not _made_by(tagged("S", "Other"), "S", "Fs")
+
+
+def test_a_pcs_compute_node_group_gives_the_type_image_count_and_subnets() -> None:
+    """AWS::PCS::ComputeNodeGroup: the instance type is the group's InstanceConfigs' (its launch template
+    has none), the image its AmiId, the most nodes ScalingConfiguration's MaxInstanceCount, the subnets its
+    SubnetIds."""
+    pcs = {
+        "Type": "AWS::PCS::ComputeNodeGroup",
+        "Properties": {
+            "CustomLaunchTemplate": {"TemplateId": {"Ref": "NodesLaunchTemplate0A1B2C3D"}, "Version": "1"},
+            "InstanceConfigs": [{"InstanceType": "p5.48xlarge"}],
+            "AmiId": "ami-0123456789abcdef0",
+            "ScalingConfiguration": {"MinInstanceCount": 0, "MaxInstanceCount": 4},
+            "SubnetIds": ["subnet-0123456789abcdef0"],
+        },
+    }
+    (group,) = node_groups("S", _shaped([_efa(0)], launcher=pcs, data={"InstanceType": None}))
+    assert (group.instance_type, group.count, group.image_id) == ("p5.48xlarge", 4, "ami-0123456789abcdef0")
+    assert group.subnet_id == "subnet-0123456789abcdef0"
+
+
+def test_only_a_persistent_2_lustre_file_system_of_a_known_size_is_asked_of_the_account() -> None:
+    """AWS::FSx::FileSystem: preflight holds a PERSISTENT_2 Lustre file system's size (a number at synth)
+    against the account; another kind, a SCRATCH deployment or a size known only at deploy is not asked."""
+
+    def fs(kind: str, deployment: str, size: Any) -> dict[str, Any]:
+        return {
+            "Type": "AWS::FSx::FileSystem",
+            "Properties": {
+                "FileSystemType": kind,
+                "StorageCapacity": size,
+                "LustreConfiguration": {"DeploymentType": deployment, "EfaEnabled": True},
+            },
+        }
+
+    template = {
+        "Resources": {
+            "Fs": fs("LUSTRE", "PERSISTENT_2", 4800),
+            "Ontap": fs("ONTAP", "PERSISTENT_2", 1024),
+            "Scratch": fs("LUSTRE", "SCRATCH_2", 1200),
+            "Sized": fs("LUSTRE", "PERSISTENT_2", {"Ref": "Size"}),
+        }
+    }
+    assert lustre_file_systems("S", template) == [LustreAsk("S", "Fs", 4800, True)]
