@@ -150,6 +150,9 @@ def test_benchmarks_are_read_against_the_line_rate(outputs: dict[str, str], frac
         ({"CapacityReservations": [{"CapacityReservationId": "cr-0123456789abcdef0",
                                     "NetworkNodes": ["nn-spine", "nn-block", "nn-leaf"]}]},
          "PASS", "places its instances under nn-spine > nn-block > nn-leaf"),
+        # a reservation EC2 has not placed yet answers with no network nodes
+        ({"CapacityReservations": [{"CapacityReservationId": "cr-0123456789abcdef0", "NetworkNodes": []}]},
+         "WARN", "EC2 reports no network nodes for cr-0123456789abcdef0 yet"),
         ("UnsupportedOperation", "WARN", "no topology for cr-0123456789abcdef0 (UnsupportedOperation)"),
         # a region without the API, or any other answer: information missing, a WARN (issue 41 item 3)
         ("InvalidAction", "WARN", "no topology for cr-0123456789abcdef0 (InvalidAction)"),

@@ -55,6 +55,8 @@ def test_an_existing_subnet_without_a_route_out_is_warned_of(account: dict[str, 
         ({"NatGatewayId": "nat-0a", "State": "active"}, "PASS", "through nat-0a"),
         # a NAT instance: the route names the instance (and its interface)
         ({"InstanceId": "i-0a", "NetworkInterfaceId": "eni-0a", "State": "active"}, "PASS", "i-0a, an"),
+        # an appliance's interface alone (a firewall): it must forward too
+        ({"NetworkInterfaceId": "eni-0a", "State": "active"}, "PASS", "eni-0a, an instance or appliance"),
         # VPC peering guide: no edge-to-edge routing, so the internet is not reached through a peer
         ({"VpcPeeringConnectionId": "pcx-0a", "State": "active"}, "WARN", "peering connection"),
         ({"TransitGatewayId": "tgw-0a", "State": "active"}, "PASS", "through tgw-0a"),
@@ -152,3 +154,138 @@ def test_the_lustre_quotas_hold_the_file_system_beside_the_regions(
     )
     assert "--service-code fsx --quota-code L-8F1B9C74 --desired-value 105600" in failed["fix"]
     assert passed["status"] == "PASS" and "86400 GiB in 1 file systems + 19200 GiB" in passed["found"]
+
+
+def _stubbed(account: dict[str, Any], service: str) -> tuple[Any, Stubber]:
+    client = account["session"].client(service, region_name=REGION)
+    return client, Stubber(client)
+
+
+def test_the_image_is_read_from_its_ssm_parameter_and_a_group_with_none_is_not_checked(
+    account: dict[str, Any],
+) -> None:
+    """An image named by an SSM parameter (moto's SSM holds it) is that parameter's value, checked with
+    DescribeImages (Stubber); a group with no image of its own (the launcher's) asks nothing."""
+    ami = "ami-0123456789abcdef0"
+    account["session"].client("ssm", region_name=REGION).put_parameter(
+        Name="/efa-cdk/test/image", Value=ami, Type="String"
+    )
+    ec2, stub = _stubbed(account, "ec2")
+    stub.add_response(
+        "describe_images",
+        {"Images": [{"ImageId": ami, "State": "available", "Architecture": "x86_64"}]},
+        {"ImageIds": [ami]},
+    )
+    stub.activate()
+    pf = Preflight(account["session"])
+    pf._clients["ec2"] = ec2
+    pf._types["trn1.32xlarge"] = {"ProcessorInfo": {"SupportedArchitectures": ["x86_64"]}}
+    check = pf.image(NodeGroup("S", "Cluster", "trn1.32xlarge", 2, image_parameter="/efa-cdk/test/image"))
+    assert check is not None and check.status == "PASS" and ami in check.found, check
+    assert pf.image(NodeGroup("S", "Cluster", "trn1.32xlarge", 2)) is None
+    stub.assert_no_pending_responses()
+
+
+@pytest.mark.parametrize(
+    ("quota", "adds", "status"),
+    # EC2 user guide, Elastic IP address quota: five per Region unless Service Quotas says otherwise
+    [(None, 2, "PASS"), (None, 3, "FAIL"), (6, 3, "PASS"), (6, 4, "FAIL"), (None, 0, None)],
+)
+def test_the_elastic_ips_fit_the_quota_exactly_or_fail(
+    account: dict[str, Any], quota: int | None, adds: int, status: str | None
+) -> None:
+    """Three addresses in use (DescribeAddresses, Stubber) and the stack's `adds`, against the quota
+    'EC2-VPC Elastic IPs' when Service Quotas lists it, else EC2's default of five."""
+    quotas, q_stub = _stubbed(account, "service-quotas")
+    listed = [
+        {"ServiceCode": "ec2", "QuotaCode": "L-0263D0A3", "QuotaName": "EC2-VPC Elastic IPs", "Value": quota}
+    ]
+    ec2, stub = _stubbed(account, "ec2")
+    if adds:
+        q_stub.add_response(
+            "list_service_quotas", {"Quotas": listed if quota else []}, {"ServiceCode": "ec2"}
+        )
+        used = [{"PublicIp": f"203.0.113.{i}", "AllocationId": f"eipalloc-{i}"} for i in range(3)]
+        stub.add_response("describe_addresses", {"Addresses": used}, {})
+    q_stub.activate()
+    stub.activate()
+    pf = Preflight(account["session"])
+    pf._clients |= {"ec2": ec2, "service-quotas": quotas}
+    check = pf.elastic_ips(NodeGroup("S", "Cluster", "trn1.32xlarge", 2, elastic_ips=adds))
+    assert (check.status if check else None) == status, check
+    assert check is None or f"3 of {quota or 5}" in check.found, check
+    stub.assert_no_pending_responses()
+
+
+@pytest.mark.parametrize(("free", "status"), [(16, "PASS"), (15, "FAIL")])
+def test_the_subnet_holds_every_interface_with_an_address_exactly_or_fails(
+    account: dict[str, Any], free: int, status: str
+) -> None:
+    """Four nodes of four interfaces with an address each (EFA-only ones take none) need 16 free
+    addresses (DescribeSubnets' AvailableIpAddressCount, Stubber); a subnet from outside the assembly is
+    said to be unchecked."""
+    ec2, stub = _stubbed(account, "ec2")
+    subnet = {"SubnetId": SUBNET, "AvailableIpAddressCount": free, "AvailabilityZone": "us-east-1c"}
+    stub.add_response("describe_subnets", {"Subnets": [subnet]}, {"SubnetIds": [SUBNET]})
+    stub.activate()
+    pf = Preflight(account["session"])
+    pf._clients["ec2"] = ec2
+    check = pf.subnet(NodeGroup("S", "Cluster", "trn1.32xlarge", 4, subnet_id=SUBNET, interfaces_with_ip=4))
+    assert check is not None and (check.status, "16" in check.found) == (status, True), check
+    imported = pf.subnet(NodeGroup("S", "Cluster", "trn1.32xlarge", 4, subnet_from="the export Net:Subnet"))
+    assert imported is not None and imported.status == "WARN" and "not checked" in imported.found
+
+
+@pytest.mark.parametrize(
+    ("storage", "count", "status", "says"),
+    [
+        (7200, 2, "PASS", "2400 GiB in 1 file systems + 4800 GiB"),
+        (7199, 2, "FAIL", "the region has 2400, this file system needs 4800 more"),
+        (7200, 1, "FAIL", "the region has 1, this file system needs 1 more"),
+        (7200, None, "WARN", "no FSx quota named"),
+    ],
+)
+def test_the_lustre_quotas_count_only_other_persistent_2_lustre_file_systems_at_their_edge(
+    account: dict[str, Any], storage: int, count: int | None, status: str, says: str
+) -> None:
+    """The region holds a PERSISTENT_2 Lustre file system of 2400 GiB, a SCRATCH_2 one, an ONTAP one and
+    this stack's own (an update: its CloudFormation tags name the stack and the resource); only the first
+    counts against FSx's PERSISTENT_2 quotas (DescribeFileSystems and Service Quotas, Stubber)."""
+
+    def fs(kind: str, deployment: str, gib: int, stack: str = "Other") -> dict[str, Any]:
+        tags = [
+            {"Key": "aws:cloudformation:stack-name", "Value": stack},
+            {"Key": "aws:cloudformation:logical-id", "Value": "Fs"},
+        ]
+        return {
+            "FileSystemId": f"fs-0{gib:016x}",
+            "FileSystemType": kind,
+            "StorageCapacity": gib,
+            "LustreConfiguration": {"DeploymentType": deployment},
+            "Tags": tags,
+        }
+
+    file_systems = [
+        fs("LUSTRE", "PERSISTENT_2", 2400),
+        fs("LUSTRE", "SCRATCH_2", 1200),
+        fs("ONTAP", "PERSISTENT_2", 1024),
+        fs("LUSTRE", "PERSISTENT_2", 4800, stack="S"),
+    ]
+    fsx, f_stub = _stubbed(account, "fsx")
+    f_stub.add_response("describe_file_systems", {"FileSystems": file_systems}, {})
+    quotas, q_stub = _stubbed(account, "service-quotas")
+    listed = [
+        {"ServiceCode": "fsx", "QuotaCode": code, "QuotaName": name, "Value": value}
+        for code, name, value in (
+            ("L-8F1B9C74", preflight.LUSTRE_STORAGE_QUOTA, storage),
+            ("L-FD6F2F22", preflight.LUSTRE_COUNT_QUOTA, count),
+        )
+        if value is not None
+    ]
+    q_stub.add_response("list_service_quotas", {"Quotas": listed}, {"ServiceCode": "fsx"})
+    f_stub.activate()
+    q_stub.activate()
+    pf = Preflight(account["session"])
+    pf._clients |= {"fsx": fsx, "service-quotas": quotas}
+    check = pf.lustre(preflight.LustreAsk("S", "Fs", 4800, True))
+    assert (check.status, says in check.found) == (status, True), check
