@@ -1,5 +1,6 @@
 """preflight's network checks (efa_constructs/tools/preflight/network.py): the route out of an existing
-subnet, an image's state, FSx for Lustre's quotas.
+subnet and its free addresses, an image's state and its SSM parameter, the Elastic IPs, FSx for Lustre's
+quotas, each at its edge.
 """
 
 from __future__ import annotations

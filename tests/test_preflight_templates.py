@@ -1,6 +1,6 @@
 """preflight's node groups and file systems as read from synthesized templates
 (efa_constructs/tools/preflight/templates.py): zones, subnets through the assembly's exports, images, the
-manifest's stacks.
+manifest's stacks; and on templates written by hand, each field node_groups reads.
 """
 
 from __future__ import annotations
