@@ -171,9 +171,10 @@ def _assembly(tmp_path: Path, region: str) -> Path:
     return out
 
 
-def _fsx_quotas(client: Any, stub: Stubber, storage_gib: float, file_systems: float) -> None:
+def _fsx_quotas(client: Any, stub: Stubber, storage_gib: float, file_systems: float | None) -> None:
     """Service Quotas' answer for fsx (after ec2's), its shape checked against botocore's model: the
-    PERSISTENT_2 Lustre quotas by the names and codes Service Quotas' default list records."""
+    PERSISTENT_2 Lustre quotas by the names and codes Service Quotas' default list records (the count quota
+    left out when `file_systems` is None)."""
     quotas = [
         {"ServiceCode": "fsx", "QuotaCode": code, "QuotaName": name, "Value": value, "Unit": "None",
          "Adjustable": True, "GlobalQuota": False}
@@ -181,6 +182,7 @@ def _fsx_quotas(client: Any, stub: Stubber, storage_gib: float, file_systems: fl
             ("L-8F1B9C74", preflight.LUSTRE_STORAGE_QUOTA, storage_gib),
             ("L-FD6F2F22", preflight.LUSTRE_COUNT_QUOTA, file_systems),
         )
+        if value is not None
     ]  # fmt: skip
     stub.add_response("list_service_quotas", {"Quotas": quotas}, {"ServiceCode": "fsx"})
 

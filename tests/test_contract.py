@@ -535,11 +535,15 @@ def test_every_orchestrator_mounts_a_file_system_of_another_stack(
     # the servers among themselves, in the file system's stack: Lustre's TCP ports (FSx for Lustre user guide,
     # "limit-access-security-groups"), none with EFA (its group is open to itself from its creation)
     servers = {
-        (r["Type"][-6:], r["Properties"]["FromPort"], r["Properties"]["ToPort"])
+        (r["Type"], r["Properties"]["FromPort"], r["Properties"]["ToPort"])
         for r in stored_template["Resources"].values()
         if r["Properties"].get("Description") == "Lustre servers"
     }
-    tcp = {(d, lo, hi) for d in ("Egress", "ngress") for lo, hi in ((988, 988), (1018, 1023))}
+    tcp = {
+        (f"AWS::EC2::SecurityGroup{way}", lo, hi)
+        for way in ("Ingress", "Egress")
+        for lo, hi in ((988, 988), (1018, 1023))
+    }
     assert servers == (set() if efa else tcp), servers
     nodes_group = cluster.resolve(nodes.security_group.security_group_id)
     port = {"IpProtocol": "-1"} if efa else {"IpProtocol": "tcp", "FromPort": 988, "ToPort": 988}

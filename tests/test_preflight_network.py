@@ -275,15 +275,7 @@ def test_the_lustre_quotas_count_only_other_persistent_2_lustre_file_systems_at_
     fsx, f_stub = _stubbed(account, "fsx")
     f_stub.add_response("describe_file_systems", {"FileSystems": file_systems}, {})
     quotas, q_stub = _stubbed(account, "service-quotas")
-    listed = [
-        {"ServiceCode": "fsx", "QuotaCode": code, "QuotaName": name, "Value": value}
-        for code, name, value in (
-            ("L-8F1B9C74", preflight.LUSTRE_STORAGE_QUOTA, storage),
-            ("L-FD6F2F22", preflight.LUSTRE_COUNT_QUOTA, count),
-        )
-        if value is not None
-    ]
-    q_stub.add_response("list_service_quotas", {"Quotas": listed}, {"ServiceCode": "fsx"})
+    _fsx_quotas(quotas, q_stub, storage, count)
     f_stub.activate()
     q_stub.activate()
     pf = Preflight(account["session"])

@@ -207,9 +207,8 @@ def test_an_auto_scaling_group_counts_its_desired_capacity_else_its_most(
 def test_every_elastic_ip_of_the_stack_is_counted_once_on_the_first_group() -> None:
     """Two groups (one instance type in two zones' subnets) and two EIPs: the account's Elastic IP quota is
     asked for two, not two per group."""
-    template = _shaped([_efa(0)], data={"NetworkInterfaces": [_efa(0) | {"SubnetId": {"Ref": "A"}}]})
-    second = json.loads(json.dumps(template["Resources"]["NodesLaunchTemplate0A1B2C3D"]))
-    second["Properties"]["LaunchTemplateData"]["NetworkInterfaces"][0]["SubnetId"] = {"Ref": "B"}
+    template = _shaped([_efa(0) | {"SubnetId": {"Ref": "A"}}])
+    second = _shaped([_efa(0) | {"SubnetId": {"Ref": "B"}}])["Resources"]["NodesLaunchTemplate0A1B2C3D"]
     template["Resources"] |= {
         "OtherLaunchTemplate0A1B2C3E": second,
         "Node1": {
