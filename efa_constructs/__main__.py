@@ -26,7 +26,7 @@ from .core.catalogue import all_instance_types, catalogue_metadata
 from .core.errors import EfaConfigError
 from .core.layout import LayoutMode, plan_layout
 from .tools.commands import Command, add_commands
-from .tools.exits import Exit, emit, table
+from .tools.exits import Exit, emit, fail, table
 
 #: Where ``pr-review --write-workflow`` writes the workflow (efa_constructs.tools.pr_review's, without
 #: importing the diff's modules for every command).
@@ -255,11 +255,8 @@ def _usage(args: argparse.Namespace, message: str) -> Exit:
 
 
 def _error(args: argparse.Namespace, message: str, kind: str) -> None:
-    """An error's one line on stderr; with ``--output json`` also a JSON object on stdout, so a program that
-    reads the output finds why (``{"error": {"kind": ..., "message": ...}}``)."""
-    print(f"error: {message}", file=sys.stderr)
-    if getattr(args, "output", None) == "json":
-        emit({"error": {"kind": kind, "message": message}}, "", as_json=True)
+    """An error of the command line `args` (:func:`fail`, as JSON too under ``--output json``)."""
+    fail(message, kind, getattr(args, "output", None) == "json")
 
 
 def _dashboard(_args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ import pytest
 
 from efa_constructs.__main__ import main
 from efa_constructs.core.catalogue import generate
+from efa_constructs.tools.exits import Exit
 
 
 def test_layout_table(capsys: pytest.CaptureFixture[str]) -> None:
@@ -220,6 +221,30 @@ def test_a_command_without_its_stack_is_a_usage_error_and_says_so_in_json_too(
         body["error"]["kind"] == "usage" and f"efa-cdk {command} Trn1EfaCluster" in body["error"]["message"]
     )
     assert err.startswith("error: ") and "STACK=None" not in err
+
+
+@pytest.mark.parametrize(
+    "command", [["preflight"], ["status", "Trn1EfaCluster"], ["sweep", "Trn1EfaCluster"]]
+)
+def test_an_account_command_that_cannot_run_says_so_in_json_too(
+    command: list[str], capsys: Any, monkeypatch: Any, tmp_path: Path
+) -> None:
+    """Issue 53 item 19, for the commands that call AWS: no region configured (an empty AWS config, an
+    assembly of environment-agnostic stacks) is the exit table's "could not run", one line on stderr, and
+    with --output json an error object on stdout (it was empty)."""
+    from tests.account import _assembly
+
+    _assembly(tmp_path, "unknown-region")
+    (tmp_path / "config").write_text("")
+    monkeypatch.chdir(tmp_path)
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    assert main([*command, "--output", "json"]) == Exit.CANNOT_RUN
+    out, err = capsys.readouterr()
+    body = json.loads(out)["error"]
+    assert body["kind"] == "cannot-run" and "no AWS region" in body["message"], body
+    assert err.count("\n") == 1 and err.startswith(f"error: {command[0]}: no AWS region"), err
 
 
 def test_a_refusal_under_json_output_is_an_error_object_with_its_id(capsys: Any) -> None:

@@ -1,5 +1,6 @@
 """The exit codes of every ``efa-cdk`` command, in one table (``efa-cdk --help`` prints it), and the one
-renderer of a command's result (:func:`emit`: JSON with ``--output json``, else its text).
+renderer of a command's result (:func:`emit`: JSON with ``--output json``, else its text) and of its error
+(:func:`fail`).
 
 A CI job or a script tells "the command found something" from "the command could not run" from "the
 command line is wrong" by these alone; each command returns one of them, never a bare number.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import json
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -48,3 +50,15 @@ def emit(result: Any, text: str | Callable[[], str], as_json: bool) -> None:
         print(json.dumps(result, indent=2, default=str))
     else:
         print(text if isinstance(text, str) else text())
+
+
+#: The kind of an error (:func:`fail`) that kept a command from running (it exits ``Exit.CANNOT_RUN``).
+CANNOT_RUN_KIND = "cannot-run"
+
+
+def fail(message: str, kind: str, as_json: bool) -> None:
+    """A command's error: one line on stderr; with ``--output json`` also a JSON object on stdout, so a
+    program that reads the output finds why (``{"error": {"kind": ..., "message": ...}}``)."""
+    print(f"error: {message}", file=sys.stderr)
+    if as_json:
+        emit({"error": {"kind": kind, "message": message}}, "", as_json=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from functools import partial
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .aws import aws_client
-from .exits import Exit, emit
+from .exits import CANNOT_RUN_KIND, Exit, emit, fail
 from .preflight import PreflightError, session_for
 from .preflight.aws_errors import _aws_call, _Denied
 
@@ -414,26 +413,30 @@ def render(s: dict[str, Any]) -> str:
     return "\n".join(_CONTROL.sub("?", line) for line in lines)
 
 
-def from_account(command: str, stack: str, region: str | None, read: Callable[[Any], T]) -> T | None:
+def from_account(
+    command: str, stack: str, region: str | None, read: Callable[[Any], T], as_json: bool
+) -> T | None:
     """`read(session)` for one deployed stack, in the region it deploys to (:func:`session_for`); what
-    keeps it from running (no boto3, no region, an AWS refusal) is one line on stderr, and None."""
+    keeps it from running (no boto3, no region, an AWS refusal) is one error (:func:`fail`), and None."""
     try:
         import boto3  # noqa: F401  (installed? the account extra)
     except ModuleNotFoundError:
-        print(f"error: {command} calls AWS with boto3: pip install 'efa-cdk[account]'", file=sys.stderr)
+        fail(f"{command} calls AWS with boto3: pip install 'efa-cdk[account]'", CANNOT_RUN_KIND, as_json)
         return None
     try:
         return read(session_for(region, Path("cdk.out"), [stack]))
     except PreflightError as err:
-        print(f"error: {command}: {err}", file=sys.stderr)
+        fail(f"{command}: {err}", CANNOT_RUN_KIND, as_json)
     except _Denied as denied:
         fix = f" ({denied.check.fix})" if denied.check.fix else ""
-        print(f"error: {command}: {denied.check.found}{fix}", file=sys.stderr)
+        fail(f"{command}: {denied.check.found}{fix}", CANNOT_RUN_KIND, as_json)
     return None
 
 
 def main(stack: str, region: str | None, as_json: bool, pcluster_name: str | None = None) -> int:
-    s = from_account("status", stack, region, lambda session: cluster_status(session, stack, pcluster_name))
+    s = from_account(
+        "status", stack, region, lambda session: cluster_status(session, stack, pcluster_name), as_json
+    )
     if s is None:
         return Exit.CANNOT_RUN
     emit(s, lambda: render(s), as_json)

@@ -87,7 +87,7 @@ def sweep(
 
 def main(stack: str, region: str | None, as_json: bool) -> int:
     """The command line: 0 nothing named, 1 a node or link named (or the sweep failed), 4 could not run."""
-    found = from_account("sweep", stack, region, lambda session: sweep(session, stack))
+    found = from_account("sweep", stack, region, lambda session: sweep(session, stack), as_json)
     if found is None:
         return Exit.CANNOT_RUN
     result = found["sweep"]

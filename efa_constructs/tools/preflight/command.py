@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..aws import hint
-from ..exits import Exit, emit
+from ..exits import CANNOT_RUN_KIND, Exit, emit, fail
 from .checks import Preflight
 from .model import Check, NodeGroup, PreflightError
 from .pcluster import parallelcluster_configs, parallelcluster_groups
@@ -72,18 +72,18 @@ def main(stacks: list[str], out: Path, region: str | None, as_json: bool) -> int
     try:
         import boto3  # noqa: F401  (installed? the account extra)
     except ModuleNotFoundError:
-        print("error: preflight calls AWS with boto3: pip install 'efa-cdk[account]'", file=sys.stderr)
+        fail("preflight calls AWS with boto3: pip install 'efa-cdk[account]'", CANNOT_RUN_KIND, as_json)
         return Exit.CANNOT_RUN
     try:
         checks, regions = _check_assembly(stacks, out, region, as_json)
     except PreflightError as err:
-        print(f"error: preflight: {err}", file=sys.stderr)
+        fail(f"preflight: {err}", CANNOT_RUN_KIND, as_json)
         return Exit.CANNOT_RUN
     except Exception as err:  # botocore's NoCredentialsError and kin, raised before any call
         from botocore.exceptions import BotoCoreError
 
         if isinstance(err, BotoCoreError):
-            print(f"error: preflight: {err} ({hint(err)})", file=sys.stderr)
+            fail(f"preflight: {err} ({hint(err)})", CANNOT_RUN_KIND, as_json)
             return Exit.CANNOT_RUN
         raise
     of_stack = {n: r for r, names in regions.items() for n in names}
