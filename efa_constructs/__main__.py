@@ -160,7 +160,15 @@ def _diff_report(args: argparse.Namespace) -> Any:
             fix="pass -c key=value, e.g. -c node_count=4",
         )
     context = dict(kv.split("=", 1) for kv in args.context)
-    return run(args.base, args.head, context, app=args.app, findings=not args.no_findings)
+    return run(
+        args.base,
+        args.head,
+        context,
+        app=args.app,
+        findings=not args.no_findings,
+        requirements=args.requirements,
+        same_environment=args.same_environment,
+    )
 
 
 def _template_diff(args: argparse.Namespace) -> int:
@@ -171,7 +179,7 @@ def _template_diff(args: argparse.Namespace) -> int:
         print(report.markdown(), end="")
     else:
         emit(report.to_json(), report.text, args.output == "json")
-    return Exit.STATEFUL_LOSS if report.stateful_loss and args.strict else Exit.OK
+    return Exit.STATEFUL_LOSS if report.fails and args.strict else Exit.OK
 
 
 def _pr_review(args: argparse.Namespace) -> int:
@@ -185,7 +193,8 @@ def _pr_review(args: argparse.Namespace) -> int:
     report = _diff_report(args)
     if report is None:
         return Exit.CANNOT_RUN
-    fails, line = pr_review.review(report, Path(args.comment_file), args.allow_loss, pull)
+    verdict = Path(args.verdict_file) if args.verdict_file else None
+    fails, line = pr_review.review(report, Path(args.comment_file), args.allow_loss, pull, verdict)
     print(line)
     return Exit.STATEFUL_LOSS if fails else Exit.OK
 
@@ -297,6 +306,12 @@ def _diff_args(p: argparse.ArgumentParser) -> None:
 
 def _review_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--comment-file", default="efa-cdk-template-diff.md", help="where the comment is written")
+    p.add_argument(
+        "--verdict-file",
+        default=None,
+        metavar="FILE",
+        help="also write the verdict here as JSON (fails, stateful losses, refused changes, widenings)",
+    )
     p.add_argument("--post", action="store_true", help="post or update the comment (in GitHub Actions)")
     p.add_argument(
         "--allow-loss",

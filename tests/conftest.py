@@ -97,6 +97,11 @@ BACKGROUND_COMMANDS: dict[str, list[str]] = {
         str(ROOT / "tests" / "pr_review_check.py"),
         "{tmp}",
     ],
+    "tests/test_review_deps.py::test_an_aws_cdk_lib_bump_is_shown_with_what_it_changes": [
+        sys.executable,
+        str(ROOT / "tests" / "review_deps_check.py"),
+        "{tmp}",
+    ],
     # the README's deploy tooling in a bare shell: no virtual environment on PATH, nothing exported
     "tests/test_app.py::test_npx_cdk_ls_works_in_a_plain_shell": [
         *PLAIN_SHELL,

@@ -82,7 +82,12 @@ def test_resizing_an_auto_scaling_group_replaces_nothing(
     (count,) = [
         k for k, v in new["Resources"].items() if v["Type"] == "AWS::SSM::Parameter" and "NodeCount" in k
     ]
-    assert d.modified == {group: ["DesiredCapacity", "MaxSize", "MinSize"], count: ["Value"]}
+    # the group's CreationPolicy waits for as many signals as nodes (an attribute, updated with it)
+    assert d.modified == {
+        group: ["DesiredCapacity", "MaxSize", "MinSize", "CreationPolicy"],
+        count: ["Value"],
+    }
+    assert d.verdicts[group].impact.name == "UPDATE" and not d.stateful_losses
 
 
 def node_ids(template: dict[str, Any]) -> dict[str, str]:
@@ -105,7 +110,9 @@ def test_shrinking_explicit_nodes_removes_only_the_last_ones() -> None:
     (count,) = [
         k for k, v in new["Resources"].items() if v["Type"] == "AWS::SSM::Parameter" and "NodeCount" in k
     ]
-    assert d.modified == {count: ["Value"]}  # the node count the nodes read; nothing else changes
+    (wait,) = [k for k, v in new["Resources"].items() if v["Type"] == "AWS::CloudFormation::WaitCondition"]
+    # the node count the nodes read, and what the benchmarks' wait waits for; nothing else changes
+    assert d.modified == {count: ["Value"], wait: ["DependsOn"]}
 
 
 def test_a_replacement_label_replaces_that_node_and_nothing_else() -> None:

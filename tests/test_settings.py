@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from efa_constructs.core.settings import KNOB, NODE, OTHER, SETTINGS
+from efa_constructs.core.settings import KNOB, NODE, OTHER, SETTINGS, TOOL
 from tests.helpers import ROOT
 
 NAME = re.compile(r"EFA_CDK_[A-Z0-9_]+")
@@ -37,6 +37,8 @@ def test_every_setting_is_in_the_table_and_used_as_its_kind_says() -> None:
             assert name in written and name in read, f"{name}: written by the constructs and read on the node"
         elif kind == KNOB:
             assert name in read and name not in written, f"{name}: a node-side knob, never written"
+        elif kind == TOOL:
+            assert name in written and name not in read, f"{name}: the command line's, never a node's"
         else:
             assert kind == OTHER and name in written, f"{name}: written for someone else"
 

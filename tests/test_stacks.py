@@ -137,7 +137,12 @@ def test_growing_the_cluster_adds_a_node_and_changes_nothing_else(
     (count_id,) = [
         r for r, v in three["Resources"].items() if v["Type"] == "AWS::SSM::Parameter" and "NodeCount" in r
     ]  # (the cluster's other parameter, Formed, is the leader's to write, and unchanged)
-    assert d.modified == {count_id: ["Value"]}
+    (wait_id,) = [
+        r for r, v in three["Resources"].items() if v["Type"] == "AWS::CloudFormation::WaitCondition"
+    ]
+    # and the benchmarks' wait lists the new node among what it waits for (DependsOn: cdk diff shows it too)
+    assert d.modified == {count_id: ["Value"], wait_id: ["DependsOn"]}
+    assert all(v.impact.name == "UPDATE" for r, v in d.verdicts.items() if r in d.modified)
     assert three["Resources"][count_id]["Properties"]["Value"] == "3"
     for rid, resource in two["Resources"].items():
         if rid == count_id:

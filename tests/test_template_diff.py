@@ -33,7 +33,8 @@ def test_launch_template_change_replaces_every_node(templates: dict[str, Any]) -
     assert lt in d.modified and lt not in d.replaced  # a new version, same template
     nodes = sorted(k for k, v in old["Resources"].items() if v["Type"] == "AWS::EC2::Instance")
     assert sorted(r for r in d.replaced if r in nodes) == nodes
-    assert "LaunchTemplate refers to" in d.replaced[nodes[0]]
+    assert d.replaced[nodes[0]].startswith("create-only LaunchTemplate.Version reads ClusterLaunchTemplate")
+    assert d.replaced[nodes[0]].endswith("LaunchTemplateData.InstanceType changed")
     assert "! REPLACE ClusterNode0" in render("Trn1EfaCluster", d)
 
 
@@ -173,7 +174,8 @@ def test_an_auto_scaling_group_is_replaced_by_a_new_launch_template_version_not_
         not in diff_templates(base, _cluster("P4dEfaCluster", node_group="asg", node_count="4")).replaced
     )
     d = diff_templates(base, _cluster("P4dEfaCluster", node_group="asg", root_volume_gib="300"))
-    assert "LaunchTemplate refers to" in d.replaced[group] and group in d.stateful_losses
+    assert "LaunchTemplate.Version reads" in d.replaced[group] and group in d.stateful_losses
+    assert "under AutoScalingReplacingUpdate: a new group with new nodes" in d.replaced[group]
 
 
 def test_a_pcs_size_change_replaces_the_cluster_loudly_and_a_resize_does_not() -> None:

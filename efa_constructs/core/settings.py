@@ -15,6 +15,8 @@ NODE = "node"
 KNOB = "knob"
 #: Written for someone else than the node scripts (the container image, a person reading node.env).
 OTHER = "other"
+#: Read by the command line from the user's environment, never on a node.
+TOOL = "tool"
 
 
 class NodeEnv(TypedDict, total=False):
@@ -113,6 +115,8 @@ class NodeEnv(TypedDict, total=False):
     ]
     EFA_CDK_LUSTRE_BENCH_MIB: Annotated[str, KNOB, "MiB each node writes and reads in the storage benchmark"]
     EFA_CDK_CONTAINER_EFA: Annotated[str, KNOB, "0 lets a Slurm job without EFA through the Enroot hook"]
+    # the command line's, from the user's environment
+    EFA_CDK_CACHE: Annotated[str, TOOL, "where template-diff keeps each revision's environment"]
 
 
 #: Each setting's (kind, meaning), from :class:`NodeEnv`.

@@ -11,7 +11,7 @@ the catalogue's (:meth:`InstanceType.line_rate` over the cards that carry an EFA
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import yaml
@@ -170,8 +170,13 @@ def summary(template: Mapping[str, Any]) -> dict[str, str]:
     return {**node_groups(template), **file_systems(template)}
 
 
-def compare(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+def compare(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    read: Callable[[Mapping[str, Any]], dict[str, str]] = summary,
+) -> list[tuple[str, str, str]]:
     """(name, before, after) for each node group and file system of either template ('' where it is
-    not): the ones that change, and the ones that stay, as the context of a change."""
-    before, after = summary(old), summary(new)
+    not), or of what `read` reads (:func:`node_groups`, :func:`file_systems`): the ones that change, and
+    the ones that stay, as the context of a change."""
+    before, after = read(old), read(new)
     return [(k, before.get(k, ""), after.get(k, "")) for k in sorted(set(before) | set(after))]

@@ -51,6 +51,20 @@ def shared_flags() -> dict[str, argparse.ArgumentParser]:
         help="CDK context for both synths (repeatable)",
     )
     revisions.add_argument(
+        "--requirements",
+        action="append",
+        default=None,
+        metavar="FILE",
+        help="each revision's own dependency files, relative to the repository (repeatable; default: "
+        "requirements.txt, else pyproject.toml, with constraints.txt beside either)",
+    )
+    revisions.add_argument(
+        "--same-environment",
+        action="store_true",
+        help="synthesize both revisions with this Python instead of each with its own dependencies "
+        "(a dependency change then does not show)",
+    )
+    revisions.add_argument(
         "--no-findings",
         action="store_true",
         help="skip the checks' new findings (cfn-lint on both revisions of each changed stack)",

@@ -31,8 +31,8 @@ MEANING = {
     Exit.FOUND: "the command found a problem (a preflight FAIL) or refused an input (error: ... names the "
     "fix); also when the reader of the output stopped early (| head)",
     Exit.USAGE: "the command line is wrong (an unknown flag, a missing argument)",
-    Exit.STATEFUL_LOSS: "template-diff --strict: a stateful resource (a node, a file system, an address) is "
-    "deleted or replaced",
+    Exit.STATEFUL_LOSS: "template-diff --strict, pr-review: a stateful resource (a node, a file system, an "
+    "address) is deleted or replaced, or its nodes are, or a change cannot deploy (its provider refuses it)",
     Exit.CANNOT_RUN: "what the command needs is missing or refused it: its extra (boto3, cfn-lint), AWS "
     "credentials, a cloud assembly, or AWS's answer (denied, throttled, unreachable)",
 }

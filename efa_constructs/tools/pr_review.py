@@ -1,37 +1,33 @@
 """``efa-cdk pr-review``: the template diff where a change is decided, in its pull request.
 
-One command, the same in any CI: synthesize base and head (:func:`template_diff.run`), write the Markdown
-comment (:mod:`.diff_render`) to a file, append it to the GitHub Actions job summary when there is one,
-and with ``--post`` put it on the pull request as one comment, found again on the next push by its hidden
-marker and updated instead of adding another. It fails (exit 3) when a stateful resource is deleted or
-replaced, unless ``--allow-loss`` (the workflow passes it when the pull request carries the label
-:data:`ALLOW_LABEL`). No AWS credentials; GitHub's token only to post.
+One command, the same in any CI: synthesize base and head (:func:`template_diff.run`, each with its own
+dependencies), write the Markdown comment (:mod:`.diff_render`) and its verdict (``verdict.json``) to files,
+append the comment to the GitHub Actions job summary when there is one (bounded in bytes), and with
+``--post`` put it on the pull request (:mod:`.post_comment`). It fails (exit 3) when a stateful resource is
+deleted, replaced or rolled, or a change cannot deploy, unless ``--allow-loss`` (the pull request's label
+:data:`ALLOW_LABEL`). No AWS credentials.
 
-GitHub's REST API, "REST API endpoints for issue comments" (docs.github.com/en/rest/issues/comments): a pull
-request's comments are its issue's (``GET``/``POST /repos/{owner}/{repo}/issues/{number}/comments``,
-``PATCH /repos/{owner}/{repo}/issues/comments/{id}``). A job summary holds at most 1 MiB per step
-(GitHub Actions docs, "Adding a job summary").
+The workflow it writes (``--write-workflow``) runs it in a job that can only read, and posts the comment
+from a second job that checks nothing out: the pull request's code never runs beside a token that can
+write. Its verdict guards against mistakes, not against a hostile pull request: the code under review
+decides what its own synthesis says.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from ..core.errors import EfaConfigError
-from .diff_render import MARKER
+from .post_comment import ALLOW_LABEL, BOT_LOGIN, MARKER, GitHub, post
 from .template_diff import DiffReport
 
-#: The pull-request label that lets a stateful loss through (the workflow reads it).
-ALLOW_LABEL = "efa-cdk:allow-stateful-loss"
-#: The most a step's job summary holds (GitHub Actions docs, "Adding a job summary": 1 MiB).
+__all__ = ["ALLOW_LABEL", "MARKER", "SUMMARY_LIMIT", "PullRequest", "post", "review", "workflow"]
+
+#: The most a step's job summary holds (GitHub Actions docs, "Adding a job summary": 1 MiB, in bytes).
 SUMMARY_LIMIT = 1024 * 1024
 
 
@@ -43,6 +39,7 @@ class PullRequest:
     repository: str
     number: int
     token: str
+    login: str = BOT_LOGIN
 
     @staticmethod
     def from_environment(env: dict[str, str] | None = None) -> PullRequest:
@@ -70,70 +67,45 @@ class PullRequest:
                 fix="run the workflow on: pull_request",
             )
         api = env.get("GITHUB_API_URL", "https://api.github.com").rstrip("/")
-        return PullRequest(api, env["GITHUB_REPOSITORY"], number, env["GITHUB_TOKEN"])
+        login = env.get("BOT_LOGIN") or BOT_LOGIN
+        return PullRequest(api, env["GITHUB_REPOSITORY"], number, env["GITHUB_TOKEN"], login)
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        request = urllib.request.Request(
-            f"{self.api}{path}",
-            method=method,
-            data=None if body is None else json.dumps(body).encode(),
-            headers={
-                "Accept": "application/vnd.github+json",
-                "Authorization": f"Bearer {self.token}",
-                "X-GitHub-Api-Version": "2022-11-28",
-                "Content-Type": "application/json",
-            },
-        )
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.loads(response.read() or b"null")
-
-    def upsert(self, body: str) -> str:
-        """Update the comment that carries :data:`MARKER`, else add one; its address."""
-        issue = f"/repos/{self.repository}/issues"
-        page = 1
-        while True:
-            comments = self._call("GET", f"{issue}/{self.number}/comments?per_page=100&page={page}")
-            mine = next((c for c in comments if MARKER in (c.get("body") or "")), None)
-            if mine is not None:
-                return str(self._call("PATCH", f"{issue}/comments/{mine['id']}", {"body": body})["html_url"])
-            if len(comments) < 100:
-                break
-            page += 1
-        return str(self._call("POST", f"{issue}/{self.number}/comments", {"body": body})["html_url"])
-
-
-def post(body: str, pull: PullRequest) -> str:
-    """Post or update the comment; one line of what happened (a refusal, e.g. a fork's read-only token,
-    is said, not raised: the diff's verdict stands without the comment)."""
-    try:
-        return f"comment: {pull.upsert(body)}"
-    except urllib.error.HTTPError as err:
-        hint = " (a pull request from a fork gets a read-only token)" if err.code in (401, 403, 404) else ""
-        return f"comment not posted: GitHub answered {err.code} {err.reason}{hint}"
-    except (OSError, http.client.HTTPException) as err:  # URLError, a refused or dropped connection
-        return f"comment not posted: GitHub not reached ({getattr(err, 'reason', err)})"
+    def github(self) -> GitHub:
+        """The pull request's comments through :class:`.post_comment.GitHub`."""
+        return GitHub(self.api, self.repository, self.number, self.token, self.login)
 
 
 def review(
-    report: DiffReport, comment_file: Path, allow_loss: bool, pull: PullRequest | None
+    report: DiffReport,
+    comment_file: Path,
+    allow_loss: bool,
+    pull: PullRequest | None,
+    verdict_file: Path | None = None,
 ) -> tuple[bool, str]:
-    """Write the comment (and the job summary), post it when `pull` is given; (fails, one-line summary)."""
+    """Write the comment, its verdict (JSON) and the job summary; post the comment when `pull` is given;
+    (fails, one-line summary)."""
     comment = report.markdown()
-    comment_file.write_text(comment)
+    comment_file.parent.mkdir(parents=True, exist_ok=True)
+    comment_file.write_text(comment, encoding="utf-8")
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a", encoding="utf-8") as fh:
-            fh.write(report.markdown(SUMMARY_LIMIT))
+            fh.write(report.markdown(SUMMARY_LIMIT, in_bytes=True))
     changed = [s for s, d in report.stacks.items() if not d.empty]
     losses = sum(len(d.stateful_losses) for d in report.stacks.values())
+    refused = sum(len(d.refused) for d in report.stacks.values())
     line = (
         f"efa-cdk pr-review: {len(changed)} of {len(report.stacks)} stacks change; {losses} stateful losses; "
-        f"{len(report.widenings)} widenings; comment in {comment_file}"
+        f"{refused} refused; {len(report.widenings)} widenings; comment in {comment_file}"
     )
+    if verdict_file is not None:
+        verdict_file.parent.mkdir(parents=True, exist_ok=True)
+        verdict = {"fails": report.fails, "stateful_losses": losses, "refused": refused}
+        verdict_file.write_text(json.dumps({**verdict, "widenings": len(report.widenings)}) + "\n")
     if pull is not None:
-        line += f"; {post(comment, pull)}"
-    fails = report.stateful_loss and not allow_loss
-    if report.stateful_loss:
+        line += f"; {post(comment, pull.github())}"
+    fails = report.fails and not allow_loss
+    if report.fails:
         line += (
             "; the loss is allowed (--allow-loss)"
             if allow_loss
@@ -142,6 +114,17 @@ def review(
     return fails, line
 
 
+#: Where the workflow template embeds the post job's script (:mod:`.post_comment`, indented in place).
+SCRIPT_MARK = "# the post step's script: efa_constructs/tools/post_comment.py"
+
+
 def workflow() -> str:
-    """The GitHub Actions workflow a user copies (``pr-review --write-workflow``)."""
-    return resources.files("efa_constructs.tools").joinpath("pr-review.yml").read_text()
+    """The GitHub Actions workflow a user copies (``pr-review --write-workflow``), with the post job's
+    script (:mod:`.post_comment`) written into its step."""
+    files = resources.files("efa_constructs.tools")
+    template = files.joinpath("pr-review.yml").read_text()
+    script = files.joinpath("post_comment.py").read_text()
+    line = next(x for x in template.splitlines() if x.strip() == SCRIPT_MARK)
+    indent = line[: len(line) - len(line.lstrip())]
+    body = "\n".join(f"{indent}{x}" if x else "" for x in script.splitlines())
+    return template.replace(line, body)

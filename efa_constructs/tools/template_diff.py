@@ -1,198 +1,240 @@
 """Readable per-stack template diffs for pull requests, without AWS credentials.
 
 ``python -m efa_constructs template-diff [--base REV] [--head REV]`` synthesizes the app at two git
-revisions (the head defaults to the working tree) and prints, per stack, what is added, removed,
-modified and REPLACED, with deletions and replacements of stateful resources flagged loudly.
+revisions (the head defaults to the working tree), each with its own dependencies, and says per stack what
+is added, removed, modified, replaced or rolled, with deletions and replacements of stateful resources
+flagged loudly and every verdict from its owner's source (:mod:`.change_rules`).
 
-Whether a change replaces a resource comes from CloudFormation's own provider schemas
-(``createOnlyProperties``), as shipped in cfn-lint. Replacement also propagates: a resource whose
-create-only property references a resource that changes (``Fn::GetAtt`` of a modified resource, or
-``Ref`` of a replaced one) is replaced too, and a resource whose text is the same but reads a value
-that changes (the AMI id a refreshed image lookup returns) counts as modified. That is how a
-launch-template or image change replaces every node that launches from ``LatestVersionNumber``.
+A resource also changes through what it reads: a create-only property that reads a replaced resource, or
+an attribute that an in-place update changes (a launch template's ``LatestVersionNumber``; not a file
+system's ``LustreMountName``), replaces it too. That is how a launch-template change replaces every node
+that launches from its latest version, while growing the file system the template reads replaces none.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shlex
 import subprocess
-import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import EfaConfigError
-from . import cluster_summary
-from .assembly import VALIDATION_REPORT, assembly_stacks, read_json, synth_findings, validation_findings
-from .security_diff import SecurityChanges, security_changes
+from . import change_rules, cluster_summary
+from .assembly import synth_findings, validation_findings
+from .diff_model import COMMENT_LIMIT, NODE_TYPES, STATEFUL_TYPES, Impact, Lit, StackDiff, Verdict, Why, lits
+from .revision_env import changed_packages
+from .revisions import app_command, revision_context, stack_templates, synth_revision, synthesize
+from .security_diff import security_changes
+from .template_paths import Path as PropPath
+from .template_paths import changed_paths, references, show_path
 
-#: Resource types whose deletion or replacement loses data or an address someone relies on. Instances
-#: count: their root volumes (and instance stores) go with them, and so does the group's nodes'.
-STATEFUL_TYPES = frozenset(
-    {
-        "AWS::EC2::Instance",
-        "AWS::AutoScaling::AutoScalingGroup",
-        "AWS::EC2::Volume",
-        "AWS::EC2::EIP",
-        "AWS::EFS::FileSystem",
-        "AWS::FSx::FileSystem",
-        "AWS::S3::Bucket",
-        "AWS::Logs::LogGroup",
-        "AWS::RDS::DBInstance",
-        "AWS::RDS::DBCluster",
-        "AWS::DynamoDB::Table",
-        "AWS::EC2::KeyPair",
-        "AWS::SSM::Parameter",
-        "AWS::SecretsManager::Secret",
-        # AWS PCS: the cluster holds Slurm's state (queued and running jobs); a node group, its nodes
-        "AWS::PCS::Cluster",
-        "AWS::PCS::ComputeNodeGroup",
-        # Amazon EKS: the cluster (its workloads and their state); a managed node group, its nodes
-        "AWS::EKS::Cluster",
-        "AWS::EKS::Nodegroup",
-    }
-)
-#: Stateful types whose loss is their nodes: (root volumes, instance stores, the jobs and pods on them).
-NODE_TYPES = frozenset(
-    {
-        "AWS::EC2::Instance",
-        "AWS::AutoScaling::AutoScalingGroup",
-        "AWS::PCS::ComputeNodeGroup",
-        "AWS::EKS::Nodegroup",
-    }
+__all__ = [
+    "COMMENT_LIMIT",
+    "NODE_TYPES",
+    "STATEFUL_TYPES",
+    "DiffReport",
+    "StackDiff",
+    "app_command",
+    "diff_templates",
+    "revision_context",
+    "run",
+    "stack_templates",
+    "synth_revision",
+]
+
+#: The keys of a resource beside its properties that CloudFormation compares (cdk diff's "other" changes).
+OTHER_KEYS = (
+    "Condition",
+    "CreationPolicy",
+    "DeletionPolicy",
+    "DependsOn",
+    "Metadata",
+    "UpdatePolicy",
+    "UpdateReplacePolicy",
 )
 
 
-@cache
-def create_only_properties(resource_type: str, region: str = "us-east-1") -> frozenset[str]:
-    """Top-level properties whose change replaces a resource of this type (CloudFormation schema)."""
-    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
-
-    try:
-        schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema(region, resource_type).schema
-    except Exception:  # custom resources and unknown types: no schema, no known create-only props
-        return frozenset()
-    paths = schema.get("createOnlyProperties", [])
-    return frozenset(p.split("/")[2] for p in paths if p.startswith("/properties/"))
+def _few(paths: list[PropPath], shown: int = 2) -> Why:
+    """The first changed paths, for a reason: ``A, B changed (and 3 more)``."""
+    more = f" (and {len(paths) - shown} more)" if len(paths) > shown else ""
+    return Why(lits(show_path(p) for p in paths[:shown]), f" changed{more}")
 
 
-#: What an Auto Scaling group with ``AutoScalingReplacingUpdate: WillReplace`` is replaced for (with
-#: all its nodes): CloudFormation user guide, "UpdatePolicy attribute" (the policy applies when the
-#: launch configuration or template, the VPCZoneIdentifier or the MixedInstancesPolicy changes).
-ASG_REPLACING = frozenset(
-    {"LaunchConfigurationName", "LaunchTemplate", "VPCZoneIdentifier", "MixedInstancesPolicy"}
-)
+def _own(
+    d: StackDiff, rid: str, before: Mapping[str, Any], after: Mapping[str, Any], region: str
+) -> Verdict | None:
+    """A resource's verdict from its own text: its type, its properties path by path, its other keys."""
+    rtype = after["Type"]
+    if before["Type"] != rtype:
+        why = Why("its type changed: ", Lit(str(before["Type"])), " -> ", Lit(str(rtype)))
+        return Verdict(Impact.REPLACE, why, "CloudFormation: a resource of another type is a new resource")
+    paths = changed_paths(before.get("Properties") or {}, after.get("Properties") or {})
+    others = [(k,) for k in OTHER_KEYS if not _same_other(k, before.get(k), after.get(k))]
+    if paths or others:
+        d.modified[rid] = [show_path(p) for p in [*paths, *others]]
+    _refused_and_unguarded(d, rid, before, after, paths)
+    verdict = _worst([change_rules.property_verdict(rtype, after, p, region) for p in paths], paths)
+    if others and verdict is None:
+        return Verdict(
+            Impact.UPDATE, _few(list(others)), "CloudFormation: an update of the resource's attributes"
+        )
+    return verdict
 
 
-#: Nested properties whose change replaces a resource though the provider schema (as cfn-lint ships it)
-#: lists none: FSx's UpdateFileSystemLustreConfiguration has neither, so CloudFormation can change them only
-#: with a new file system (FSx API reference; FSx for Lustre user guide, "efa-file-systems": EFA cannot be
-#: enabled or disabled on an existing file system).
-NESTED_CREATE_ONLY = {
-    "AWS::FSx::FileSystem": frozenset(
-        {"LustreConfiguration.EfaEnabled", "LustreConfiguration.DeploymentType"}
-    ),
+def _refused_and_unguarded(
+    d: StackDiff, rid: str, before: Mapping[str, Any], after: Mapping[str, Any], paths: list[PropPath]
+) -> None:
+    """What a resource's change asks that its provider refuses, and a guard its policies lower."""
+    refused = [v for v in (change_rules.refusal(after["Type"], p) for p in paths) if v is not None]
+    if refused:
+        d.refused[rid] = str(refused[0].why)
+    lowered = change_rules.guard_lowered(before, after)
+    if lowered is not None and after["Type"] in STATEFUL_TYPES:
+        d.unguarded[rid] = lowered
+
+
+#: How a reason names several changed paths that each give a resource the same verdict.
+EACH = {
+    Impact.REPLACE: "each replaces it",
+    Impact.MAY_REPLACE: "each may replace it",
+    Impact.ROLL: "each replaces its nodes",
 }
 
 
-def _replacing_properties(resource: Mapping[str, Any], region: str) -> frozenset[str]:
-    """Properties whose change replaces this resource: the schema's create-only ones (with the nested ones
-    :data:`NESTED_CREATE_ONLY` adds), and for an Auto Scaling group under a replacing update policy, the
-    ones that policy applies to."""
-    props = create_only_properties(resource["Type"], region)
-    props |= NESTED_CREATE_ONLY.get(resource["Type"], frozenset())
-    policy = (resource.get("UpdatePolicy") or {}).get("AutoScalingReplacingUpdate") or {}
-    if resource["Type"] == "AWS::AutoScaling::AutoScalingGroup" and policy.get("WillReplace"):
-        props |= ASG_REPLACING
-    return props
+def _worst(found: list[Verdict], paths: list[PropPath]) -> Verdict | None:
+    """The most severe of a resource's own path verdicts, naming every path that gives it (an update:
+    the paths that changed)."""
+    if not found:
+        return None
+    impact = max(v.impact for v in found)
+    worst = [(v, p) for v, p in zip(found, paths, strict=True) if v.impact == impact]
+    if len(worst) == 1:
+        return worst[0][0]
+    if impact == Impact.UPDATE:
+        return Verdict(impact, _few(paths), worst[0][0].source)
+    sources = "; ".join(dict.fromkeys(v.source for v, _ in worst))
+    return Verdict(impact, Why(_few([p for _, p in worst], 4), ": ", EACH[impact]), sources)
 
 
-def _identifier(attribute: str) -> bool:
-    """An attribute that names the resource (``GroupId``, ``Arn``, ``FileSystemId``): it changes only when
-    the resource is replaced (CloudFormation user guide, "Update behaviors of stack resources": only a
-    replacement gives the resource a new physical id), not when an update changes other properties."""
-    return attribute.endswith(("Id", "Arn")) or attribute == "Name"
+def _same_other(key: str, a: Any, b: Any) -> bool:
+    if key == "DependsOn":  # one name or a list, in any order (cdk diff sorts them)
+        return sorted([a] if isinstance(a, str) else a or []) == sorted(
+            [b] if isinstance(b, str) else b or []
+        )
+    return bool(a == b)
 
 
-def _references(node: Any) -> Iterator[tuple[str, str]]:
-    """(kind, logical id) of every Ref / Fn::GetAtt inside a template fragment: ``Ref``, ``GetAtt``, or
-    ``Identifier`` for a GetAtt of an attribute that names the resource (changing with a replacement only)."""
-    if isinstance(node, dict):
-        if isinstance(node.get("Ref"), str):
-            yield "Ref", node["Ref"]
-        getatt = node.get("Fn::GetAtt")
-        if isinstance(getatt, list) and getatt:
-            named = len(getatt) > 1 and isinstance(getatt[1], str) and _identifier(getatt[1])
-            yield "Identifier" if named else "GetAtt", str(getatt[0])
-        for value in node.values():
-            yield from _references(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _references(value)
+def _reading(
+    target_verdict: Verdict | None, target_type: str, attribute: str | None
+) -> tuple[str, str] | None:
+    """Whether a value read from a changing resource changes at deploy: ``changes`` or ``may``, with the
+    source; None when it stays (a Ref of an updated resource: its physical id; an attribute kept)."""
+    if target_verdict is None or target_verdict.impact == Impact.NONE:
+        return None
+    if target_verdict.impact == Impact.REPLACE:
+        return "changes", "CloudFormation: a replacement is a new resource, with a new id and attributes"
+    if target_verdict.impact == Impact.MAY_REPLACE:
+        return "may", target_verdict.source
+    if attribute is None:
+        return None
+    how, source = change_rules.attribute_on_update(target_type, attribute)
+    return None if how == "kept" else (how, source)
 
 
-def _changed_paths(old: Any, new: Any, path: str = "") -> list[str]:
-    if isinstance(old, dict) and isinstance(new, dict):
-        out: list[str] = []
-        for key in sorted(set(old) | set(new)):
-            out += _changed_paths(old.get(key), new.get(key), f"{path}.{key}" if path else key)
-        return out
-    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        return [
-            p
-            for i, (a, b) in enumerate(zip(old, new, strict=True))
-            for p in _changed_paths(a, b, f"{path}[{i}]")
-        ]
-    return [] if old == new else [path]
+def _maybe(verdict: Verdict) -> Impact:
+    """The impact of a change that may not happen: a replacement or a roll becomes a possible one."""
+    return Impact.MAY_REPLACE if verdict.impact > Impact.MAY_REPLACE else verdict.impact
 
 
-@dataclass
-class StackDiff:
-    """What changes in one stack between two templates."""
+def _value_change(
+    d: StackDiff, rid: str, target: str, attribute: str | None, changing: Mapping[str, Why]
+) -> tuple[str, str, Why] | None:
+    """What a value read from `target` does at deploy: (``changes`` or ``may``, the source, why the target
+    changes), or None when it stays."""
+    if target in changing:
+        return "changes", "CloudFormation: a parameter's new value", changing[target]
+    reading = _reading(d.verdicts.get(target), d.types.get(target, ""), attribute)
+    if reading is None or target == rid:
+        return None
+    return reading[0], reading[1], d.verdicts[target].why
 
-    added: dict[str, str] = field(default_factory=dict)  # logical id -> type
-    removed: dict[str, str] = field(default_factory=dict)
-    modified: dict[str, list[str]] = field(default_factory=dict)  # logical id -> changed property paths
-    replaced: dict[str, str] = field(default_factory=dict)  # logical id -> why
-    types: dict[str, str] = field(default_factory=dict)
-    outputs_changed: list[str] = field(default_factory=list)
-    causes: list[str] = field(default_factory=list)  # root causes worth naming (a new node-scripts asset)
-    #: IAM statements and security-group rules added and removed, with what widens access.
-    security: SecurityChanges = field(default_factory=lambda: SecurityChanges([], [], [], []))
-    #: The cluster's figures: (node group or file system, before, after), the same where it stays.
-    cluster: list[tuple[str, str, str]] = field(default_factory=list)
-    #: What the head's checks find that the base's did not (cfn-lint; synth errors and warnings).
-    findings: list[str] = field(default_factory=list)
 
-    @property
-    def empty(self) -> bool:
-        """True when nothing changes."""
-        return not (self.added or self.removed or self.modified or self.replaced or self.outputs_changed)
+def _read_verdict(rule: Verdict, how: str, source: str, read: Why, what: Why) -> Verdict:
+    """The verdict of a property that reads a changing value: the property's own rule for a change (a
+    replacement only "may" be when the value only may change), with why."""
+    impact = rule.impact if how == "changes" else _maybe(rule)
+    kind = "create-only " if rule.why[:1] == ("create-only ",) else ""
+    verb = "changes" if how == "changes" else "may change"
+    why = Why(kind, read, f", which {verb}: ", what)
+    if not kind and rule.impact > Impact.UPDATE and isinstance(rule.why[0], Lit):  # a policy's, a service's
+        why = Why(why, "; so its ", *rule.why)
+    return Verdict(impact, why, f"{rule.source}; {source}")
 
-    @property
-    def stateful_losses(self) -> list[str]:
-        """Stateful resources that are deleted or replaced."""
-        gone = list(self.removed) + list(self.replaced)
-        return sorted(r for r in gone if self.types.get(r) in STATEFUL_TYPES)
+
+def _follow(
+    d: StackDiff, rid: str, resource: Mapping[str, Any], changing: Mapping[str, Why], region: str
+) -> bool:
+    """A resource whose properties read a value that changes at deploy: the property's own verdict for
+    that change (a create-only one replaces it). True when this made its verdict worse."""
+    worst, read_from = d.verdicts.get(rid), ""
+    for path, target, attribute in references(resource.get("Properties") or {}):
+        change = _value_change(d, rid, target, attribute, changing)
+        if change is None:
+            continue
+        rule = change_rules.property_verdict(resource["Type"], resource, path, region)
+        read = Why(Lit(show_path(path)), " reads ", Lit(f"{target}.{attribute}" if attribute else target))
+        found = _read_verdict(rule, change[0], change[1], read, change[2])
+        if worst is None or found.impact > worst.impact:
+            worst, read_from = found, target
+    if worst is None or not read_from or (rid in d.verdicts and worst.impact <= d.verdicts[rid].impact):
+        return False
+    d.verdicts[rid] = worst
+    d.modified.setdefault(rid, [f"(a value read from {read_from}, which changes)"])
+    return True
+
+
+def _parameters(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Why]:
+    """Parameters whose definition (its default, its type) changed: what reads them changes at deploy."""
+    a, b = old.get("Parameters") or {}, new.get("Parameters") or {}
+    return {
+        name: Why("the parameter ", Lit(name), " is defined anew")
+        for name in set(a) & set(b)
+        if (a[name].get("Default"), a[name].get("Type")) != (b[name].get("Default"), b[name].get("Type"))
+    }
 
 
 def diff_templates(old: Mapping[str, Any], new: Mapping[str, Any], region: str = "us-east-1") -> StackDiff:
-    """Compare two synthesized templates of the same stack."""
-    old_r: Mapping[str, Any] = old.get("Resources", {})
-    new_r: Mapping[str, Any] = new.get("Resources", {})
+    """Compare two templates of the same stack (with their nested stacks read in: revisions.flatten), by the
+    registry schemas of `region`."""
+    old_r: Mapping[str, Any] = old.get("Resources") or {}
+    new_r: Mapping[str, Any] = new.get("Resources") or {}
     d = StackDiff(types={rid: r["Type"] for rid, r in {**old_r, **new_r}.items()})
-    d.added = {rid: new_r[rid]["Type"] for rid in sorted(set(new_r) - set(old_r))}
-    d.removed = {rid: old_r[rid]["Type"] for rid in sorted(set(old_r) - set(new_r))}
+    _added_and_removed(d, old_r, new_r)
     both = sorted(set(old_r) & set(new_r))
     for rid in both:
-        _compare(d, rid, old_r[rid], new_r[rid], region)
-    d.causes = [
+        own = _own(d, rid, old_r[rid], new_r[rid], region)
+        if own is not None:
+            d.verdicts[rid] = own
+    changing = _parameters(old, new)
+    while any([_follow(d, rid, new_r[rid], changing, region) for rid in both]):
+        pass  # propagate through references until no verdict gets worse
+    _views(d, both, new_r)
+    d.causes = _causes(d, both, old_r, new_r)
+    old_o, new_o = old.get("Outputs") or {}, new.get("Outputs") or {}
+    d.outputs_changed = sorted(k for k in set(old_o) | set(new_o) if old_o.get(k) != new_o.get(k))
+    d.security = security_changes(old, new)
+    d.cluster = cluster_summary.compare(old, new, cluster_summary.node_groups)
+    d.storage = cluster_summary.compare(old, new, cluster_summary.file_systems)
+    return d
+
+
+def _causes(d: StackDiff, both: list[str], old_r: Mapping[str, Any], new_r: Mapping[str, Any]) -> list[str]:
+    """Root causes worth naming: a launch template whose node-scripts asset changed."""
+    return [
         f"{rid}: the node scripts changed (their asset hash is in the user data: a new efa-cdk "
         "version, or a change under efa_constructs/node), so every node launched from it is replaced"
         for rid in both
@@ -200,13 +242,31 @@ def diff_templates(old: Mapping[str, Any], new: Mapping[str, Any], region: str =
         and d.types[rid] == "AWS::EC2::LaunchTemplate"
         and _scripts_assets(old_r[rid]) != _scripts_assets(new_r[rid])
     ]
-    while any([_follow(d, rid, new_r[rid], region) for rid in both if rid not in d.replaced]):
-        pass  # propagate through references until nothing more changes
-    old_o, new_o = old.get("Outputs", {}), new.get("Outputs", {})
-    d.outputs_changed = sorted(k for k in set(old_o) | set(new_o) if old_o.get(k) != new_o.get(k))
-    d.security = security_changes(old, new)
-    d.cluster = cluster_summary.compare(old, new)
-    return d
+
+
+def _added_and_removed(d: StackDiff, old_r: Mapping[str, Any], new_r: Mapping[str, Any]) -> None:
+    """The resources of one template only: created, or deleted (or kept, under a retaining policy)."""
+    for rid in sorted(set(new_r) - set(old_r)):
+        d.added[rid] = new_r[rid]["Type"]
+        d.verdicts[rid] = Verdict(Impact.CREATE, Why("added"), "the template")
+    for rid in sorted(set(old_r) - set(new_r)):
+        d.removed[rid] = old_r[rid]["Type"]
+        d.verdicts[rid] = change_rules.removal(old_r[rid])
+        if d.verdicts[rid].impact == Impact.ORPHAN:
+            d.orphaned[rid] = str(d.verdicts[rid].why)
+
+
+def _views(d: StackDiff, both: list[str], new_r: Mapping[str, Any]) -> None:
+    """The dictionaries by logical id, read off the verdicts (a replacement's with what it keeps)."""
+    views = {Impact.REPLACE: d.replaced, Impact.MAY_REPLACE: d.may_replace, Impact.ROLL: d.rolled}
+    for rid in both:
+        verdict = d.verdicts.get(rid)
+        if verdict is None or verdict.impact not in views:
+            continue
+        kept = change_rules.replacement_keeps(new_r[rid]) if verdict.impact == Impact.REPLACE else None
+        if kept:
+            verdict = d.verdicts[rid] = Verdict(verdict.impact, Why(verdict.why, "; ", kept), verdict.source)
+        views[verdict.impact][rid] = str(verdict.why)
 
 
 def lint_findings(template: Mapping[str, Any], region: str = "us-east-1") -> set[str]:
@@ -237,53 +297,6 @@ def new_findings(
     )
 
 
-def _compare(
-    d: StackDiff, rid: str, before: Mapping[str, Any], after: Mapping[str, Any], region: str
-) -> None:
-    """One resource in both templates: replaced (another type, a create-only property changed), modified
-    (its changed property paths) or neither."""
-    if before["Type"] != after["Type"]:
-        d.replaced[rid] = f"type changed {before['Type']} -> {after['Type']}"
-        return
-    paths = _changed_paths(before.get("Properties", {}), after.get("Properties", {}))
-    if paths:
-        d.modified[rid] = paths
-        replacing = _replacing_properties(after, region)
-        hit = sorted(
-            {p.split(".")[0].split("[")[0] for p in paths} & replacing
-            | {n for n in replacing if "." in n for p in paths if p == n or p.startswith(n + ".")}
-        )
-        if hit:
-            d.replaced[rid] = f"create-only {', '.join(hit)} changed"
-
-
-def _changing(d: StackDiff, fragment: Any) -> str | None:
-    """The first resource `fragment` reads that changes at deploy: a replaced one (a new physical id), or
-    a modified one read through Fn::GetAtt (its attributes may change)."""
-    return next(
-        (t for kind, t in _references(fragment) if t in d.replaced or (kind == "GetAtt" and t in d.modified)),
-        None,
-    )
-
-
-def _follow(d: StackDiff, rid: str, resource: Mapping[str, Any], region: str) -> bool:
-    """A resource of the same text whose values change at deploy through what it reads: modified, or
-    replaced when a create-only property reads it. True when this marked it."""
-    props = resource.get("Properties", {})
-    changed = False
-    if rid not in d.modified:  # same text, but a value it reads changes at deploy
-        target = _changing(d, props)
-        if target is not None:
-            d.modified[rid] = [f"(a value read from {target}, which changes)"]
-            changed = True
-    for prop in sorted(_replacing_properties(resource, region) & set(props)):
-        target = _changing(d, props[prop])
-        if target is not None:
-            d.replaced[rid] = f"create-only {prop} refers to {target}, which changes"
-            return True
-    return changed
-
-
 #: The node-scripts asset in user data: a CDK asset is named by its content hash (64 hex digits).
 _ASSET = re.compile(r"/([0-9a-f]{64})\.zip")
 
@@ -293,85 +306,6 @@ def _scripts_assets(resource: Mapping[str, Any]) -> set[str]:
     return set(_ASSET.findall(json.dumps(resource.get("Properties", {}))))
 
 
-def app_command(tree: Path, app: str | None) -> list[str]:
-    """The program that synthesizes the app at `tree`, as the CDK CLI finds it: `app` (``--app``), else
-    cdk.json's ``app``; its Python file is run with this Python (the one efa-cdk runs in, which has the
-    app's libraries), any other command as the shell runs it; with neither, ``app.py``."""
-    command = app
-    if command is None and (tree / "cdk.json").is_file():
-        command = json.loads((tree / "cdk.json").read_text()).get("app")
-    if not command:
-        return [sys.executable, "app.py"]
-    words = shlex.split(command)
-    script = next((w for w in words if w.endswith(".py")), None)
-    return [sys.executable, script] if script else ["/bin/sh", "-c", command]
-
-
-def revision_context(tree: Path, context: Mapping[str, str]) -> dict[str, Any]:
-    """The context the CDK CLI gives the app at `tree`: cdk.json's ``context`` (the feature flags among
-    it), then cdk.context.json (cached lookups), then what the user passed (``-c``), later winning."""
-    merged: dict[str, Any] = {}
-    for name in ("cdk.json", "cdk.context.json"):
-        path = tree / name
-        if path.is_file():
-            found = json.loads(path.read_text())
-            merged.update(found.get("context", {}) if name == "cdk.json" else found)
-    return {**merged, **context}
-
-
-def stack_templates(out: Path) -> dict[str, dict[str, Any]]:
-    """The templates of the cloud assembly's stacks, as its manifest lists them (a nested stack's
-    template is an asset of its parent, not a stack of its own)."""
-    return {name: read_json(s.template, out) for name, s in assembly_stacks(out).items()}
-
-
-def synth_revision(
-    repo: Path, rev: str | None, context: Mapping[str, str], out: Path, app: str | None = None
-) -> dict[str, Any]:
-    """Synthesize the app at a git revision (None: the working tree) into `out` as the CDK CLI would
-    (:func:`app_command`, :func:`revision_context`); templates by stack."""
-    with tempfile.TemporaryDirectory() as tmp:
-        tree = repo
-        if rev is not None:
-            tree = Path(tmp) / "tree"
-            subprocess.run(
-                ["git", "-C", str(repo), "worktree", "add", "--detach", "--quiet", str(tree), rev], check=True
-            )
-        env = {
-            **os.environ,
-            "CDK_OUTDIR": str(out),
-            "CDK_CONTEXT_JSON": json.dumps(revision_context(tree, context)),
-            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
-            "PYTHONPATH": str(tree),
-        }
-        try:
-            subprocess.run(
-                app_command(tree, app), cwd=tree, env=env, check=True, capture_output=True, text=True
-            )
-        except subprocess.CalledProcessError as err:
-            # a policy-validation plugin (cdk-nag 3) failed it: the templates are written, its report read
-            if (out / VALIDATION_REPORT).is_file() and (out / "manifest.json").is_file():
-                return stack_templates(out)
-            last = (err.stderr.strip().splitlines() or ["(no output)"])[-1]
-            raise EfaConfigError(
-                "template-diff",
-                code="efa-cdk:diff-synth-failed",
-                value=rev or "the working tree",
-                why=f"the app ({' '.join(app_command(tree, app))}) failed to synthesize there: {last}",
-                fix="fix that revision's configuration, or diff other revisions",
-            ) from None
-        finally:
-            if rev is not None:
-                subprocess.run(
-                    ["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], check=False
-                )
-    return stack_templates(out)
-
-
-#: The most characters a GitHub comment holds (its REST API refuses a longer body).
-COMMENT_LIMIT = 65536
-
-
 @dataclass
 class DiffReport:
     """Every stack's :class:`StackDiff` between two revisions, as text or JSON (one result, two views)."""
@@ -379,24 +313,32 @@ class DiffReport:
     base: str
     head: str | None
     stacks: dict[str, StackDiff]
+    #: (distribution, base version, head version) of each dependency that differs ('' where absent).
+    dependencies: list[tuple[str, str, str]] = field(default_factory=list)
+    #: Where each revision's environment came from (its dependency files), or how it ran.
+    environments: tuple[str, str] = ("", "")
 
     @property
     def stateful_loss(self) -> bool:
-        """True when any stateful resource is deleted or replaced."""
+        """True when any stateful resource is destroyed, replaced or rolled (or may be)."""
         return any(d.stateful_losses for d in self.stacks.values())
+
+    @property
+    def fails(self) -> bool:
+        """True when the change loses state or cannot deploy (a provider refuses it)."""
+        return self.stateful_loss or any(d.refused for d in self.stacks.values())
 
     def text(self) -> str:
         """Plain text for a terminal."""
-        from .diff_render import render
+        from .diff_render import report_text
 
-        lines = [f"Template diff {self.base} -> {self.head or 'working tree'}"]
-        return "\n".join([*lines, *(render(stack, d) for stack, d in self.stacks.items())])
+        return report_text(self)
 
-    def markdown(self, limit: int = COMMENT_LIMIT) -> str:
-        """One pull-request comment of at most `limit` characters (:mod:`.diff_render`)."""
+    def markdown(self, limit: int = COMMENT_LIMIT, *, in_bytes: bool = False) -> str:
+        """One pull-request comment of at most `limit` characters (or bytes) (:mod:`.diff_render`)."""
         from .diff_render import markdown
 
-        return markdown(self, limit)
+        return markdown(self, limit, in_bytes=in_bytes)
 
     @property
     def widenings(self) -> list[tuple[str, str]]:
@@ -409,25 +351,57 @@ class DiffReport:
             "base": self.base,
             "head": self.head,
             "stateful_loss": self.stateful_loss,
+            "fails": self.fails,
+            "dependencies": [{"name": n, "base": b, "head": h} for n, b, h in self.dependencies],
+            "environments": {"base": self.environments[0], "head": self.environments[1]},
             "widenings": [{"stack": stack, "reason": why} for stack, why in self.widenings],
-            "stacks": {
-                stack: {
-                    "added": d.added,
-                    "removed": d.removed,
-                    "modified": d.modified,
-                    "replaced": d.replaced,
-                    "stateful_losses": d.stateful_losses,
-                    "outputs_changed": d.outputs_changed,
-                    "causes": d.causes,
-                    "security": d.security.to_json(),
-                    "cluster": [
-                        {"name": n, "before": b, "after": a, "changed": b != a} for n, b, a in d.cluster
-                    ],
-                    "findings": d.findings,
-                }
-                for stack, d in self.stacks.items()
-            },
+            "stacks": {stack: _stack_json(d) for stack, d in self.stacks.items()},
         }
+
+
+def _stack_json(d: StackDiff) -> dict[str, Any]:
+    return {
+        "added": d.added,
+        "removed": d.removed,
+        "modified": d.modified,
+        "replaced": d.replaced,
+        "may_replace": d.may_replace,
+        "rolled": d.rolled,
+        "orphaned": d.orphaned,
+        "refused": d.refused,
+        "unguarded": {rid: str(why) for rid, why in d.unguarded.items()},
+        "stateful_losses": d.stateful_losses,
+        "verdicts": {
+            rid: {"impact": v.impact.name, "why": str(v.why), "source": v.source}
+            for rid, v in sorted(d.verdicts.items())
+        },
+        "outputs_changed": d.outputs_changed,
+        "causes": d.causes,
+        "unread_nested_stacks": d.unread_nested,
+        "security": d.security.to_json(),
+        **{
+            key: [{"name": n, "before": b, "after": a, "changed": b != a} for n, b, a in rows]
+            for key, rows in (("cluster", d.cluster), ("storage", d.storage))
+        },
+        "findings": d.findings,
+    }
+
+
+def _commit(repo: Path, rev: str, flag: str) -> str:
+    found = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+        capture_output=True,
+        text=True,
+    )
+    if found.returncode != 0:
+        raise EfaConfigError(
+            flag,
+            code="efa-cdk:diff-revision-unknown",
+            value=rev,
+            why=f"not a commit of the git repository at {repo}",
+            fix="name a branch, tag or commit that exists (git log --oneline; git tag)",
+        )
+    return found.stdout.strip()
 
 
 def run(
@@ -437,9 +411,13 @@ def run(
     repo: Path | None = None,
     app: str | None = None,
     findings: bool = True,
+    requirements: list[str] | None = None,
+    same_environment: bool = False,
 ) -> DiffReport:
-    """Every stack's diff between `base` and `head` (None: the working tree); with `findings`, what the
-    head's checks find that the base's did not, in each stack that changes."""
+    """Every stack's diff between `base` and `head` (None: the working tree), each revision synthesized
+    with its own dependencies (`requirements`: the files that say them; default requirements.txt, else
+    pyproject.toml; `same_environment`: the running Python for both); with `findings`, what the head's
+    checks find that the base's did not, in each stack that changes."""
     repo = repo or Path.cwd()
     inside = subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "--git-dir"], capture_output=True, text=True
@@ -452,37 +430,28 @@ def run(
             why="it synthesizes two revisions of a git repository, and this folder is in none",
             fix="run it in your CDK app's git repository (git init; git commit, to have a base)",
         )
-
-    def commit(rev: str) -> str:
-        found = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
-            capture_output=True,
-            text=True,
-        )
-        if found.returncode != 0:
-            raise EfaConfigError(
-                "--base" if rev == base else "--head",
-                code="efa-cdk:diff-revision-unknown",
-                value=rev,
-                why=f"not a commit of the git repository at {repo}",
-                fix="name a branch, tag or commit that exists (git log --oneline; git tag)",
-            )
-        return found.stdout.strip()
-
-    base_commit = commit(base)
-    head_commit = None if head is None else commit(head)
+    base_commit = _commit(repo, base, "--base")
+    head_commit = None if head is None else _commit(repo, head, "--head")
+    options = {"app": app, "requirements": requirements, "same_environment": same_environment}
     with tempfile.TemporaryDirectory() as tmp:
-        old = synth_revision(repo, base, context, Path(tmp) / "base", app)
+        old = synthesize(repo, base, context, Path(tmp) / "base", **options)  # type: ignore[arg-type]
         same = head_commit == base_commit  # same commit: same templates
-        new = old if same else synth_revision(repo, head, context, Path(tmp) / "head", app)
+        new = old if same else synthesize(repo, head, context, Path(tmp) / "head", **options)  # type: ignore[arg-type]
         old_notes = _findings(Path(tmp) / "base")
         new_notes = old_notes if same else _findings(Path(tmp) / "head")
-    stacks = {
-        stack: diff_templates(old.get(stack, {}), new.get(stack, {})) for stack in sorted(set(old) | set(new))
-    }
-    for stack, d in stacks.items():
-        if findings and not d.empty and stack in new:
+    stacks = {}
+    for stack in sorted(set(old.templates) | set(new.templates)):
+        d = diff_templates(old.flat.get(stack, {}), new.flat.get(stack, {}))
+        d.unread_nested = sorted(
+            set(old.unread_nested.get(stack, [])) | set(new.unread_nested.get(stack, []))
+        )
+        if findings and not d.empty and stack in new.templates:
             d.findings = new_findings(
-                old.get(stack, {}), new[stack], old_notes.get(stack, set()), new_notes.get(stack, set())
+                old.templates.get(stack, {}),
+                new.templates[stack],
+                old_notes.get(stack, set()),
+                new_notes.get(stack, set()),
             )
-    return DiffReport(base, head, stacks)
+        stacks[stack] = d
+    environments = (old.environment.origin, new.environment.origin)
+    return DiffReport(base, head, stacks, changed_packages(old.environment, new.environment), environments)
