@@ -2,7 +2,9 @@
 
 Run by ``scripts/device-check OUT`` on a machine with an NVIDIA GPU (no network needed, nothing is
 downloaded or built): ``nvidia-smi -L`` (``node/accel.py gpus``, the boot check's count) beside the driver's
-own count (``--query-gpu``), ``gdscheck -p`` where a CUDA toolkit has it (``node/gds.py``), and nccl-tests'
+own count (``--query-gpu``), each GPU's own state (``node/devices.py``: the query the node asks, the XML
+report, the driver's remapped rows), ``gdscheck -p`` where a CUDA toolkit has it (``node/gds.py``), and
+nccl-tests'
 ``all_reduce_perf`` on the GPUs there where it is on PATH or in ``NCCL_TESTS_BIN`` (``node/bench_parse.py``;
 it is not built here: build it yourself, from NVIDIA/nccl-tests against your NCCL). Each output is kept in
 OUT as a fixture (tests/fixtures/README's form: the tool, its version) with ``parsed.json``: what each parser
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 NODE = Path(__file__).resolve().parent.parent / "efa_constructs" / "node"
+sys.path.insert(0, str(NODE))  # as on a node: a parser's neighbours (devices.py's problems.py) beside it
 
 
 def _node_module(name: str) -> Any:
@@ -35,7 +38,7 @@ def _node_module(name: str) -> Any:
     return module
 
 
-accel, bench_parse, gds = (_node_module(n) for n in ("accel", "bench_parse", "gds"))
+accel, bench_parse, gds, devices = (_node_module(n) for n in ("accel", "bench_parse", "gds", "devices"))
 
 
 def _run(argv: list[str], env: dict[str, str] | None = None, timeout: int = 240) -> str | None:
@@ -72,6 +75,51 @@ def _nvidia(out: Path, report: dict[str, Any]) -> None:
         "gpus_the_driver_counts": len(rows),
         "gpus_accel_py_reads": read,
         "agrees": read == len(rows),
+    }
+
+
+def _devices(out: Path, report: dict[str, Any]) -> None:
+    """The GPUs' own state as the node's check reads it (node/devices.py): the query it asks, and the XML
+    report, must say the same; and each GPU the driver's own remapped-rows query names pending or failed
+    must be named so (its bus id), and no other."""
+    fields = ",".join((*devices.FIELDS, *devices.NEWER_FIELDS))
+    query = _run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv"])
+    if query is None:
+        report["gpu_state"] = "not found"
+        return
+    xml = _run(["nvidia-smi", "-q", "-x"]) or ""
+    remapped = "--query-remapped-rows=gpu_bus_id,remapped_rows.pending,remapped_rows.failure"
+    rows = _run(["nvidia-smi", remapped, "--format=csv,noheader"]) or ""
+    links = _run(["nvidia-smi", "nvlink", "--status"]) or ""
+    kept = {
+        "nvidia-smi-query-gpu-devices.csv": query,
+        "nvidia-smi-q.xml": xml,
+        "nvidia-smi-remapped-rows.csv": rows,
+        "nvidia-smi-nvlink-status.txt": links,
+    }
+    for name, text in kept.items():
+        (out / name).write_text(text)
+    from_query, from_xml = devices.gpu_problems(query), devices.gpu_problems(xml)
+    driver = set()
+    for row in rows.splitlines():
+        cells = [c.strip() for c in row.split(",")]
+        if len(cells) == 3:
+            driver |= {
+                (cells[0], kind)
+                for kind, flag in (("pending", cells[1]), ("failed", cells[2]))
+                if flag == "Yes"
+            }
+    named = {
+        (m.group(1), "pending" if "pending" in line else "failed")
+        for line in from_query
+        if "row remapping" in line and (m := re.search(r"\(([0-9A-Fa-f:.]+)\)", line))
+    }
+    report["gpu_state"] = {
+        "problems": from_query,
+        "nvlink_problems": devices.nvlink_problems(links),
+        "xml_says_the_same": from_query == from_xml,
+        "remapping_the_driver_names": sorted(driver),
+        "agrees": from_query == from_xml and named == driver,
     }
 
 
@@ -124,7 +172,7 @@ def main(argv: list[str]) -> int:
     out = Path(argv[0] if argv else "device-check")
     out.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {}
-    for step in (_nvidia, _gds, _nccl):
+    for step in (_nvidia, _devices, _gds, _nccl):
         step(out, report)
     (out / "parsed.json").write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))

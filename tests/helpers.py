@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -265,6 +266,7 @@ case "$args" in
   *" set-instance-health "*)
     [ -z "${STUB_HEALTH_FAILS:-}" ] || exit 254
     echo "$*" >>"$STUB_DIR/health.log" ;;
+  *" create-tags "* | *" delete-tags "*) echo "$*" >>"$STUB_DIR/ec2-tags.log" ;;  # the device-fault tag
   *" describe-instance-topology "*)  # recorded answers, one per call: topology-0.json, topology-1.json, ...
     n=$(find "$STUB_DIR" -maxdepth 1 -name 'topology-served-*' | wc -l); touch "$STUB_DIR/topology-served-$n"
     cat "$STUB_DIR/topology-$n.json" 2>/dev/null \
@@ -307,7 +309,18 @@ done
     "chown": "exit 0",
     "apt-get": "exit 0",
     "systemctl": "exit 0",
-    "scontrol": 'case "$*" in "show nodes -o") cat "$STUB_DIR/scontrol-nodes" ;; esac',
+    # the node list (scontrol-nodes); one node's state and reason as drain and resume leave them
+    "scontrol": r"""
+case "$*" in
+  "show nodes -o") cat "$STUB_DIR/scontrol-nodes" ;;
+  "show node "*" -o") printf 'NodeName=%s State=%s Reason=%s\n' "$3" \
+    "$(cat "$STUB_DIR/slurm-state" 2>/dev/null || echo IDLE)" \
+    "$(cat "$STUB_DIR/slurm-reason" 2>/dev/null || echo '(null)')" ;;
+  "update "*state=drain*) echo IDLE+DRAIN >"$STUB_DIR/slurm-state"; r="$*"
+    echo "${r#*reason=} [root@2026-11-28T10:00:00]" >"$STUB_DIR/slurm-reason" ;;
+  "update "*state=resume*) echo IDLE >"$STUB_DIR/slurm-state"; rm -f "$STUB_DIR/slurm-reason" ;;
+esac
+""",
     "docker": r"""
 case "$1" in
   image) exit 1 ;;  # not on the node yet: pulled
@@ -434,6 +447,21 @@ class Node:
         for i in range(n if prefix else 0):
             (self.root / f"{prefix}{i}").parent.mkdir(parents=True, exist_ok=True)
             (self.root / f"{prefix}{i}").touch()
+
+    def nvidia_smi(self, count: int) -> Path:
+        """nvidia-smi on the node's PATH: the stand-in built from the recorded H200 (tests/nvidia_smi.py),
+        serving `count` GPUs; returns its state folder (gpus.csv, after-reset.csv, nvlink.txt, ...)."""
+        from tests import nvidia_smi
+
+        state = self.stub_dir / "nvidia-smi"
+        state.mkdir(exist_ok=True)
+        (state / "gpus.csv").write_text(nvidia_smi.serve(count))
+        executable(
+            self.stub_dir / "bin/nvidia-smi",
+            f'#!{BASH}\nNVIDIA_SMI_DIR="$STUB_DIR/nvidia-smi" '
+            f'exec {sys.executable} {ROOT}/tests/nvidia_smi.py "$@"\n',
+        )
+        return state
 
     def set_devices(
         self, n: int, *, others: dict[str, str] | None = None, names: list[str] | None = None

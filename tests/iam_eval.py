@@ -63,19 +63,29 @@ def _like(pattern: str, text: str, *, case: bool = True) -> bool:
     return fnmatch.fnmatchcase(text, pattern.replace("[", "[[]"))
 
 
-def _condition_holds(condition: dict[str, Any], context: dict[str, str]) -> bool:
+def _matches(operator: str, have: str, wanted: list[str]) -> bool:
+    if operator in ("Bool", "StringEquals", "ArnEquals"):
+        return (have.lower() if operator == "Bool" else have) in wanted
+    if operator in ("StringLike", "ArnLike"):
+        return any(_like(w, have) for w in wanted)
+    raise ValueError(f"iam_eval does not evaluate condition operator {operator}")
+
+
+def _condition_holds(condition: dict[str, Any], context: dict[str, Any]) -> bool:
+    """Each test of the condition holds (IAM user guide, "IAM JSON policy elements: Condition operators"):
+    a single-valued key must be present and match; ``ForAllValues:`` holds when every value of a multivalued
+    key (a list in `context`) matches, and also when the key is absent (so policies pair it with ``Null``);
+    ``Null`` "false" holds when the key is present, "true" when it is absent."""
     for operator, tests in condition.items():
         for key, wanted in tests.items():
             have = context.get(key)
-            wanted = [str(w).lower() if operator == "Bool" else str(w) for w in _as_list(wanted)]
-            if have is None:
-                return False
-            if operator in ("Bool", "StringEquals", "ArnEquals"):
-                ok = (have.lower() if operator == "Bool" else have) in wanted
-            elif operator in ("StringLike", "ArnLike"):
-                ok = any(_like(w, have) for w in wanted)
+            wanted = [str(w).lower() if operator in ("Bool", "Null") else str(w) for w in _as_list(wanted)]
+            if operator == "Null":
+                ok = (have is None) == (wanted == ["true"])
+            elif operator.startswith("ForAllValues:"):
+                ok = all(_matches(operator.split(":", 1)[1], v, wanted) for v in _as_list(have or []))
             else:
-                raise ValueError(f"iam_eval does not evaluate condition operator {operator}")
+                ok = have is not None and _matches(operator, have, wanted)
             if not ok:
                 return False
     return True
@@ -88,7 +98,7 @@ class Request:
     principal: str
     action: str
     resource: str
-    context: dict[str, str] = field(default_factory=dict)
+    context: dict[str, Any] = field(default_factory=dict)  # a multivalued key's values as a list
 
 
 def _applies(statement: dict[str, Any], request: Request, *, resource_policy: bool) -> bool:

@@ -199,6 +199,12 @@ def test_status_shows_the_nodes_parallelcluster_launched(account: dict[str, Any]
     assert status.main("Trn1ParallelCluster", None, True, "trn1") == 0
     (node,) = json.loads(capsys.readouterr().out)["nodes"]
     assert node["id"] == made["InstanceId"] and node["efa_verified"] == "(launched by the service)"
+    assert node["device_fault"] is None
+    # issue 59: the node's own tag (node/boot/mend.sh writes it) is its device fault, as EC2 returns it
+    said = "reset pending: GPU 2 (00000000:00:08.0): row remapping pending (remapped_rows.pending Yes)"
+    ec2.create_tags(Resources=[made["InstanceId"]], Tags=[{"Key": "efa-cdk:device-fault", "Value": said}])
+    assert status.main("Trn1ParallelCluster", None, False, "trn1") == 0
+    assert f"    device fault: {said}" in capsys.readouterr().out
 
 
 def test_status_shows_the_nodes_pcs_launched(account: dict[str, Any], capsys: Any, monkeypatch: Any) -> None:

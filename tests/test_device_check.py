@@ -59,3 +59,32 @@ def test_it_says_where_a_parser_and_the_tool_disagree(tmp_path: Path) -> None:
     run, parsed = _run(tmp_path, _tools(tmp_path, gpus_listed=2))
     assert parsed["nvidia-smi"]["agrees"] is False and run.returncode == 1
     assert "nvidia-smi" in run.stderr
+
+
+def test_it_reads_each_gpus_own_state_and_checks_it_against_the_xml_and_the_drivers_remapped_rows(
+    tmp_path: Path,
+) -> None:
+    """Issue 59: nvidia-smi the stand-in built from the recorded H200 (tests/nvidia_smi.py). Healthy: no
+    problem, and the query, the XML report and the remapped-rows query agree. A pending remapping the driver
+    reports everywhere: named, and agreeing. One only the query shows (the XML disagrees): said."""
+    from tests import nvidia_smi
+
+    bin_dir, state = tmp_path / "bin", tmp_path / "smi"
+    state.mkdir()
+    (state / "gpus.csv").write_text(nvidia_smi.serve(1))
+    stand_in = f"{sys.executable} {ROOT}/tests/nvidia_smi.py"
+    executable(bin_dir / "nvidia-smi", f'#!{BASH}\nNVIDIA_SMI_DIR={state} exec {stand_in} "$@"\n')
+    _, parsed = _run(tmp_path, bin_dir)
+    assert parsed["gpu_state"]["problems"] == [] and parsed["gpu_state"]["agrees"] is True
+    assert (tmp_path / "out/nvidia-smi-q.xml").exists()
+    (state / "gpus.csv").write_text(
+        nvidia_smi.with_fault(nvidia_smi.serve(1), 0, **{"remapped_rows.pending": "Yes"})
+    )
+    recorded = (FIXTURES / "nvidia-h200/nvidia-smi-q.xml").read_text()
+    (state / "q.xml").write_text(recorded.replace("<remapped_row_pending>No<", "<remapped_row_pending>Yes<"))
+    _, parsed = _run(tmp_path, bin_dir)
+    assert parsed["gpu_state"]["agrees"] is True
+    assert parsed["gpu_state"]["remapping_the_driver_names"] == [["00000000:00:06.0", "pending"]]
+    (state / "q.xml").unlink()  # the recorded XML: not pending
+    run, parsed = _run(tmp_path, bin_dir)
+    assert parsed["gpu_state"]["agrees"] is False and "gpu_state" in run.stderr

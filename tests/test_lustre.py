@@ -508,7 +508,7 @@ def test_pcs_compute_nodes_mount_it_over_efa() -> None:
         for k, r in sorted(_of_type(template, "AWS::EC2::LaunchTemplate").items())
         if k.startswith(("PcsComputeTemplate", "PcsLoginTemplate"))
     )
-    assert "EFA_CDK_STEPS='efa-env,verify-efa,lustre-client'" in compute
+    assert "EFA_CDK_STEPS='efa-env,verify-efa,lustre-client,devices'" in compute
     assert "EFA_CDK_LUSTRE_EFA_INTERFACES='2'" in compute
     # the login nodes mount it too, over TCP (no EFA on a login node), so users stage data in /fsx
     assert "EFA_CDK_STEPS='lustre-client'" in login and "EFA_CDK_LUSTRE_EFA_INTERFACES='0'" in login
@@ -1170,7 +1170,7 @@ def test_pcs_nodes_mount_an_existing_file_system() -> None:
         if k.startswith(("CComputeTemplate", "CLoginTemplate"))
     )
     assert f"EFA_CDK_LUSTRE_DNS='{EXISTING['dns_name']}'" in compute
-    assert "EFA_CDK_STEPS='efa-env,verify-efa,lustre-client'" in compute
+    assert "EFA_CDK_STEPS='efa-env,verify-efa,lustre-client,devices'" in compute
     assert "EFA_CDK_LUSTRE_EFA_INTERFACES='2'" in compute and "EFA_CDK_LUSTRE_EFA_INTERFACES='0'" in login
     assert any(
         r["Properties"]["GroupId"] == "sg-0123456789abcdef0"

@@ -59,7 +59,11 @@ def test_the_agent_collects_every_efa_counter_per_node_and_for_the_cluster() -> 
     assert metrics["aggregation_dimensions"] == [["InstanceId"], []]  # per node, and the cluster total
     assert metrics["append_dimensions"] == {"InstanceId": "${aws:InstanceId}"}
     files = config["logs"]["logs_collected"]["files"]["collect_list"]
-    assert [f["file_path"] for f in files] == ["/var/log/efa-cdk.log", "/var/log/efa-cdk-health.log"]
+    assert [f["file_path"] for f in files] == [
+        "/var/log/efa-cdk.log",
+        "/var/log/efa-cdk-health.log",
+        "/var/log/efa-cdk-devices.log",
+    ]
     gpu = agent_config("ns", "logs", AcceleratorKind.NVIDIA_GPU)["metrics"]["metrics_collected"]
     assert "utilization_gpu" in gpu["nvidia_gpu"]["measurement"]
 

@@ -239,6 +239,7 @@ def test_role_is_least_privilege(default_cluster: dict[str, Any]) -> None:
         '"cloudwatch:PutMetricData"',
         '["logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"]',
         '"ssm:PutParameter"',
+        '["ec2:CreateTags", "ec2:DeleteTags"]',  # the device-fault tag (tests/test_device_health.py)
     }
     params = json.dumps(by_action['"ssm:GetParameter"'])
     # the key, the node count, the formed generation, the newest results (the fabric sweep's verdict)

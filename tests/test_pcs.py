@@ -129,7 +129,7 @@ def test_pcs_user_data_prepares_the_node_then_checks_efa(pcs: dict[str, Any]) ->
     ]
     shell = parts["text/x-shellscript"]
     assert shell.startswith("#!/bin/bash")
-    assert "EFA_CDK_STEPS='efa-env,verify-efa'" in shell
+    assert "EFA_CDK_STEPS='efa-env,verify-efa,devices'" in shell
     assert "EFA_CDK_EFA_COUNT='8'" in shell
     assert "EFA_CDK_STACK" not in shell.split("EFA_CDK_SETTINGS", 2)[1]  # no CloudFormation signals
     (login,) = [
@@ -462,7 +462,7 @@ def test_cloud_init_runs_the_pcs_cloud_config_and_the_node_mounts_efs_over_tls(
     assert "Content-Transfer-Encoding: base64" not in raw
     assert seen["encodings"] == ["7bit", "7bit"]
     (shell,) = seen["shell"]
-    assert shell.startswith("#!/bin/bash\n") and "EFA_CDK_STEPS='efa-env,verify-efa'" in shell
+    assert shell.startswith("#!/bin/bash\n") and "EFA_CDK_STEPS='efa-env,verify-efa,devices'" in shell
     assert seen["schema_errors"] == [] and seen["warnings"] == []
     assert seen["bootcmd_ok"] is True
     assert seen["written"] == {"/opt/efa-cdk/pcs/prep.sh": "0o755"}

@@ -233,7 +233,9 @@ def test_the_workflows_step_reviews_a_real_change_on_a_temporary_repository(
     assert len(comment) <= COMMENT_LIMIT and comment.startswith(MARKER)
     assert "🛑 **64 stateful resources lost in `Trn1EfaCluster`**" in comment
     assert "the node scripts changed" in comment
-    assert "ingress from the world (0.0.0.0/0, 8080)" in comment and "a wildcard action (ec2:*)" in comment
+    # the template's values as code spans (diff_words.literal): never read as Markdown
+    assert "ingress from the world (`0.0.0.0/0`, `8080`)" in comment
+    assert "a wildcard action (`ec2:*`)" in comment
     assert (Path(tmp) / "summary.md").read_text() == comment  # the job summary: the same, whole
 
 

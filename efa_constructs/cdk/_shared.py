@@ -15,7 +15,8 @@ from constructs import Construct
 
 from ..core.capacity import Capacity
 from ..core.checks import check_placement_for_capacity
-from .acknowledgements import acknowledge
+from ..core.monitoring import DEVICE_FAULT_TAG
+from .acknowledgements import acknowledge, nag_resource
 
 
 def path_in_stack(scope: Construct) -> str:
@@ -63,6 +64,32 @@ def session_manager_statement() -> iam.PolicyStatement:
         ],
         resources=["*"],
     )
+
+
+def allow_device_fault_tag(scope: Construct, role: iam.IRole, tag_value: str) -> iam.Policy:
+    """A policy (``DeviceFaultTag``) on the nodes' role: ``ec2:CreateTags`` and ``ec2:DeleteTags`` of the one
+    key :data:`DEVICE_FAULT_TAG` (``aws:TagKeys``: every key of the request is it; a request without keys,
+    which DeleteTags reads as all of them, has none and is refused by the ``Null`` test), on instances of
+    this cluster only (``efa-cdk:cluster`` = `tag_value`)."""
+    arn = Stack.of(scope).format_arn(service="ec2", resource="instance", resource_name="*")
+    policy = iam.Policy(
+        scope,
+        "DeviceFaultTag",
+        roles=[role],
+        statements=[
+            iam.PolicyStatement(
+                actions=["ec2:CreateTags", "ec2:DeleteTags"],
+                resources=[arn],
+                conditions={
+                    "StringEquals": {"aws:ResourceTag/efa-cdk:cluster": tag_value},
+                    "ForAllValues:StringEquals": {"aws:TagKeys": [DEVICE_FAULT_TAG]},
+                    "Null": {"aws:TagKeys": "false"},
+                },
+            )
+        ],
+    )
+    acknowledge(policy, f"AwsSolutions-IAM5[Resource::{nag_resource(scope, arn)}]")
+    return policy
 
 
 def session_manager_role(scope: Construct, id_: str, description: str) -> iam.Role:

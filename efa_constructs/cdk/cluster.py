@@ -31,7 +31,7 @@ from ..core.options import DEFAULT_NODE_COUNT, InternetEgress, NodeGroup, Public
 from ..core.software import EfaUserData
 from ._node_base import EfaNodeBase
 from ._node_base import known as _known
-from ._shared import cluster_tag, path_in_stack
+from ._shared import allow_device_fault_tag, cluster_tag, path_in_stack
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .capacity_block import EfaCapacityBlockEnd
@@ -291,6 +291,8 @@ class EfaCluster(PlannedNodes, Construct):
         """Metrics, dashboard, alarms and on-demand benchmarks (``Monitoring``), in the cluster's own
         CloudWatch namespace ``EfaCdk/<stack>/<path in stack>``."""
         group = self.auto_scaling_group.auto_scaling_group if self.auto_scaling_group else None
+        if self.node_software is not None:  # the health check mends the devices, and tags the node with it
+            allow_device_fault_tag(self, self.role, self.cluster_tag)
         return EfaClusterMonitoring(
             self,
             "Monitoring",

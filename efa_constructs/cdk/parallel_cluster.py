@@ -39,6 +39,7 @@ from ..core.software import (
     NEURON_SDK_PACKAGES,
     PCLUSTER_HEAD_START_STEPS,
     EfaUserData,
+    accelerator_settings,
     bootstrap_script,
     pcluster_compute_steps,
     pcluster_head_steps,
@@ -331,6 +332,8 @@ class EfaParallelCluster(Construct):
             "EFA_CDK_SHARED_DIR": SHARED_DIR,
             "EFA_CDK_NEURON_PACKAGES": " ".join(NEURON_SDK_PACKAGES),
             "EFA_CDK_NEURON_KEY_ID": NEURON_REPO_KEY_ID,
+            **accelerator_settings(it),  # the compute nodes' devices step: what it checks; mends by Slurm
+            "EFA_CDK_NODE_GROUP": "parallelcluster",
         }
         (staged / PCLUSTER_BOOTSTRAP).write_text(bootstrap_script(settings))
         scripts = NodeScripts(self, "NodeScripts", staged)

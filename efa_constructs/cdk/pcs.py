@@ -78,7 +78,7 @@ from ._pcs_parts import (
     node_group_name,
     slurm_queue,
 )
-from ._shared import NodeScripts, cluster_tag, session_manager_statement, shell_part
+from ._shared import NodeScripts, allow_device_fault_tag, cluster_tag, session_manager_statement, shell_part
 from .acknowledgements import acknowledge
 from .arguments import checked
 from .capacity_block import EfaCapacityBlockEnd
@@ -250,14 +250,14 @@ class EfaPcsCluster(Construct):
         """In a Capacity Block, the warning's rule, by the tag the launch template gives its instances (AWS's
         PCS recipes tag their nodes so: aws-samples/aws-hpc-recipes recipes/pcs/getting_started/assets/
         pcs-lt-basic.yaml); else None."""
-        end = EfaCapacityBlockEnd.of(self, capacity, self.cluster_tag)
-        if end is not None:
-            Tags.of(self.launch_template).add("efa-cdk:cluster", self.cluster_tag)
-        return end
+        return EfaCapacityBlockEnd.of(self, capacity, self.cluster_tag)
 
     def _compute_template(self, base: EfaNodeBase, mount: ec2.MultipartBody) -> EfaLaunchTemplate:
         """The EFA nodes' template (``ComputeTemplate``): no image or instance profile (the node group sets
-        them); user data of two parts, the shared mount's cloud-config and the EFA check."""
+        them); user data of two parts, the shared mount's cloud-config and the EFA check. Its instances carry
+        the ``efa-cdk:cluster`` tag: the Capacity Block warning's Run Command finds them by it, and a node
+        may tag itself with its device fault (``DeviceFaultTag``) only where it carries it."""
+        self._device_tag = allow_device_fault_tag(self, self.role, self.cluster_tag)
         compute_data, image = ec2.MultipartUserData(), self.machine_image
         compute_data.add_part(mount)
         template = base.launch_template(
@@ -280,6 +280,7 @@ class EfaPcsCluster(Construct):
                 content_type='text/x-shellscript; charset="utf-8"', body=self._efa_check().render()
             )
         )
+        Tags.of(template).add("efa-cdk:cluster", self.cluster_tag)
         return template
 
     def _network(
@@ -394,8 +395,11 @@ class EfaPcsCluster(Construct):
             **node_settings(self.plan.instance_type, self.plan.layout, ()),
             "EFA_CDK_REGION": Aws.REGION,
             "EFA_CDK_SCRIPTS_URL": scripts.url,
-            "EFA_CDK_STEPS": ",".join(
-                PCS_COMPUTE_STEPS + (("lustre-client",) if lustre_in_use(self.lustre, self.storage) else ())
+            "EFA_CDK_NODE_GROUP": "pcs",  # the devices step's mends: Slurm's drain
+            "EFA_CDK_STEPS": ",".join(  # the devices' own checks and mends last: a timer (devices.sh)
+                PCS_COMPUTE_STEPS
+                + (("lustre-client",) if lustre_in_use(self.lustre, self.storage) else ())
+                + ("devices",)
             ),
             **self._block_settings,
             **self._lustre_settings(),
@@ -461,6 +465,7 @@ class EfaPcsCluster(Construct):
         # ARN, as the group does: without this they would be created side by side).
         if isinstance(self.role, iam.Role):
             group.node.add_dependency(self.role)
+        group.node.add_dependency(self._device_tag)  # the nodes tag themselves with a device fault
         # ...nor before a Lustre file system given (and the rules that let them reach it): they mount it too
         for made in self._lustre_after:
             group.node.add_dependency(made)

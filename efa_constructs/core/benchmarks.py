@@ -89,6 +89,19 @@ def signal_minutes_for(dcgm_diag_level: int | None) -> int:
 
 #: The accelerators whose devices and faults the node checks (accelerator-check.sh).
 CHECKED = frozenset({AcceleratorKind.NVIDIA_GPU, AcceleratorKind.NEURON, AcceleratorKind.GAUDI})
+#: The GPU models whose multi-GPU instances join their GPUs by NVLink (AWS's instance pages: P3dn's V100 by
+#: NVLink, P4d's A100 and P5's H100/H200 by NVSwitch, P6's B200/B300/GB200 by fifth-generation NVLink),
+#: where the node's check reads the links (``nvidia-smi nvlink --status``); one GPU alone has no peer.
+NVLINK_GPUS = frozenset({"V100", "A100", "H100", "H200", "B200", "B300", "GB200"})
+
+
+def has_nvlink(it: InstanceType) -> bool:
+    """Whether the type's GPUs are joined by NVLink (:data:`NVLINK_GPUS`, more than one GPU)."""
+    return (
+        it.accelerator.kind is AcceleratorKind.NVIDIA_GPU
+        and it.accelerator.name in NVLINK_GPUS
+        and (it.accelerator.count > 1)
+    )
 
 
 def collectives(it: InstanceType) -> str:

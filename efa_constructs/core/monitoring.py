@@ -69,7 +69,13 @@ UNHEALTHY_METRIC = "EfaUnhealthyNodes"  # 1 per failing check, no dimension: the
 #: 1 when an Auto Scaling node that should be replaced is held back by the group's replacement limit.
 HELD_BACK_METRIC = "EfaReplacementsHeldBack"
 BENCHMARK_METRICS = ("BenchmarkPeakGBps", "BenchmarkLineRateFraction")  # dimension Benchmark
-NODE_METRICS = (HEALTH_METRIC, UNHEALTHY_METRIC, HELD_BACK_METRIC, *BENCHMARK_METRICS)
+#: The devices' problems at each check, per mend they ask for (dimension Mend: watch, reset, reboot,
+#: replace; node/boot/mend.sh).
+DEVICE_FAULT_METRIC = "EfaDeviceFaults"
+#: The tag a node keeps on its own instance while a device of it is at fault: the fault, its reading and the
+#: mend taken or pending (node/boot/mend.sh); ``efa-cdk status`` shows it.
+DEVICE_FAULT_TAG = "efa-cdk:device-fault"
+NODE_METRICS = (HEALTH_METRIC, UNHEALTHY_METRIC, HELD_BACK_METRIC, *BENCHMARK_METRICS, DEVICE_FAULT_METRIC)
 
 
 def emitted_metrics(accelerator: AcceleratorKind) -> frozenset[str]:
@@ -93,7 +99,11 @@ def agent_config(namespace: str, log_group: str, accelerator: AcceleratorKind) -
         }
     files = [
         {"file_path": path, "log_group_name": log_group, "log_stream_name": f"{{instance_id}}/{name}"}
-        for path, name in (("/var/log/efa-cdk.log", "boot"), ("/var/log/efa-cdk-health.log", "health"))
+        for path, name in (
+            ("/var/log/efa-cdk.log", "boot"),
+            ("/var/log/efa-cdk-health.log", "health"),
+            ("/var/log/efa-cdk-devices.log", "devices"),  # the devices' mends (mend.sh)
+        )
     ]
     return {
         "agent": {"metrics_collection_interval": 60, "run_as_user": "root"},
@@ -180,6 +190,14 @@ def dashboard_body(namespace: str, region: str, cluster: str) -> dict[str, Any]:
             ],
             region,
         ),
+        *_benchmark_and_device_widgets(namespace, region),
+    ]
+    return {"widgets": widgets}
+
+
+def _benchmark_and_device_widgets(namespace: str, region: str) -> list[dict[str, Any]]:
+    """The dashboard's lower rows: the benchmarks against line rate, and the devices' faults by mend."""
+    return [
         _graph(
             "Benchmarks: peak bus bandwidth as a fraction of line rate",
             0,
@@ -195,8 +213,14 @@ def dashboard_body(namespace: str, region: str, cluster: str) -> dict[str, Any]:
             [(_search(namespace, "Benchmark", "BenchmarkPeakGBps", "Maximum"), "GB/s")],
             region,
         ),
+        _graph(
+            "Device faults by the mend they ask for (reset, reboot, replace; watch: counted only)",
+            0,
+            20,
+            [(_search(namespace, "Mend", DEVICE_FAULT_METRIC, "Sum"), "faults")],
+            region,
+        ),
     ]
-    return {"widgets": widgets}
 
 
 def dashboard_svg(body: dict[str, Any]) -> str:

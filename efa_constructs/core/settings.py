@@ -34,6 +34,7 @@ class NodeEnv(TypedDict, total=False):
     EFA_CDK_ACCELERATOR: Annotated[str, NODE, "nvidia-gpu, neuron, gaudi or none: the accelerator checks"]
     EFA_CDK_ACCELERATOR_COUNT: Annotated[str, NODE, "the accelerator devices the type has"]
     EFA_CDK_DCGM_LEVEL: Annotated[str, NODE, "DCGM's diagnostic level (1-4) run at boot on NVIDIA GPUs"]
+    EFA_CDK_NVLINK: Annotated[str, NODE, "1 where the type's GPUs are joined by NVLink (its links checked)"]
     # where it is
     EFA_CDK_STACK: Annotated[str, NODE, "the stack whose CreationPolicy the node signals"]
     EFA_CDK_REGION: Annotated[str, NODE, "the region of every AWS call"]
@@ -85,7 +86,9 @@ class NodeEnv(TypedDict, total=False):
     EFA_CDK_HEALTH_MINUTES: Annotated[str, NODE, "the health timer's interval"]
     EFA_CDK_CW_AGENT_FINGERPRINT: Annotated[str, NODE, "the CloudWatch agent's signing key"]
     EFA_CDK_CW_AGENT_MIN_VERSION: Annotated[str, NODE, "the first agent with EFA metrics"]
-    EFA_CDK_NODE_GROUP: Annotated[str, NODE, "explicit or asg (health replacement)"]
+    EFA_CDK_NODE_GROUP: Annotated[
+        str, NODE, "explicit, asg, parallelcluster or pcs: how a node is replaced (health, device mends)"
+    ]
     EFA_CDK_UNHEALTHY_AFTER: Annotated[str, NODE, "failed checks in a row before a replacement"]
     EFA_CDK_REPLACE_MINUTES: Annotated[str, NODE, "at most one replacement per group in this time"]
     EFA_CDK_SWEEP_MINUTES: Annotated[str, NODE, "the leader's health timer runs the fabric sweep this often"]
@@ -115,6 +118,7 @@ class NodeEnv(TypedDict, total=False):
     ]
     EFA_CDK_LUSTRE_BENCH_MIB: Annotated[str, KNOB, "MiB each node writes and reads in the storage benchmark"]
     EFA_CDK_CONTAINER_EFA: Annotated[str, KNOB, "0 lets a Slurm job without EFA through the Enroot hook"]
+    EFA_CDK_DEVICE_MINUTES: Annotated[str, KNOB, "how often the devices step's timer checks (default 5)"]
     # the command line's, from the user's environment
     EFA_CDK_CACHE: Annotated[str, TOOL, "where template-diff keeps each revision's environment"]
 

@@ -33,6 +33,7 @@ from .benchmarks import (
     check_benchmarks,
     collectives,
     default_benchmarks,
+    has_nvlink,
     signal_minutes_for,
 )
 from .catalogue import AcceleratorKind, InstanceType
@@ -79,9 +80,10 @@ AFTER_SIGNAL_STEPS = ("hostfile",)
 
 def pcluster_compute_steps(it: InstanceType) -> tuple[str, ...]:
     """A ParallelCluster compute node's steps (OnNodeConfigured): the EFA environment, the hosts fix,
-    the Neuron SDK on Trainium/Inferentia (ParallelCluster's images carry none), Enroot and Pyxis."""
+    the Neuron SDK on Trainium/Inferentia (ParallelCluster's images carry none), Enroot and Pyxis, and the
+    devices' own checks and mends (a timer: devices.sh)."""
     neuron = ("neuron-sdk",) if it.accelerator.kind is AcceleratorKind.NEURON else ()
-    return ("efa-env", "pcluster-hosts", *neuron, "pyxis")
+    return ("efa-env", "pcluster-hosts", *neuron, "pyxis", "devices")
 
 
 def pcluster_head_steps(*, topology_tree: bool) -> tuple[str, ...]:
@@ -121,9 +123,16 @@ def node_settings(it: InstanceType, layout: NicLayout, benchmarks: Sequence[Benc
         "EFA_CDK_BENCHMARKS": " ".join(b.value for b in benchmarks),
         # which collective library the node's jobs use, for the guard against silent fallback
         "EFA_CDK_COLLECTIVES": collectives(it),
-        # what the accelerator checks count and read (accelerator-check.sh)
+        **accelerator_settings(it),
+    }
+
+
+def accelerator_settings(it: InstanceType) -> NodeEnv:
+    """What the accelerator checks count and read (accelerator-check.sh, device-health.sh)."""
+    return {
         "EFA_CDK_ACCELERATOR": it.accelerator.kind.value if it.accelerator.kind in CHECKED else "none",
         "EFA_CDK_ACCELERATOR_COUNT": str(it.accelerator.count if it.accelerator.kind in CHECKED else 0),
+        "EFA_CDK_NVLINK": "1" if has_nvlink(it) else "0",
     }
 
 

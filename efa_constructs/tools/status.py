@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..core.monitoring import DEVICE_FAULT_TAG
 from .aws import aws_client
 from .exits import CANNOT_RUN_KIND, Exit, emit, fail
 from .preflight import PreflightError, session_for
@@ -160,6 +161,8 @@ def _node_row(cw: Any, i: dict[str, Any], namespace: str, verified: dict[str, st
         "last_health_check": None
         if last is None
         else f"{'healthy' if last['Minimum'] >= 1 else 'UNHEALTHY'} at {last['Timestamp']:%H:%M} UTC",
+        # what the node's device checks found and the mend taken or pending (node/boot/mend.sh): its words
+        "device_fault": next((t["Value"] for t in i.get("Tags", []) if t["Key"] == DEVICE_FAULT_TAG), None),
     }
 
 
@@ -398,6 +401,8 @@ def render(s: dict[str, Any]) -> str:
             f"  {n['id']}  {n['type']}  {n['state']:<8} {n['zone']}  {n['ip']}  EFA verified: "
             f"{n['efa_verified']}  last health check: {n['last_health_check'] or 'none in the last hour'}"
         )
+        if n.get("device_fault"):
+            lines.append(f"    device fault: {n['device_fault']}")
     of = s.get("benchmarks_of")
     when = f" (generation {of['generation']}, {of['at']})" if isinstance(of, dict) else ""
     lines.append(f"benchmarks{when}:" if s["benchmarks"] else "benchmarks: none reported")

@@ -145,7 +145,9 @@ class Node:
     def run_as_root(self, *cmd: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         """A command as root in this node's namespaces, with the node's AWS settings and root."""
         env = dict(line.split("=", 1) for line in (self.root / "aws.env").read_text().splitlines())
-        env |= {"EFA_CDK_ROOT": str(self.root), "PATH": f"{ROOT}/.venv-e2e/bin:{os.environ['PATH']}"}
+        # the node's own PATH (node.sh): the stand-ins (systemctl) before this machine's commands
+        path = f"{ROOT}/.venv-e2e/bin:{self.root}/harness-bin:{os.environ['PATH']}"
+        env |= {"EFA_CDK_ROOT": str(self.root), "PATH": path}
         return sh(
             *self._enter(), "env", *(f"{k}={v}" for k, v in env.items()), *cmd, check=False, timeout=timeout
         )
@@ -473,6 +475,11 @@ class Cluster:
             def lookup(kind: str, name: str) -> str:
                 if kind == "stack":
                     return str(aws["cloudformation"].describe_stacks(StackName=name)["Stacks"][0]["StackId"])
+                if kind == "cluster-tag":  # the instance's efa-cdk:cluster tag (its launch template's)
+                    tags = aws["ec2"].describe_tags(Filters=[{"Name": "resource-id", "Values": [name]}])[
+                        "Tags"
+                    ]
+                    return next((t["Value"] for t in tags if t["Key"] == "efa-cdk:cluster"), "")
                 (found,) = aws["autoscaling"].describe_auto_scaling_instances(InstanceIds=[name])[
                     "AutoScalingInstances"
                 ]

@@ -71,9 +71,20 @@ def requests_of(call: dict[str, Any], lookup: Callable[[str, str], str]) -> list
         return [r for n in p["Names"] for r in one(_parameter(n))]
     if service == "ec2" and action in ("DescribeInstances", "DescribeInstanceTopology", "DescribeTags"):
         return one("*")  # Describe actions take no resource (Service Authorization Reference)
-    if service == "ec2" and action in ("CreateTags", "GetConsoleOutput"):
+    if service == "ec2" and action in ("CreateTags", "DeleteTags", "GetConsoleOutput"):
+        # CreateTags and DeleteTags: the keys the request carries (aws:TagKeys, absent without keys) and the
+        # instance's own tags (aws:ResourceTag/<key>: the cluster's, which the node's policy names)
         ids = [v for k, v in sorted(p.items()) if k.startswith("ResourceId.")] or [p.get("InstanceId", "")]
-        return [r for i in ids for r in one(f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance/{i}")]
+        keys = [v for k, v in sorted(p.items()) if k.startswith("Tag.") and k.endswith(".Key")]
+        out = []
+        for i in ids:
+            context: dict[str, Any] = {"aws:ResourceTag/efa-cdk:cluster": lookup("cluster-tag", i)}
+            if keys:
+                context["aws:TagKeys"] = keys
+            out.append(
+                Request(NODE, f"{prefix}:{action}", f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance/{i}", context)
+            )
+        return out
     if service == "cloudformation" and action in (
         "SignalResource",
         "DescribeStackResource",

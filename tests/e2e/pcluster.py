@@ -35,6 +35,7 @@ What ParallelCluster does, and what stands in for it here (each also in the READ
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import pwd
 import shutil
@@ -280,6 +281,7 @@ class ParallelClusterHarness:
         self._stop = threading.Event()
         self._fleet = threading.Thread(target=self._fleet_loop, name="pcluster-fleet", daemon=True)
         self._errors: list[str] = []
+        self._made = itertools.count(1)  # each node's number, never reused (a node may end and another begin)
 
     # -- AWS side --------------------------------------------------------------------------------------
     def _fetch(self, url: str) -> bytes:
@@ -332,7 +334,7 @@ class ParallelClusterHarness:
         return head
 
     def _node(self, name: str, role: str, ip: str, iid: str) -> PcNode:
-        index = len(self.nodes) + 1
+        index = next(self._made)
         node = PcNode(name, role, ip, self.cluster.ns(f"pc{index}"), self.work / f"node{index}" / "root", iid)
         node.shared = {
             m: self.work / d for m, d in (("opt/slurm", "slurm"), ("home", "home"), ("shared", "shared"))
@@ -480,7 +482,7 @@ done
         )
 
     def _boot(self, node: PcNode) -> None:
-        index = len(self.cluster.nodes) + len(self.nodes) + 10
+        index = len(self.cluster.nodes) + 10 + int(node.ns.rsplit("pc", 1)[1])  # its number, never reused
         self.cluster._attach(node.ns, node.ip, index)
         log = (node.root / ".harness/console.log").open("wb")
         # A time namespace whose boot clock starts now: slurmctld takes a resumed node as up only when it

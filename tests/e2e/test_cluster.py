@@ -60,6 +60,55 @@ def test_every_node_signals_success_to_its_creation_policy(cluster: Cluster, hea
     assert {s["UniqueId"] for s in signals} == {n.instance_id for n in nodes}
 
 
+def test_an_efa_counter_rising_between_health_checks_is_named_mended_and_cleared(
+    cluster: Cluster, healthy: dict[str, Any]
+) -> None:
+    """Issue 59: the node's health check (as its timer runs it) reads EFA's own counters from sysfs
+    (ports/1/hw_counters, the EFA driver's names) on every check. Failed RDMA reads rising between two
+    checks name the device and the reading, publish EfaDeviceFaults to moto's CloudWatch, tag the instance
+    (efa-cdk status reads it) and reboot the node (systemctl, a stand-in here); the check after, the counter
+    steady, finds it whole and clears the tag. Runs before the IAM test below, which authorizes these calls
+    (CreateTags, DeleteTags) against the node role, conditions and all."""
+    leader: Node = healthy["nodes"][0]
+    device = sorted((leader.root / "sys/class/infiniband").iterdir())[0]
+    counters = device / "ports/1/hw_counters"
+    counters.mkdir(parents=True, exist_ok=True)
+    (counters / "rdma_read_wr_err").write_text("0\n")
+    check = str(leader.root / "opt/efa-cdk/bin/health-check.sh")
+    assert leader.run_as_root("bash", check).returncode == 0, (
+        leader.root / "var/log/efa-cdk-health.log"
+    ).read_text()
+    (counters / "rdma_read_wr_err").write_text("3\n")
+    assert leader.run_as_root("bash", check).returncode == 1
+    said = (
+        f"EFA {device.name}: RDMA read work requests failed (rdma_read_wr_err +3 since the last check): "
+        "mend: reboot"
+    )
+    assert f"UNHEALTHY: {said}" in (leader.root / "var/log/efa-cdk-health.log").read_text()
+    assert f"REBOOTING for: {said}" in (leader.root / "var/log/efa-cdk-devices.log").read_text()
+    assert "reboot" in (leader.root / "systemctl.log").read_text().splitlines()
+    with inside(cluster.aws_ns):
+        aws = cluster.clients()
+        tags = aws["ec2"].describe_tags(Filters=[{"Name": "resource-id", "Values": [leader.instance_id]}])[
+            "Tags"
+        ]
+        metrics = aws["cloudwatch"].list_metrics(
+            Namespace="EfaCdk/Trn1EfaCluster/Cluster", MetricName="EfaDeviceFaults"
+        )["Metrics"]
+    assert {t["Key"]: t["Value"] for t in tags}["efa-cdk:device-fault"] == f"rebooting: {said}"
+    assert {d["Value"] for m in metrics for d in m["Dimensions"]} == {"watch", "reset", "reboot", "replace"}
+    assert leader.run_as_root("bash", check).returncode == 0  # after the reboot: the counter steady
+    assert (
+        f"MENDED: EFA {device.name}: RDMA read work requests failed"
+        in (leader.root / "var/log/efa-cdk-devices.log").read_text()
+    )
+    with inside(cluster.aws_ns):
+        tags = cluster.clients()["ec2"].describe_tags(
+            Filters=[{"Name": "resource-id", "Values": [leader.instance_id]}]
+        )["Tags"]
+    assert "efa-cdk:device-fault" not in {t["Key"] for t in tags}
+
+
 def test_every_aws_call_the_nodes_made_is_one_their_role_allows(
     cluster: Cluster, healthy: dict[str, Any]
 ) -> None:
@@ -71,7 +120,8 @@ def test_every_aws_call_the_nodes_made_is_one_their_role_allows(
     refused, examined = cluster.unauthorized(role, nodes)
     assert refused == [], "\n".join(refused)
     assert {"ssm:GetParameter", "ssm:PutParameter", "ec2:DescribeInstances", "cloudformation:SignalResource",
-            "monitoring:PutMetricData", "s3:GetObject"} <= examined, examined  # fmt: skip
+            "monitoring:PutMetricData", "s3:GetObject", "ec2:CreateTags",
+            "ec2:DeleteTags"} <= examined, examined  # fmt: skip
     refused, _ = cluster.unauthorized(role, nodes, without="ssm:PutParameter")
     assert refused and all(line.startswith("ssm:PutParameter on arn:aws:ssm:") for line in refused), refused
 

@@ -148,6 +148,116 @@ def test_slurm_commands_are_only_in_opt_slurm_bin_as_on_parallelcluster(pc: dict
     )
 
 
+# --- issue 59: a GPU's own fault mended through real Slurm -----------------------------------------------
+
+
+def _serve_gpu(node: PcNode, document: str) -> None:
+    """This compute node as a one-GPU node: nvidia-smi the stand-in built from the recorded H200
+    (tests/nvidia_smi.py) serving `document`, and the node's settings saying so (harness: the Trn1 cluster's
+    nodes have Neuron devices, not GPUs; the settings are the p5's that the constructs write)."""
+    from tests import nvidia_smi
+
+    state = node.file(".harness/nvidia-smi")
+    state.mkdir(exist_ok=True)
+    (state / "gpus.csv").write_text(document)
+    (state / "after-reset.csv").write_text(nvidia_smi.serve(1))  # NVIDIA: the remapping completes at reset
+    executable(
+        node.file(".harness/usr-local-bin/nvidia-smi"),
+        f'#!/bin/bash\nNVIDIA_SMI_DIR=/.harness/nvidia-smi exec python3 {nvidia_smi.__file__} "$@"\n',
+    )
+    settings = node.file("etc/efa-cdk/node.env")
+    said = settings.read_text()
+    if "EFA_CDK_ACCELERATOR='nvidia-gpu'" not in said:
+        settings.write_text(said + "EFA_CDK_ACCELERATOR='nvidia-gpu'\nEFA_CDK_ACCELERATOR_COUNT='1'\n")
+
+
+def _slurm_node(head: PcNode, name: str) -> tuple[str, str]:
+    """The node's State and Reason, as slurmctld has them."""
+    show = slurm(head, "scontrol", "show", "node", name, "-o")
+    state = re.search(r" State=(\S+)", show).group(1)  # type: ignore[union-attr]
+    reason = re.search(r" Reason=(.*?)( \[|$)", show)
+    return state, reason.group(1) if reason else ""
+
+
+def _hold(harness: ParallelClusterHarness, head: PcNode, name: str) -> tuple[str, PcNode]:
+    """A job that keeps node `name` busy, once it runs there (the node resumed and booted)."""
+    job = submit(head, f"sbatch --nodes=1 -w {name} --output=hold-%j.out --wrap 'sleep 600'")
+    running = re.compile(r"JobState=RUNNING")
+    progress.until(
+        lambda: (
+            bool(running.search(slurm(head, "scontrol", "show", "job", job)))
+            and name in harness.nodes
+            and harness.nodes[name].ready()
+        ),
+        lambda: progress.activity([n.ns for n in harness.compute()], [head.file("var/log/slurmctld.log")]),
+        lambda: head.log(),
+        what=f"{name} running job {job}",
+    )
+    return job, harness.nodes[name]
+
+
+def test_a_pending_row_remapping_drains_resets_and_resumes_the_node_and_a_failure_leaves_it_drained(
+    pc: dict[str, Any],
+) -> None:
+    """The devices timer of a running compute node, as systemd would run it: with a job on the node the
+    fault drains it in Slurm (no new job starts) and waits; once the job ends the GPU is reset, checked
+    again and the node resumed. A remapping failure (past NVIDIA's RMA threshold) drains it for
+    ParallelCluster's clustermgtd to replace (not run here: it terminates a drained node once idle)."""
+    from tests import nvidia_smi
+
+    harness: ParallelClusterHarness = pc["harness"]
+    head: PcNode = pc["head"]
+    name = QUEUE_NODES[2]
+    job, node = _hold(harness, head, name)
+    try:
+        assert "enable --now efa-cdk-devices.timer" in node.file(".harness/systemctl.log").read_text()
+        _serve_gpu(node, nvidia_smi.with_fault(nvidia_smi.serve(1), 0, **{"remapped_rows.pending": "Yes"}))
+        first = run_timer(node, "efa-cdk-devices")
+        assert "row remapping pending" in first.stdout, (first.stdout, first.stderr)
+        state, reason = _slurm_node(head, name)
+        assert "DRAIN" in state, state
+        assert reason.startswith("efa-cdk: reset: GPU 0 (00000000:00:06.0): row remapping"), reason
+        log = node.file("var/log/efa-cdk-devices.log")
+        assert "PENDING reset" in log.read_text()
+        slurm(head, "scancel", job)
+        progress.until(  # drained and idle (power saving would suspend it SuspendTime later)
+            lambda: "DRAIN" in _slurm_node(head, name)[0] and "IDLE" in _slurm_node(head, name)[0],
+            lambda: progress.activity([node.ns], [head.file("var/log/slurmctld.log")]),
+            lambda: str(_slurm_node(head, name)),
+            what=f"{name} drained",
+        )
+        run_timer(node, "efa-cdk-devices")
+        said = log.read_text()
+        assert "RESET the GPUs for: GPU 0" in said and "MENDED: GPU 0" in said, said
+        assert f"resumed Slurm node {name}" in said, said
+        state, reason = _slurm_node(head, name)
+        assert state.startswith("IDLE") and "DRAIN" not in state and not reason, (state, reason)
+        # past the RMA threshold, under a job: drained for replacement, and it stays drained
+        job, node = _hold(harness, head, name)
+        _serve_gpu(node, nvidia_smi.with_fault(nvidia_smi.serve(1), 0, **{"remapped_rows.failure": "Yes"}))
+        run_timer(node, "efa-cdk-devices")
+        run_timer(node, "efa-cdk-devices")  # the next check asks again; still drained
+        state, reason = _slurm_node(head, name)
+        assert "DRAIN" in state, state
+        assert reason.startswith("efa-cdk: replace: GPU 0 (00000000:00:06.0): row remapping failed"), reason
+        assert "ParallelCluster's clustermgtd replaces a drained node once its jobs end" in log.read_text()
+    finally:
+        # the harness has no clustermgtd: end the job, resume the node, let it power down, and leave the
+        # fleet as the later tests expect it (no node up, none launched yet)
+        head.run("/opt/slurm/bin/scancel", job)
+        head.run("/opt/slurm/bin/scontrol", "update", f"NodeName={name}", "State=RESUME")
+        progress.until(
+            lambda: node_states(head)[name] == "idle~" and not harness.compute(),
+            lambda: progress.activity(
+                [n.ns for n in harness.compute()], [head.file("var/log/slurmctld.log")]
+            ),
+            lambda: str(node_states(head)),
+            what=f"{name} powered down",
+        )
+        harness.launched.clear()
+        harness.terminated.clear()
+
+
 def test_before_the_capacity_block_ends_the_head_node_drains_the_queue_and_tells_the_jobs(
     pc: dict[str, Any],
 ) -> None:
@@ -247,9 +357,8 @@ def test_every_compute_custom_action_succeeds_with_the_minimal_path(jobs: dict[s
         rc = node.file(".harness/OnNodeConfigured.rc").read_text().strip()
         assert rc == "0", node.file(".harness/OnNodeConfigured.log").read_text()
         steps = node.file("var/log/efa-cdk.log").read_text()
-        assert (
-            "all 4 steps done" in steps
-        )  # efa-env, pcluster-hosts, neuron-sdk (skipped: image has it), pyxis
+        # efa-env, pcluster-hosts, neuron-sdk (skipped: image has it), pyxis, devices
+        assert "all 5 steps done" in steps
 
 
 def test_the_hosts_fix_leaves_the_short_names_and_nodes_reach_each_other_by_slurm_name(

@@ -124,3 +124,71 @@ def test_a_later_failure_in_the_window_is_held_back(tmp_path: Path, aws: dict[st
     assert (
         "claimed by i-0aaaaaaaaaaaaaaaa 2 min ago" in (node.root / "var/log/efa-cdk-health.log").read_text()
     )
+
+
+# --- issue 59: the device ladder's replace and reboot, through the same group and claim ------------------
+
+
+def _gpu_node(tmp: Path, instance: str, env: dict[str, str], fault: dict[str, str]) -> tuple[Node, Path]:
+    """A monitored p5 node of an Auto Scaling group with the real AWS CLI against moto, nvidia-smi the
+    stand-in built from the recorded H200 (tests/nvidia_smi.py) serving `fault` on GPU 1."""
+    from tests import nvidia_smi
+
+    node = Node(
+        tmp,
+        "p5.48xlarge",
+        EFA_CDK_NODE_GROUP="asg",
+        EFA_CDK_UNHEALTHY_AFTER="1",
+        EFA_CDK_REPLACE_MINUTES="60",
+        EFA_CDK_REPLACEMENT_PARAMETER=PARAM,
+        EFA_CDK_METRICS_NAMESPACE="EfaCdk/P5EfaCluster/Cluster",
+    )
+    (node.root / "var/lib/efa-cdk/verified").write_text("2026-11-25T00:00:00Z\n")
+    (node.stub_dir / "instance-id").write_text(instance + "\n")
+    executable(node.stub_dir / "bin/aws", f'#!/bin/bash\nexec {AWS} "$@"\n')
+    executable(node.stub_dir / "bin/journalctl", "#!/bin/bash\nexit 0\n")
+    smi = node.nvidia_smi(8)
+    (smi / "gpus.csv").write_text(nvidia_smi.with_fault((smi / "gpus.csv").read_text(), 1, **fault))
+    node.env |= env
+    return node, smi
+
+
+def _tags(aws: dict[str, Any], instance: str) -> dict[str, str]:
+    found = aws["ec2"].describe_tags(Filters=[{"Name": "resource-id", "Values": [instance]}])["Tags"]
+    return {t["Key"]: t["Value"] for t in found}
+
+
+def test_a_failed_row_remapping_replaces_the_node_through_its_group(
+    tmp_path: Path, aws: dict[str, Any]
+) -> None:
+    """NVIDIA: a remapping failure is past the RMA threshold. The health check's device ladder marks the
+    node Unhealthy in moto's Auto Scaling group (the same claim as any replacement) and tags it."""
+    ids = _group(aws, "remap-failure")
+    aws["ssm"].put_parameter(Name=PARAM, Value="none", Type="String", Overwrite=True)
+    node, _ = _gpu_node(tmp_path, ids[0], aws["env"], {"remapped_rows.failure": "Yes"})
+    assert subprocess.run([str(node.bin / "health-check.sh")], env=node.env).returncode == 1
+    assert _health(aws, "remap-failure") == {ids[0]: "Unhealthy", ids[1]: "Healthy"}
+    log = (node.root / "var/log/efa-cdk-devices.log").read_text()
+    assert "marked Unhealthy (GPU 1 (00000000:00:07.0): row remapping failed" in log, log
+    assert _tags(aws, ids[0])["efa-cdk:device-fault"].startswith("replace: GPU 1 (00000000:00:07.0)")
+    assert aws["ssm"].get_parameter(Name=PARAM)["Parameter"]["Value"].endswith(ids[0])
+
+
+def test_a_reboot_takes_the_groups_claim_and_a_second_in_the_window_waits(
+    tmp_path: Path, aws: dict[str, Any]
+) -> None:
+    """Pages pending retirement are retired at the next reboot (NVIDIA): the node takes the group's claim and
+    reboots (systemctl, a stand-in here); the group's other node, the same fault a minute later, is held back
+    and says so. Neither is marked Unhealthy."""
+    ids = _group(aws, "reboot")
+    aws["ssm"].put_parameter(Name=PARAM, Value="none", Type="String", Overwrite=True)
+    first, _ = _gpu_node(tmp_path / "a", ids[0], aws["env"], {"retired_pages.pending": "Yes"})
+    second, _ = _gpu_node(tmp_path / "b", ids[1], aws["env"], {"retired_pages.pending": "Yes"})
+    for node in (first, second):
+        subprocess.run([str(node.bin / "health-check.sh")], env=node.env, check=False)
+    assert "systemctl reboot" in (first.stub_dir / "calls.log").read_text()
+    assert "systemctl reboot" not in (second.stub_dir / "calls.log").read_text()
+    held = (second.root / "var/log/efa-cdk-devices.log").read_text()
+    assert f"HELD BACK: the group's last replacement was claimed by {ids[0]}" in held, held
+    assert _tags(aws, ids[1])["efa-cdk:device-fault"].startswith("reboot held back: GPU 1")
+    assert _health(aws, "reboot") == dict.fromkeys(ids, "Healthy")
