@@ -143,6 +143,27 @@ def _gds(out: Path, report: dict[str, Any]) -> None:
     }
 
 
+def _figures_agree(text: str, document: Path) -> tuple[bool | None, list[str]]:
+    """Each result row's busbw as the parser reads it (bench_parse._nccl_row: out of place, in place) against
+    the tool's own figures (nccl-tests' -J JSON, 2.17 and later: results[].out_of_place/in_place.bus_bw),
+    row by row, within the text's rounding (two decimals, or five significant digits); None without the
+    JSON (an older build)."""
+    try:
+        results = json.loads(document.read_text())["results"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, []
+    rows = [r for r in map(bench_parse._nccl_row, bench_parse._lines(text)) if r is not None]
+    misread = []
+    if len(rows) != len(results):
+        misread.append(f"{len(rows)} rows read, the JSON has {len(results)}")
+    for read, result in zip(rows, results, strict=False):
+        tool = [result["out_of_place"]["bus_bw"], result["in_place"]["bus_bw"]]
+        for mine, theirs in zip(read, tool, strict=False):
+            if abs(mine - theirs) > max(0.006, 5e-5 * abs(theirs)):
+                misread.append(f"size {result['size']}: busbw {mine:g} read, {theirs:g} in the JSON")
+    return not misread, misread
+
+
 def _nccl(out: Path, report: dict[str, Any]) -> None:
     binary = os.environ.get("NCCL_TESTS_BIN") or shutil.which("all_reduce_perf")
     if not binary:
@@ -151,7 +172,11 @@ def _nccl(out: Path, report: dict[str, Any]) -> None:
     gpus = report.get("nvidia-smi", {}).get("gpus_the_driver_counts", 1) if isinstance(
         report.get("nvidia-smi"), dict) else 1  # fmt: skip
     env = {**os.environ, "NCCL_DEBUG": "INFO"}
-    text = _run([binary, "-b", "8", "-e", "256M", "-f", "2", "-g", str(max(gpus, 1))], env=env, timeout=300)
+    document = out / "all_reduce_perf.json"
+    argv = [binary, "-b", "8", "-e", "256M", "-f", "2", "-g", str(max(gpus, 1))]
+    text = _run([*argv, "-J", str(document)], env=env, timeout=300)
+    if text is not None and not any(bench_parse._nccl_row(x) for x in bench_parse._lines(text)):
+        text = _run(argv, env=env, timeout=300)  # a build without -J
     if text is None:
         report["all_reduce_perf"] = f"{binary} did not finish"
         return
@@ -159,12 +184,18 @@ def _nccl(out: Path, report: dict[str, Any]) -> None:
     parsed = bench_parse.parse_nccl_tests(text)
     rows = sum(1 for line in bench_parse._lines(text) if bench_parse._nccl_row(line) is not None)
     nccl = re.search(r"NCCL version ([\w.+]+)", text)
+    figures, misread = _figures_agree(text, document)
     report["all_reduce_perf"] = {
         "nccl": nccl.group(1) if nccl else "?",
         "rows": rows,
         # one machine, no EFA: the parser must say so (no efa provider), having read the rows
         "parser": parsed,
-        "agrees": rows > 0 and not parsed["ok"] and "not efa" in parsed.get("reason", ""),
+        "figures_match_the_json": figures if figures is not None else "no JSON (nccl-tests before 2.17?)",
+        "misread": misread,
+        "agrees": rows > 0
+        and not parsed["ok"]
+        and "not efa" in parsed.get("reason", "")
+        and figures is not False,
     }
 
 

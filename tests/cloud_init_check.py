@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -86,12 +87,19 @@ def main(user_data: Path, sandbox: Path) -> dict[str, object]:
     log.addHandler(_Collect(warnings))
     cloud = _Cloud(sandbox)
     bootcmd_ok = True
+    # bootcmd runs for real (as cloud-init runs it, in this environment): only under a scratch root, with the
+    # caller's stand-ins first on PATH, never against this machine's /etc and firewall
+    assert os.environ.get("EFA_CDK_ROOT"), (
+        "run with EFA_CDK_ROOT set to a scratch root (and stand-ins on PATH)"
+    )
     for config in configs:  # bootcmd first, as on a first boot: nothing written yet
         try:
             cc_bootcmd.handle("bootcmd", config, cloud, log, [])
         except subp.ProcessExecutionError:
             bootcmd_ok = False
     out["bootcmd_ok"] = bootcmd_ok
+    nologin = Path(os.environ["EFA_CDK_ROOT"], "etc/nologin")
+    out["nologin_after_bootcmd"] = nologin.read_text() if nologin.exists() else None
     written: dict[str, str] = {}
     real_write = util.write_file
 

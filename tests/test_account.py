@@ -431,6 +431,16 @@ def test_status_never_lets_node_written_text_forge_a_line_or_end_in_a_traceback(
     assert "\n" not in line and "\u202e" not in line and "\u200b" not in line
     share = status.render_benchmark({"benchmark": "lustre", "ok": True, "nodes": 2, "efa_share": "most"})
     assert "unreadable share" in share
+    # issue 60 item 8: a storage result whose slowest write is no object, a share that is no number, a result
+    # that is no object, a BenchmarkResults whose data is no text: each one line, no traceback
+    for odd in (["10.0.1.10", 3], "10.0.1.10", 7):
+        said = status.render_benchmark({"benchmark": "lustre", "ok": True, "nodes": 2, "slowest_write": odd})
+        assert f"slowest write: unreadable, {odd}" in said, said
+    said = status.render_benchmark({"benchmark": "nccl-tests", "ok": True, "line_rate_fraction": "all"})
+    assert "an unreadable share of the EFA line rate (all)" in said
+    assert status.render_benchmark(["not", "a", "result"]).startswith("an unreadable benchmark result")  # type: ignore[arg-type]
+    (unread,) = status._benchmarks({"BenchmarkResults": '{"all": 5}'})
+    assert unread["note"].startswith("unreadable BenchmarkResults")
     assert status._when("99999999999999999999 ops") == "99999999999999999999 ops"  # past the calendar
     assert status._when("\u00b2 ops") == "\u00b2 ops"  # '²'.isdigit() is True, int('²') is not a number
     assert status._when("1764000000 ops").endswith("UTC by ops")

@@ -88,3 +88,26 @@ def test_it_reads_each_gpus_own_state_and_checks_it_against_the_xml_and_the_driv
     (state / "q.xml").unlink()  # the recorded XML: not pending
     run, parsed = _run(tmp_path, bin_dir)
     assert parsed["gpu_state"]["agrees"] is False and "gpu_state" in run.stderr
+
+
+def test_it_compares_each_busbw_the_parser_read_with_the_tools_own_json(tmp_path: Path) -> None:
+    """Issue 60 item 5: "agrees" compared no figure. all_reduce_perf's stand-in prints the recorded H200 run
+    (nccl-tests 2.19.6) and writes its recorded -J JSON where asked: every row's busbw agrees. The JSON with
+    one figure changed (the tool's own number, unlike what the text says): said, and exit 1."""
+    h200 = FIXTURES / "nvidia-h200"
+    bin_dir = _tools(tmp_path, gpus_listed=1)
+    served = tmp_path / "served.json"
+    served.write_text((h200 / "all_reduce_perf-1gpu.json").read_text())
+    executable(bin_dir / "all_reduce_perf", f"#!{BASH}\n"
+               'while [ $# -gt 0 ]; do [ "$1" = -J ] && cp ' f'{served} "$2"; shift; done\n'
+               f"cat {h200 / 'all_reduce_perf-1gpu.txt'}\n")  # fmt: skip
+    _, parsed = _run(tmp_path, bin_dir)
+    nccl = parsed["all_reduce_perf"]
+    assert nccl["rows"] == 28 and nccl["figures_match_the_json"] is True and nccl["agrees"] is True, nccl
+    document = json.loads(served.read_text())
+    document["results"][-1]["in_place"]["bus_bw"] = 12.5
+    served.write_text(json.dumps(document))
+    run, parsed = _run(tmp_path, bin_dir)
+    nccl = parsed["all_reduce_perf"]
+    assert nccl["agrees"] is False and nccl["misread"] == ["size 1073741824: busbw 0 read, 12.5 in the JSON"]
+    assert run.returncode == 1 and "all_reduce_perf" in run.stderr

@@ -1195,7 +1195,8 @@ def test_the_lustre_proof_writes_only_in_a_new_directory_of_roots(tmp_path: Path
     assert run.returncode == 0, run.log
     (write,) = [c for c in _calls(node) if c.startswith("dd if=/dev/zero")]
     target = re.search(r"of=(\S+)", write).group(1)  # type: ignore[union-attr]
-    assert re.fullmatch(rf"{node.root}/fsx/\.efa-cdk-lnet-probe\.[A-Za-z0-9]{{8}}/probe", target), target
+    # through the directory's open descriptor (issue 60 item 7: its name could be swapped for a link)
+    assert re.fullmatch(r"/proc/self/fd/\d+/probe", target), target
     assert not list((node.root / "fsx").glob(".efa-cdk-lnet-probe*"))  # removed
 
 
@@ -1218,6 +1219,54 @@ def test_the_storage_benchmark_never_writes_through_a_planted_link(tmp_path: Pat
     assert run.returncode == 0 and json.loads(run.stdout)["ok"], run.stdout + run.stderr
     assert secret.read_text() == "root:hash\n"
     assert not list((node.root / "fsx").glob(".efa-cdk-bench.*"))
+
+
+@pytest.mark.parametrize("when", ["after it is made", "between the write and the read"])
+def test_the_benchmarks_directory_swapped_for_a_link_is_never_written_or_read_through(
+    tmp_path: Path, when: str
+) -> None:
+    """Issue 60 item 7: on a world-writable /fsx without the sticky bit a user may rename root's fresh
+    directory and put a link to a root folder in its place (170 of 200 races won against the old script,
+    which then zeroed that folder's `data`). The race is won here every time: the link is put in place right
+    after mktemp makes the directory, or between the write phase and the read; the node refuses, says so,
+    and the root folder's file keeps its bytes."""
+    import os
+    import subprocess
+
+    node = _bench_leader(tmp_path)
+    fsx = node.root / "fsx"
+    os.chmod(fsx, 0o777)  # world-writable, no sticky bit
+    victim = node.root / "root-only"
+    victim.mkdir(mode=0o700)
+    os.chmod(victim, 0o700)
+    (victim / "data").write_bytes(b"root's own\n")
+
+    def swap(run: Path) -> None:
+        run.rename(run.with_name(run.name + ".moved"))
+        run.symlink_to(victim)
+
+    stub = node.stub_dir / "bin"
+    if when == "after it is made":  # mktemp makes the directory, the user wins the race at once
+        executable(stub / "mktemp", f'#!{BASH}\nd=$(/usr/bin/mktemp "$@") || exit 1\n'
+                   'mv "$d" "$d.moved" && ln -s ' f'{victim} "$d"\necho "$d"\n')  # fmt: skip
+        phases = ["write"]
+    else:
+        phases = ["write", "read"]
+    env = {**node.env, "STUB_HOSTNAME": "10.0.1.10"}
+    runs = []
+    for phase in phases:
+        if phase == "read":
+            (made,) = [p for p in fsx.glob(".efa-cdk-bench.*") if not p.name.endswith(".moved")]
+            swap(made)
+        argv = [BASH, str(node.bin / "lustre-bench.sh"), "--node", phase]
+        runs.append(subprocess.run(argv, env=env, capture_output=True, text=True))
+    last = runs[-1]
+    said = (
+        "is not the directory this run made" if when == "after it is made" else "is no longer the directory"
+    )
+    assert last.returncode == 1 and said in last.stderr, last.stdout + last.stderr
+    assert (victim / "data").read_bytes() == b"root's own\n"
+    assert sorted(p.name for p in victim.iterdir()) == ["data"]
 
 
 def test_a_storage_refusal_in_a_ready_stack_names_its_context_key() -> None:

@@ -879,6 +879,10 @@ def test_the_guard_refuses_a_jobs_environment_that_names_another_provider(tmp_pa
     [
         ("plugin", "NCCL's EFA plugin (aws-ofi-nccl) is on none of the jobs' library paths"),
         ("NCCL_NET=Socket", "sets NCCL_NET=Socket: NCCL would not use EFA"),
+        # NCCL compares the name case-insensitively (src/plugin/net.cc, strcasecmp): lower case forces it too
+        ("NCCL_NET=socket", "sets NCCL_NET=socket: NCCL would not use EFA"),
+        ("NCCL_NET=ib", "sets NCCL_NET=ib: NCCL would not use EFA"),
+        ("NCCL_NET=GDR", "sets NCCL_NET=GDR: NCCL would not use EFA"),
     ],
 )
 def test_the_guard_refuses_nccl_without_its_efa_plugin(tmp_path: Path, change: str, said: str) -> None:
@@ -892,6 +896,18 @@ def test_the_guard_refuses_nccl_without_its_efa_plugin(tmp_path: Path, change: s
             f.write(change + "\n")
     r = guard(node)
     assert r.returncode == 1 and said in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("name", ["Libfabric", "libfabric", "AWS Libfabric", "OFI", "ofi"])
+def test_the_guard_passes_nccl_net_naming_the_efa_plugin_in_any_case(tmp_path: Path, name: str) -> None:
+    """aws-ofi-nccl's network is Libfabric; it answers to "AWS Libfabric" (its name to 1.11) and "OFI" too
+    (nvidia_plugin_name_fixup), NCCL comparing case-insensitively."""
+    node = Node(tmp_path, "p5.48xlarge")
+    node.run("efa-env")
+    with (node.root / "etc/efa-cdk/efa.env").open("a") as f:
+        f.write(f"NCCL_NET='{name}'\n")
+    r = guard(node)
+    assert r.returncode == 0, r.stdout
 
 
 def test_efa_env_puts_the_plugin_where_the_image_keeps_it_on_the_jobs_path(tmp_path: Path) -> None:

@@ -731,6 +731,38 @@ def test_the_job_templates_never_go_through_what_a_user_put_in_shared(tmp_path: 
     assert "moved /shared/jobs aside" in r.log
 
 
+def test_a_user_cannot_steer_where_root_moves_their_jobs_entry(tmp_path: Path) -> None:
+    """Issue 60 item 6: root moved a user's entry aside to a name the user could guess
+    (jobs.not-root-only.<epoch>): a link there to a root folder (here a stand-in for /etc/cron.hourly) had
+    root move the user's directory, executable and all, into it; a plain file there failed the step. Links
+    and a file at every such name for the next minute: nothing reaches the folder, the step succeeds, and the
+    user's entry is kept aside under a name no one foresaw."""
+    import os
+    import time
+
+    node = Node(tmp_path)
+    cron = node.root / "etc-cron-hourly"
+    cron.mkdir()
+    shared = node.root / "shared"
+    shared.mkdir(mode=0o1777, parents=True, exist_ok=True)
+    os.chmod(shared, 0o1777)
+    jobs = shared / "jobs"
+    jobs.mkdir()
+    os.chmod(jobs, 0o777)
+    (jobs / "run-me").write_text("#!/bin/sh\necho pwned\n")
+    now = int(time.time())
+    for t in range(now - 5, now + 60):
+        (shared / f"jobs.not-root-only.{t}").symlink_to(cron)
+    (shared / "jobs.not-root-only").write_text("a user's file\n")
+    r = node.run("slurm-jobs")
+    assert r.returncode == 0, r.log
+    assert list(cron.iterdir()) == []
+    (aside,) = [p for p in shared.iterdir() if p.name.startswith(".efa-cdk-moved-aside.")]
+    assert (aside / "jobs/run-me").read_text().endswith("pwned\n") and aside.stat().st_uid == 0
+    assert f"moved /shared/jobs aside to /shared/{aside.name}/jobs" in r.log
+    assert (jobs / "nccl-tests.sbatch").read_text().startswith("#!") and not (jobs / "run-me").exists()
+
+
 def test_nccom_test_job_refuses_a_container_image_instead_of_benchmarking_the_host() -> None:
     """nccom-test launches its own workers on the other nodes, out of Pyxis' reach: with CONTAINER_IMAGE
     the template stops (exit 2) saying so, before touching the host's Neuron SDK."""

@@ -11,6 +11,7 @@ Slurm side runs against real slurmctld/slurmd in tests/e2e/test_pcs_node.py.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -121,7 +122,10 @@ def test_pcs_user_data_prepares_the_node_then_checks_efa(pcs: dict[str, Any]) ->
     config = yaml.safe_load(parts["text/cloud-config"])
     ((written,),) = [config["write_files"]]
     assert written["path"] == "/opt/efa-cdk/pcs/prep.sh" and written["content"] == PREP.read_text()
-    assert config["bootcmd"] == ["test ! -x /opt/efa-cdk/pcs/prep.sh || /opt/efa-cdk/pcs/prep.sh imds root"]
+    (bootcmd,) = config["bootcmd"]
+    assert bootcmd.startswith(
+        "if [ -x /opt/efa-cdk/pcs/prep.sh ]; then /opt/efa-cdk/pcs/prep.sh imds root; else"
+    )
     (efs,) = [k for k, v in pcs["Resources"].items() if v["Type"] == "AWS::EFS::FileSystem"]
     assert config["runcmd"] == [
         ["/opt/efa-cdk/pcs/prep.sh", "imds", "root"],
@@ -410,6 +414,10 @@ def _cloud_init(pcs: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
         capture_output=True,
         text=True,
         check=False,
+        env={
+            **os.environ,
+            **_prep_env(tmp_path),
+        },  # bootcmd runs for real: in a scratch root, stand-ins first
     )
     assert run.returncode == 0, run.stderr[-2000:]
     seen: dict[str, Any] = json.loads(run.stdout)
@@ -465,6 +473,12 @@ def test_cloud_init_runs_the_pcs_cloud_config_and_the_node_mounts_efs_over_tls(
     assert shell.startswith("#!/bin/bash\n") and "EFA_CDK_STEPS='efa-env,verify-efa,devices'" in shell
     assert seen["schema_errors"] == [] and seen["warnings"] == []
     assert seen["bootcmd_ok"] is True
+    # issue 60 item 9: on a first boot bootcmd runs before write_files has written prep.sh, and sshd may start
+    # before runcmd: bootcmd locks on its own (only root may log in; instance metadata for root alone)
+    assert seen["nologin_after_bootcmd"].startswith("efa-cdk: instance metadata is not yet restricted")
+    first = (tmp_path / "stubs/calls").read_text()
+    assert "iptables -w -A efa-cdk-imds -m owner --uid-owner 0 -j ACCEPT" in first
+    assert "ip6tables -w -I OUTPUT 1 -d fd00:ec2::254/128 -j efa-cdk-imds" in first
     assert seen["written"] == {"/opt/efa-cdk/pcs/prep.sh": "0o755"}
     prep = tmp_path / "root/opt/efa-cdk/pcs/prep.sh"
     assert prep.read_text() == PREP.read_text()
@@ -482,6 +496,7 @@ def test_cloud_init_runs_the_pcs_cloud_config_and_the_node_mounts_efs_over_tls(
     assert "-m owner --uid-owner 0 -j ACCEPT" in calls and "-A efa-cdk-imds -j REJECT" in calls
     assert "ip6tables -w -I OUTPUT 1 -d fd00:ec2::254/128 -j efa-cdk-imds" in calls  # issue 41 item 6
     assert (node / "var/lib/efa-cdk/imds-restricted").read_text() == "root\n"
+    assert not (node / "etc/nologin").exists()  # the rule holds: prep.sh lifted its own lock
     assert "fs-0123456789abcdef0 mounted at /shared over TLS as the node role, mode 1777" in run.stderr
 
 

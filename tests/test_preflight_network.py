@@ -40,7 +40,24 @@ def test_an_existing_subnet_without_a_route_out_is_warned_of(account: dict[str, 
     table = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
     ec2.create_route(RouteTableId=table, DestinationCidrBlock="0.0.0.0/0", GatewayId=gateway)
     ec2.associate_route_table(RouteTableId=table, SubnetId=subnet["SubnetId"])
-    check = pf.route_out(group)
+    # Issue 60 item 1: an internet gateway carries only a public address's traffic. A trn1.32xlarge node
+    # launches with 8 interfaces: EC2 gives it no public address from the subnet (one interface only, EC2 user
+    # guide), so without an Elastic IP each the nodes cannot fetch their software.
+    many = NodeGroup("S", "Cluster", "trn1.32xlarge", 2, subnet_id=subnet["SubnetId"], interfaces=8)
+    check = pf.route_out(many)
+    assert (
+        check is not None
+        and check.status == "FAIL"
+        and "8 network interfaces get no public address" in (check.found)
+    ), check
+    many.elastic_ips = 2
+    check = pf.route_out(many)
+    assert check is not None and check.status == "PASS" and gateway in check.found
+    one = NodeGroup("S", "Cluster", "c5n.18xlarge", 2, subnet_id=subnet["SubnetId"], interfaces=1)
+    check = pf.route_out(one)
+    assert check is not None and check.status == "FAIL" and "MapPublicIpOnLaunch false" in check.found
+    ec2.modify_subnet_attribute(SubnetId=subnet["SubnetId"], MapPublicIpOnLaunch={"Value": True})
+    check = pf.route_out(one)
     assert check is not None and check.status == "PASS" and gateway in check.found
     free = pf.subnet(NodeGroup("S", "Cluster", "trn1.32xlarge", 300, subnet_id=subnet["SubnetId"]))
     assert (
@@ -216,6 +233,25 @@ def test_the_elastic_ips_fit_the_quota_exactly_or_fail(
     assert (check.status if check else None) == status, check
     assert check is None or f"3 of {quota or 5}" in check.found, check
     stub.assert_no_pending_responses()
+
+
+def test_the_stacks_own_elastic_ips_are_not_counted_twice_on_an_update(account: dict[str, Any]) -> None:
+    """Issue 60 item 2: five addresses in use, one of them the stack's own (CloudFormation tags what it makes
+    with aws:cloudformation:stack-name), the stack needing one: an update, within the quota of five."""
+    quotas, q_stub = _stubbed(account, "service-quotas")
+    ec2, stub = _stubbed(account, "ec2")
+    q_stub.add_response("list_service_quotas", {"Quotas": []}, {"ServiceCode": "ec2"})
+    used = [{"PublicIp": f"203.0.113.{i}", "AllocationId": f"eipalloc-{i}"} for i in range(4)]
+    own = {"PublicIp": "203.0.113.9", "AllocationId": "eipalloc-9",
+           "Tags": [{"Key": "aws:cloudformation:stack-name", "Value": "S"}]}  # fmt: skip
+    stub.add_response("describe_addresses", {"Addresses": [*used, own]}, {})
+    q_stub.activate()
+    stub.activate()
+    pf = Preflight(account["session"])
+    pf._clients |= {"ec2": ec2, "service-quotas": quotas}
+    check = pf.elastic_ips(NodeGroup("S", "Cluster", "trn1.32xlarge", 1, elastic_ips=1))
+    assert check is not None and check.status == "PASS", check
+    assert "4 of 5 in use by others (1 of them the stack's own)" in check.found, check
 
 
 @pytest.mark.parametrize(("free", "status"), [(16, "PASS"), (15, "FAIL")])

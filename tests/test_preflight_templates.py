@@ -325,3 +325,12 @@ def test_only_a_persistent_2_lustre_file_system_of_a_known_size_is_asked_of_the_
         }
     }
     assert lustre_file_systems("S", template) == [LustreAsk("S", "Fs", 4800, True)]
+
+
+def test_a_group_says_its_interfaces_and_whether_the_first_asks_for_a_public_address() -> None:
+    """What the route-out check judges an internet gateway by (issue 60 item 1): the launch template's
+    interfaces, and the first one's AssociatePublicIpAddress."""
+    (group,) = node_groups("S", _shaped([_efa(0), _efa(1), _efa(2, "efa-only")]))
+    assert (group.interfaces, group.public_address) == (3, False)
+    (group,) = node_groups("S", _shaped([_efa(0) | {"AssociatePublicIpAddress": True}]))
+    assert (group.interfaces, group.public_address) == (1, True)

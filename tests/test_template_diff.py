@@ -302,3 +302,36 @@ def test_outside_a_git_repository_it_says_so(tmp_path: Path) -> None:
     with pytest.raises(EfaConfigError) as err:
         run("HEAD", None, {}, repo=tmp_path)
     assert err.value.code == "efa-cdk:diff-not-a-repository" and "in none" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("template", "says"),
+    [
+        ([], "the head template is a JSON list, not an object"),
+        ({"Resources": []}, "the head template's Resources is not an object"),
+        ({"Resources": {"A": 5}}, "resource A has no Type string"),
+        ({"Resources": {"A": {"Properties": {}}}}, "resource A has no Type string"),
+        ({"Resources": {"A": {"Type": "AWS::S3::Bucket", "Properties": []}}},
+         "Properties that are not an object"),
+        ({"Outputs": 5, "Resources": {}}, "the head template's Outputs is not an object"),
+        # shaped as a template, a property not as the schema has it: the readers' own failure, in one line
+        ({"Resources": {"A": {"Type": "AWS::EC2::Instance", "Properties": {"LaunchTemplate": 5}}}},
+         "not shaped as CloudFormation's resource schema has them"),
+        ({"Resources": {"G": {"Type": "AWS::EC2::SecurityGroup",
+                              "Properties": {"SecurityGroupIngress": [5]}}}},
+         "not shaped as CloudFormation's resource schema has them"),
+    ],
+)  # fmt: skip
+def test_a_malformed_template_is_refused_in_one_line_never_a_traceback(template: Any, says: str) -> None:
+    """Issue 60 item 8: template-diff printed tracebacks on malformed templates; a template is data. Each is
+    one refusal naming the stack and what is wrong, with the fix (cfn-lint names the property)."""
+    from efa_constructs.core.errors import EfaConfigError
+    from efa_constructs.tools.template_diff import diff_templates
+
+    ok = {"Resources": {"A": {"Type": "AWS::S3::Bucket"}}}
+    with pytest.raises(EfaConfigError) as err:
+        diff_templates(ok, template, stack="Trn1EfaCluster")
+    said = str(err.value)
+    assert said.startswith("template='Trn1EfaCluster': ") and "\n" not in said, said
+    assert says in said and "Fix: run cfn-lint" in said, said
+    assert err.value.code in ("efa-cdk:diff-template-malformed", "efa-cdk:diff-template-unreadable")

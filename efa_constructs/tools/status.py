@@ -333,7 +333,7 @@ def _benchmarks(outputs: dict[str, str], newest: dict[str, Any] | None = None) -
         try:
             data = json.loads(raw)
             results = json.loads(next(iter(data.values()))) if isinstance(data, dict) else data
-        except (ValueError, StopIteration):
+        except (ValueError, StopIteration, TypeError):
             return [{"benchmark": "all", "ok": False, "note": f"unreadable BenchmarkResults: {raw[:80]}"}]
     line_rate = _line_rate(outputs)
     out = []
@@ -368,8 +368,10 @@ def _storage_figure(b: dict[str, Any]) -> str:
     slowest = b.get("slowest_write") or {}
     text = f"write {b.get('write_gbytes_s')} GB/s, read {b.get('read_gbytes_s')} GB/s"
     text += f" from {b.get('nodes', '?')} nodes"
-    if slowest:
+    if isinstance(slowest, dict) and slowest:
         text += f" (slowest write: {slowest.get('node')} at {slowest.get('gbytes_s')} GB/s)"
+    elif slowest:  # what a node wrote is data: any shape is shown, none ends status in a traceback
+        text += f" (slowest write: unreadable, {str(slowest)[:40]})"
     if "efa_share" in b:
         try:
             text += f", {float(b['efa_share']):.0%} of Lustre's messages over EFA"
@@ -380,6 +382,8 @@ def _storage_figure(b: dict[str, Any]) -> str:
 
 def render_benchmark(b: dict[str, Any]) -> str:
     """One benchmark result as a line: its figure, or why it failed (the fabric sweep: what it named)."""
+    if not isinstance(b, dict):
+        return _CONTROL.sub("?", f"an unreadable benchmark result: {str(b)[:80]}")
     figure = (
         f"FAILED ({b.get('reason') or b.get('note', '')})"
         if not b.get("ok")
@@ -389,7 +393,12 @@ def render_benchmark(b: dict[str, Any]) -> str:
         if b.get("benchmark") == "lustre"
         else f"{b.get('peak_gbytes_s')} GB/s peak"
     )
-    share = f", {b['line_rate_fraction']:.0%} of the EFA line rate" if "line_rate_fraction" in b else ""
+    share = ""
+    if "line_rate_fraction" in b:
+        try:
+            share = f", {float(b['line_rate_fraction']):.0%} of the EFA line rate"
+        except (TypeError, ValueError):
+            share = f", an unreadable share of the EFA line rate ({str(b['line_rate_fraction'])[:40]})"
     return _CONTROL.sub("?", f"{b.get('benchmark')}: {figure}{share}")
 
 

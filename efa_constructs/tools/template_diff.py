@@ -30,7 +30,7 @@ from .revision_env import changed_packages
 from .revisions import app_command, revision_context, stack_templates, synth_revision, synthesize
 from .security_diff import security_changes
 from .template_paths import Path as PropPath
-from .template_paths import changed_paths, references, show_path
+from .template_paths import changed_paths, references, show_path, template_shape
 
 __all__ = [
     "COMMENT_LIMIT",
@@ -207,9 +207,33 @@ def _parameters(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Why
     }
 
 
-def diff_templates(old: Mapping[str, Any], new: Mapping[str, Any], region: str = "us-east-1") -> StackDiff:
+def diff_templates(
+    old: Mapping[str, Any], new: Mapping[str, Any], region: str = "us-east-1", stack: str = "the stack"
+) -> StackDiff:
     """Compare two templates of the same stack (with their nested stacks read in: revisions.flatten), by the
-    registry schemas of `region`."""
+    registry schemas of `region`. A template that is not one CloudFormation could read is refused in one
+    line (:class:`EfaConfigError`), never a traceback: the text of a template is data."""
+    fix = "run cfn-lint on the synthesized template (cdk.out/<stack>.template.json): it names what is wrong"
+    for template, which in ((old, "base"), (new, "head")):
+        wrong = template_shape(template, which)
+        if wrong:
+            raise EfaConfigError(
+                "template", code="efa-cdk:diff-template-malformed", value=stack, why=wrong, fix=fix
+            )
+    try:
+        return _diff_templates(old, new, region)
+    except (AttributeError, TypeError, KeyError, ValueError, IndexError) as err:
+        raise EfaConfigError(
+            "template",
+            code="efa-cdk:diff-template-unreadable",
+            value=stack,
+            why="a resource's properties are not shaped as CloudFormation's resource schema has them, a "
+            f"template CloudFormation would refuse ({type(err).__name__}: {str(err)[:120]})",
+            fix=fix,
+        ) from None
+
+
+def _diff_templates(old: Mapping[str, Any], new: Mapping[str, Any], region: str) -> StackDiff:
     old_r: Mapping[str, Any] = old.get("Resources") or {}
     new_r: Mapping[str, Any] = new.get("Resources") or {}
     d = StackDiff(types={rid: r["Type"] for rid, r in {**old_r, **new_r}.items()})
@@ -441,7 +465,7 @@ def run(
         new_notes = old_notes if same else _findings(Path(tmp) / "head")
     stacks = {}
     for stack in sorted(set(old.templates) | set(new.templates)):
-        d = diff_templates(old.flat.get(stack, {}), new.flat.get(stack, {}))
+        d = diff_templates(old.flat.get(stack, {}), new.flat.get(stack, {}), stack=stack)
         d.unread_nested = sorted(
             set(old.unread_nested.get(stack, [])) | set(new.unread_nested.get(stack, []))
         )

@@ -103,3 +103,24 @@ def references(node: Any, path: Path = (), inside: bool = False) -> Iterator[tup
     for key, value in node.items():
         deeper = inside or key.startswith("Fn::") or key == "Ref"
         yield from references(value, path if deeper else (*path, key), deeper)
+
+
+#: The template's sections the diff reads, each a JSON object when present (CloudFormation's template
+#: anatomy).
+_SECTIONS = ("Resources", "Parameters", "Outputs", "Conditions", "Mappings")
+
+
+def template_shape(template: object, which: str) -> str | None:
+    """Where `template` is not shaped as a CloudFormation template (its sections objects, each resource an
+    object with a Type string and, when it has them, Properties an object), or None."""
+    if not isinstance(template, Mapping):
+        return f"the {which} template is a JSON {type(template).__name__}, not an object"
+    for section in _SECTIONS:
+        if not isinstance(template.get(section, {}), Mapping):
+            return f"the {which} template's {section} is not an object"
+    for rid, resource in (template.get("Resources") or {}).items():
+        if not isinstance(resource, Mapping) or not isinstance(resource.get("Type"), str):
+            return f"the {which} template's resource {rid} has no Type string"
+        if not isinstance(resource.get("Properties", {}), Mapping):
+            return f"the {which} template's resource {rid} has Properties that are not an object"
+    return None

@@ -11,8 +11,8 @@
 #   fabric (efa, and efa-direct since libfabric 2.0: ofiwg/libfabric#10735); at least as many as the
 #   launch template attached;
 # - where NCCL runs the collectives (EFA_CDK_COLLECTIVES=nccl), the aws-ofi-nccl plugin NCCL loads
-#   (lib.sh's NCCL_PLUGIN_NAMES) is on the jobs' library path or named by NCCL_NET_PLUGIN, and NCCL_NET
-#   does not force NCCL's own Socket or IB transport (NCCL environment variables, NCCL_NET).
+#   (lib.sh's NCCL_PLUGIN_NAMES) is on the jobs' library path or named by NCCL_NET_PLUGIN, and NCCL_NET,
+#   when set, names the plugin's network (any case), not another transport (NCCL environment variables).
 # One line either way, naming the node and what it found; exit 1 on a refusal.
 #   fabric-guard.sh                  check this node
 #   fabric-guard.sh --hostfile FILE  check every node of an MPI hostfile over SSH (before mpirun)
@@ -99,8 +99,12 @@ if [ "${EFA_CDK_COLLECTIVES:-none}" = nccl ]; then
     where=${installed:+"in $installed but "}
     refuse "NCCL's EFA plugin (aws-ofi-nccl) is ${where}on none of the jobs' library paths (${LD_LIBRARY_PATH:-none}): NCCL would fall back to TCP sockets"
   fi
-  case "${NCCL_NET:-}" in
-    Socket | IB) refuse "the jobs' environment sets NCCL_NET=$NCCL_NET: NCCL would not use EFA" ;;
+  # NCCL picks the network whose name NCCL_NET gives, compared case-insensitively (NCCL src/plugin/net.cc,
+  # strcasecmp); aws-ofi-nccl answers to Libfabric, and renames itself for NCCL_NET "AWS Libfabric" (its 1.11
+  # name) or "OFI" (nvidia_plugin_name_fixup). Any other name (Socket, IB, ...) is another transport.
+  case "${NCCL_NET,,}" in
+    "" | libfabric | "aws libfabric" | ofi) ;;
+    *) refuse "the jobs' environment sets NCCL_NET=$NCCL_NET: NCCL would not use EFA (aws-ofi-nccl answers to Libfabric)" ;;
   esac
 fi
 echo "efa-cdk guard: $node: ok: $FABRIC on $(grep -c . <<<"$domains") endpoint domains ($(paste -sd, - <<<"$domains"))${plugin:+, NCCL plugin $plugin}"

@@ -49,6 +49,23 @@ root_only_dir() {
     && [ -z "$(find "$dir" -maxdepth 0 -perm /022)" ]
 }
 
+# own_dir FD TOP [INODE]: the directory open at FD is the one this run made: a directory of root's, mode 0700,
+# on TOP's file system, and empty (with INODE: that very directory); prints its inode. A path in a file system
+# every user may write to can be swapped for a link between any two steps (without the sticky bit a user may
+# rename root's entries): so a run's directory is opened once, checked through the open descriptor, and used
+# only through it (/proc/self/fd/FD/<name>: the directory opened, wherever its name now points).
+own_dir() {
+  python3 - "$1" "$2" "${3:-}" <<'PY'
+import os, stat, sys
+fd, top, inode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+st = os.fstat(fd)
+ok = stat.S_ISDIR(st.st_mode) and st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o700
+ok = ok and st.st_dev == os.stat(top).st_dev and (str(st.st_ino) == inode if inode else not os.listdir(fd))
+print(st.st_ino if ok else "", end="")
+sys.exit(0 if ok else 1)
+PY
+}
+
 # imds PATH: read instance metadata with an IMDSv2 session token.
 imds() {
   local token

@@ -14,18 +14,29 @@ mib=${EFA_CDK_LUSTRE_BENCH_MIB:-1024}
 
 if [ "${1:-}" = --node ]; then
   # Root writes and reads in a directory of its own, made new for each run (mktemp -d: 0700, a name no one can
-  # foresee) and kept by name in root's state, so no link or file a user put in the file system is followed.
+  # foresee) and kept (name and inode) in root's state, so no link or file a user put in the file system is
+  # followed (lib.sh own_dir).
   mkdir -p "$STATE"
+  kept="$STATE/lustre-bench-dir.$(hostname)"
   case "${2:-}" in
     counts) lnetctl net show -v ;;
     write)
-      run=$(mktemp -d "$fs/.efa-cdk-bench.XXXXXXXX") && printf '%s\n' "$run" >"$STATE/lustre-bench-dir.$(hostname)" \
-        && dd if=/dev/zero of="$run/data" bs=1M count="$mib" oflag=direct 2>&1 ;;
+      run=$(mktemp -d "$fs/.efa-cdk-bench.XXXXXXXX")
+      if ! { exec {dir}<"$run"; } 2>/dev/null || ! inode=$(own_dir "$dir" "$fs"); then
+        echo "${run#"$R"} is not the directory this run made: not written" >&2 && exit 1
+      fi
+      printf '%s %s\n' "$run" "$inode" >"$kept"
+      dd if=/dev/zero of="/proc/self/fd/$dir/data" bs=1M count="$mib" oflag=direct,nofollow conv=excl 2>&1 ;;
     read)
-      run=$(cat "$STATE/lustre-bench-dir.$(hostname)" 2>/dev/null) || run=
+      read -r run inode <"$kept" 2>/dev/null || run=
       case "$run" in "$fs"/.efa-cdk-bench.*) ;; *) echo "no write of this node to read back" >&2 && exit 1 ;; esac
-      dd if="$run/data" of=/dev/null bs=1M iflag=direct 2>&1
-      rm -rf "$run" "$STATE/lustre-bench-dir.$(hostname)" ;;
+      rm -f "$kept"
+      if ! { exec {dir}<"$run"; } 2>/dev/null || ! own_dir "$dir" "$fs" "$inode" >/dev/null; then
+        echo "${run#"$R"} is no longer the directory this run made: not read" >&2 && exit 1
+      fi
+      dd if="/proc/self/fd/$dir/data" of=/dev/null bs=1M iflag=direct,nofollow 2>&1
+      rm -f "/proc/self/fd/$dir/data"
+      rmdir "$run" 2>/dev/null || true ;; # only ever an empty directory
     *) echo "usage: lustre-bench.sh --node counts|write|read" >&2 && exit 2 ;;
   esac
   exit 0

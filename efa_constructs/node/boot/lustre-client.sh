@@ -181,12 +181,19 @@ log "FSx for Lustre mounted at ${dir#"$R"}"
 
 # The proof: LNet's efa network carries messages both ways across a direct write and read from this node.
 read -r _ sent0 recv0 < <(efa_counts)
-# in a directory of root's own, made new (mktemp -d: 0700, a name no one can foresee), so no link or file a
-# user put in the file system is written through as root
+# in a directory of root's own, made new (mktemp -d: 0700, a name no one can foresee) and used only through
+# its open descriptor (lib.sh own_dir), so no link or file a user put in the file system is written through
 probe_dir=$(mktemp -d "$dir/.efa-cdk-lnet-probe.XXXXXXXX") || die "could not write to ${dir#"$R"}"
-dd if=/dev/zero of="$probe_dir/probe" bs=1M count=64 oflag=direct status=none || die "could not write to ${dir#"$R"}"
-dd if="$probe_dir/probe" of=/dev/null bs=1M iflag=direct status=none || die "could not read from ${dir#"$R"}"
-rm -rf "$probe_dir"
+if ! { exec {probe}<"$probe_dir"; } 2>/dev/null || ! own_dir "$probe" "$dir" >/dev/null; then
+  die "${probe_dir#"$R"} is not the directory this step made (swapped by someone else?): not written"
+fi
+dd if=/dev/zero of="/proc/self/fd/$probe/probe" bs=1M count=64 oflag=direct,nofollow conv=excl status=none \
+  || die "could not write to ${dir#"$R"}"
+dd if="/proc/self/fd/$probe/probe" of=/dev/null bs=1M iflag=direct,nofollow status=none \
+  || die "could not read from ${dir#"$R"}"
+rm -f "/proc/self/fd/$probe/probe"
+rmdir "$probe_dir" 2>/dev/null || true # only ever an empty directory
+exec {probe}<&-
 read -r _ sent1 recv1 < <(efa_counts)
 if [ "$sent1" -le "$sent0" ] || [ "$recv1" -le "$recv0" ]; then
   die "Lustre traffic does not ride EFA: across 64 MiB written and read, LNet's efa network sent $((sent1 - sent0)) and received $((recv1 - recv0)) messages (the file system's EFA, its security group, or this node's LNet)"

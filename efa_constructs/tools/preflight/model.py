@@ -98,6 +98,10 @@ class NodeGroup:
     elastic_ips: int = 0
     interfaces_with_ip: int = 1
     subnet_from: str | None = None  # where the subnet comes from when the template cannot say (an import)
+    interfaces: int = 1  # network interfaces each node launches with
+    public_address: bool = (
+        False  # the first interface asks for a public IPv4 address (AssociatePublicIpAddress)
+    )
 
 
 def quota_name(instance_type: str) -> str | None:

@@ -3,6 +3,9 @@ route, FSx."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from .aws_errors import _aws_call, _Denied, _failure, _unless
 from .base import PreflightBase
 from .model import (
@@ -16,6 +19,11 @@ from .model import (
     _past,
 )
 from .templates import _made_by
+
+
+def _tag(resource: Mapping[str, Any], key: str) -> Any:
+    """A tag's value on an EC2 answer's resource (its Tags list), or None."""
+    return next((t.get("Value") for t in resource.get("Tags") or [] if t.get("Key") == key), None)
 
 
 class NetworkChecks(PreflightBase):
@@ -128,16 +136,21 @@ class NetworkChecks(PreflightBase):
             return None
         found = self._quota("elastic ips", EIP_QUOTA)
         ec2 = self.client("ec2")
-        used = len(_aws_call("elastic ips", "ec2:DescribeAddresses", ec2.describe_addresses)["Addresses"])
+        addresses = _aws_call("elastic ips", "ec2:DescribeAddresses", ec2.describe_addresses)["Addresses"]
+        # On an update the stack's own addresses are among them: CloudFormation tags what it makes with its
+        # stack's name (aws:cloudformation:stack-name), and those are the ones the stack adds, not more.
+        own = sum(1 for a in addresses if _tag(a, "aws:cloudformation:stack-name") == g.stack)
+        used = len(addresses) - own
         limit = int(found["Value"]) if found else 5  # EC2's default: 5 per region
+        kept = f" ({own} of them the stack's own)" if own else ""
         if used + g.elastic_ips > limit:
             return Check(
                 "elastic ips",
                 "FAIL",
-                f"{used} of {limit} Elastic IPs in use, the stack adds {g.elastic_ips}",
+                f"{used} of {limit} Elastic IPs in use by others{kept}, the stack needs {g.elastic_ips}",
                 "release unused addresses or request more (quota 'EC2-VPC Elastic IPs')",
             )
-        return Check("elastic ips", "PASS", f"{used} of {limit} in use + {g.elastic_ips}")
+        return Check("elastic ips", "PASS", f"{used} of {limit} in use by others{kept} + {g.elastic_ips}")
 
     def subnet(self, g: NodeGroup) -> Check | None:
         if not g.subnet_id and g.subnet_from:
@@ -253,6 +266,8 @@ class NetworkChecks(PreflightBase):
                 "traffic on to the internet (VPC peering guide: no edge-to-edge routing)",
                 "route 0.0.0.0/0 to a NAT gateway",
             )
+        if str(route.get("GatewayId", "")).startswith("igw-"):
+            return self._public_route(g, target)
         if route.get("InstanceId") or route.get("NetworkInterfaceId"):
             return Check(
                 "route out",
@@ -261,6 +276,43 @@ class NetworkChecks(PreflightBase):
                 "(a NAT instance with its source/destination check off)",
             )
         return Check("route out", "PASS", f"{g.subnet_id} routes out through {target}")
+
+    def _public_route(self, g: NodeGroup, gateway: str) -> Check:
+        """A route to an internet gateway reaches the internet only from a public address. EC2 gives a node
+        one from the subnet only when it launches with a single network interface at device index 0 (EC2
+        user guide, "Assign a public IPv4 address during instance launch"; API reference,
+        InstanceNetworkInterfaceSpecification.AssociatePublicIpAddress: one interface only), so a node with
+        several needs an Elastic IP each."""
+        if g.elastic_ips >= g.count:
+            return Check(
+                "route out", "PASS", f"{g.subnet_id} routes out through {gateway}, an Elastic IP a node"
+            )
+        fix = "use a private subnet whose default route goes to a NAT gateway (-c subnet_id=...)"
+        if g.interfaces > 1:
+            return Check(
+                "route out",
+                "FAIL",
+                f"{g.subnet_id} routes out through the internet gateway {gateway}, but nodes with "
+                f"{g.interfaces} network interfaces get no public address from a subnet and the stack gives "
+                f"{g.elastic_ips} Elastic IPs for {g.count} nodes: they could not fetch their software",
+                fix,
+            )
+        ec2 = self.client("ec2")
+        subnet = _aws_call(
+            "route out", "ec2:DescribeSubnets", lambda: ec2.describe_subnets(SubnetIds=[g.subnet_id])
+        )["Subnets"][0]
+        if g.public_address or subnet.get("MapPublicIpOnLaunch"):
+            return Check(
+                "route out", "PASS", f"{g.subnet_id} routes out through {gateway}, a public address a node"
+            )
+        return Check(
+            "route out",
+            "FAIL",
+            f"{g.subnet_id} routes out through the internet gateway {gateway}, but it gives no public "
+            "address at launch (MapPublicIpOnLaunch false) and the nodes ask for none: they could not fetch "
+            "their software",
+            fix,
+        )
 
     def lustre(self, fs: LustreAsk) -> Check:
         """The region's PERSISTENT_2 Lustre quotas (storage, file systems) hold the file system beside the

@@ -192,6 +192,8 @@ def _template_group(
         root_gib=_root_gib(data),
         interfaces_with_ip=sum(1 for n in nics if n.get("InterfaceType") != "efa-only"),
         subnet_from=_import_note(subnet, exports),
+        interfaces=len(nics),
+        public_address=nics[0].get("AssociatePublicIpAddress") is True,
     )
 
 
