@@ -44,7 +44,19 @@ def build(app: cdk.App) -> cdk.App:
         except EfaConfigError as err:
             plain = {k: v for k, v in context.items() if ":" not in k}
             key = CONTEXT_KEY_OF_OPTION.get(err.what)  # the key the user typed, not the construct's option
-            raise err.in_stack(ready.name, fix_suffix=plain_key_hint(plain, err), what=key) from None
+            hint = plain_key_hint(plain, err)
+            if not hint:
+                raise err.in_stack(ready.name, what=key) from None
+            # A plain key reaches every ready stack, the one the user synthesizes or not (the app cannot
+            # know which: cdk synthesizes all, then selects): say so before naming the stack that refused.
+            local = err.in_stack(ready.name, fix_suffix=hint, what=key)
+            raise EfaConfigError(
+                local.what,
+                code=err.code,
+                value=err.value,
+                why=f"a plain -c key reaches every ready stack, and {ready.name} refuses it: {err.why}",
+                fix=local.fix,
+            ) from None
     return app
 
 

@@ -16,6 +16,28 @@ declared once, in ``__init__.pyi`` beside this file: ``__all__``, the lazy loadi
 all follow from it.
 """
 
+import sys as _sys
+
 import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
+
+
+def _one_line_refusals() -> None:
+    """An uncaught refusal is one line in every app that imports the library, not a traceback
+    (``core.errors.one_line_or``; ``EFA_CDK_TRACEBACK=1`` keeps the traceback). The hook loads nothing until
+    an exception reaches it, so ``import efa_constructs`` stays fast."""
+    previous = _sys.excepthook
+    if getattr(previous, "efa_cdk", False):
+        return
+
+    def hook(kind: type[BaseException], error: BaseException, trace: object) -> None:
+        from .core.errors import one_line_or
+
+        one_line_or(previous, kind, error, trace)
+
+    hook.efa_cdk = True  # type: ignore[attr-defined]
+    _sys.excepthook = hook  # type: ignore[assignment]
+
+
+_one_line_refusals()

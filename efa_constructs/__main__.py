@@ -1,7 +1,7 @@
 """Command line: ``python -m efa_constructs`` (or ``efa-cdk``).
 
     python -m efa_constructs layout trn1.32xlarge [--mode legacy] [--efa-count 4] [--output json]
-    python -m efa_constructs types [--family p5] [--output json]
+    python -m efa_constructs types [p5 | p5.48xlarge] [--family p5] [--output json]
     python -m efa_constructs catalogue refresh [--live --region us-east-1 ...] [--to FILE] [--output json]
     python -m efa_constructs template-diff [--base main] [--head REV] [--app CMD] [-c key=value] [--strict]
                                            [--output json|markdown]
@@ -27,6 +27,12 @@ from .core.errors import EfaConfigError
 from .core.layout import LayoutMode, plan_layout
 from .tools.commands import Command, add_commands
 from .tools.exits import Exit, emit, fail, table
+
+#: What ``efa-cdk --help`` says first (plain text: the module's docstring is written for the API reference).
+DESCRIPTION = (
+    "efa-cdk: EFA clusters with AWS CDK. Instance layouts and the catalogue (no AWS), template diffs and "
+    "the pull-request review, and a deployed cluster's preflight, status and sweep (an AWS account)."
+)
 
 #: Where ``pr-review --write-workflow`` writes the workflow (efa_constructs.tools.pr_review's, without
 #: importing the diff's modules for every command).
@@ -71,20 +77,37 @@ def _type_row(it: Any) -> dict[str, Any]:
 
 
 def _types(args: argparse.Namespace) -> int:
-    family = (args.family or "").lower()
-    chosen = [it for it in all_instance_types().values() if it.family.startswith(family)]
+    asked = args.name or args.family or ""
+    types = all_instance_types()
+    if "." in asked:  # a type's name (p5.48xlarge), as a name or as --family: that type
+        if asked.lower() not in types:
+            raise EfaConfigError(
+                "TYPE" if args.name else "--family",
+                code="efa-cdk:cli-type-unknown",
+                value=asked,
+                why="no EFA-capable type of the catalogue has this name",
+                fix="efa-cdk types lists them all; efa-cdk types p5 those of a family",
+            )
+        chosen = [types[asked.lower()]]
+    else:
+        family = asked.lower()
+        chosen = [it for it in types.values() if it.family.startswith(family)]
     if not chosen:
         families = sorted({it.family for it in all_instance_types().values()})
         raise EfaConfigError(
             "--family",
             code="efa-cdk:cli-family-unknown",
-            value=args.family,
+            value=asked,
             why="no EFA-capable family starts with it",
             fix=f"use a family or its start, e.g. p6, trn (families: {', '.join(families)})",
         )
+    one = "." in asked  # its layout is one command away
     emit(
         [_type_row(it) for it in chosen],
-        lambda: _types_text(chosen, bool(args.family)),
+        lambda: (
+            _types_text(chosen, bool(asked))
+            + (f"\n# its layout: efa-cdk layout {chosen[0].name}" if one else "")
+        ),
         args.output == "json",
     )
     return Exit.OK
@@ -276,12 +299,26 @@ def _dashboard(_args: argparse.Namespace) -> int:
 
 
 def _layout_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("instance_type")
-    p.add_argument("--mode", default=LayoutMode.RECOMMENDED.value, choices=[m.value for m in LayoutMode])
-    p.add_argument("--efa-count", type=int, default=None)
+    p.add_argument("instance_type", metavar="TYPE", help="an EFA-capable instance type, e.g. trn1.32xlarge")
+    p.add_argument(
+        "--mode",
+        default=LayoutMode.RECOMMENDED.value,
+        choices=[m.value for m in LayoutMode],
+        help="recommended (default): AWS's per-type advice; max-bandwidth: an EFA on every card; legacy: "
+        "efa on every card, card 0 at device index 0",
+    )
+    p.add_argument(
+        "--efa-count", type=int, default=None, help="how many EFA interfaces (default: the mode's)"
+    )
 
 
 def _types_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "name",
+        nargs="?",
+        metavar="TYPE_OR_FAMILY",
+        help="one type (p5.48xlarge), or the families starting with this (p5, P6, trn), any case",
+    )
     p.add_argument("--family", help="only families starting with this, any case, e.g. p5 or P6 or trn")
 
 
@@ -335,14 +372,14 @@ def _preflight_args(p: argparse.ArgumentParser) -> None:
 
 
 def _status_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("stack", nargs="?", metavar="STACK")
+    p.add_argument("stack", nargs="?", metavar="STACK", help="the deployed stack's name, e.g. Trn1EfaCluster")
     p.add_argument(
         "--pcluster-name", default=None, help="a ParallelCluster stack: the cluster's name in pcluster"
     )
 
 
 def _stack_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("stack", nargs="?", metavar="STACK")
+    p.add_argument("stack", nargs="?", metavar="STACK", help="the deployed stack's name, e.g. Trn1EfaCluster")
 
 
 #: The help of a word that groups commands (``catalogue``).
@@ -415,7 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="efa-cdk",
-        description=__doc__.split("\n\n")[0],
+        description=DESCRIPTION,
         epilog=table(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

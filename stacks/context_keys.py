@@ -99,7 +99,4 @@ def plain_key_hint(ctx: Mapping[str, Any], err: EfaConfigError) -> str:
     key = CONTEXT_KEY_OF_OPTION.get(err.what, err.what)
     if key not in ctx:
         return ""
-    return (
-        f" (a plain -c {key}=... applies to every ready stack; to set it for one stack only, "
-        f"write -c <StackName>:{key}=...)"
-    )
+    return f" (to set it for one stack only, write -c <StackName>:{key}=...)"

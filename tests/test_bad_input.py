@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -164,7 +165,7 @@ def test_a_rejected_configuration_leaves_no_template(request: pytest.FixtureRequ
     """app.py exits non-zero with the refusal, and writes no template (runs in the background)."""
     run, tmp = background_result(request.node.nodeid)
     assert run.returncode != 0
-    assert "node_count=0: EfaCluster needs at least one node" in run.stderr
+    assert "node_count=0: " in run.stderr and "EfaCluster needs at least one node" in run.stderr
     assert not list(tmp.glob("out/*.template.json"))
 
 
@@ -344,3 +345,59 @@ def test_a_construct_refusal_gains_its_context_fix_only_in_a_ready_stack(make_st
                    node_count=CfnParameter(stack, "Count", type="Number").value_as_number)  # fmt: skip
     assert "-c " not in str(err.value) and "node_group=NodeGroup.ASG" in str(err.value)
     assert "(-c node_group=asg)" in str(err.value.in_stack("Trn1EfaCluster"))
+
+
+def test_a_refusal_says_a_token_by_what_it_stands_for_and_an_instance_type_by_its_name() -> None:
+    """Issue 60 (the hidden matrix): a refusal printed a placement group as ${Token[TOKEN.1941]} and a
+    reservation's type as <aws_cdk.aws_ec2.InstanceType object at 0x...>, twice in one line. The error model
+    renders both itself, whatever a call site wrote: the placement group by the construct it reads, the
+    type by its name, a number's token as known only at deploy."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+
+    from efa_constructs import Capacity, EfaCluster
+    from efa_constructs.core.errors import EfaConfigError
+    from tests.helpers import isolated_vpc, new_app
+
+    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(region="us-east-1", account="123456789012"))
+    group = ec2.PlacementGroup(stack, "Group")
+    with pytest.raises(EfaConfigError) as err:
+        block = Capacity.capacity_block("cr-0123456789abcdef0")
+        EfaCluster(stack, "C", vpc=isolated_vpc(stack), instance_type=ec2.InstanceType("p5.48xlarge"),
+                   capacity=block, placement_group=group)  # fmt: skip
+    assert str(err.value).startswith("placement_group=<S/Group/Resource's GroupName, known at deploy>: ")
+    declared = Capacity.reservation("cr-0123456789abcdef0", instance_type=ec2.InstanceType("p4d.24xlarge"))  # type: ignore[arg-type]
+    with pytest.raises(EfaConfigError) as err:
+        declared.check(instance_type="p5.48xlarge", availability_zone=None, node_count=2)
+    assert "it reserves p4d.24xlarge, the cluster launches p5.48xlarge" in str(err.value)
+    assert "set instance_type=p4d.24xlarge" in str(err.value)
+    number = cdk.Token.as_number(cdk.Aws.ACCOUNT_ID)
+    why = f"made from {ec2.InstanceType('p5.48xlarge')}"
+    said = str(EfaConfigError("node_count", code="efa-cdk:example", value=number, why=why, fix="f"))
+    assert said == "node_count=<a number known only at deploy>: made from <InstanceType>. Fix: f", said
+
+
+def test_an_uncaught_refusal_in_a_users_app_is_one_line_without_asking(tmp_path: Path) -> None:
+    """Issue 60 item 14: a refusal in a user's own app was an 8 to 28-line traceback unless the app used
+    refusals_in_one_line(), which few snippets showed. `import efa_constructs` now makes an uncaught refusal
+    one line on stderr (exit 1, as Python exits on any uncaught exception); EFA_CDK_TRACEBACK=1 keeps the
+    traceback, and any other error keeps its own."""
+    import os
+    import subprocess
+    import sys
+
+    app = tmp_path / "app.py"
+    app.write_text(
+        "from efa_constructs import Layout, instance_type\n"
+        "Layout.recommended(efa_count=99).resolve(instance_type('trn1.32xlarge'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "EFA_CDK_TRACEBACK"}
+    run = subprocess.run([sys.executable, str(app)], capture_output=True, text=True, env=env)
+    assert run.returncode == 1 and run.stderr.count("\n") == 1, run.stderr
+    assert run.stderr.startswith("error: efa_count=99: trn1.32xlarge takes 1 to 8 EFA interfaces"), run.stderr
+    run = subprocess.run([sys.executable, str(app)], capture_output=True, text=True,
+                         env={**env, "EFA_CDK_TRACEBACK": "1"})  # fmt: skip
+    assert run.returncode == 1 and "Traceback (most recent call last)" in run.stderr
+    app.write_text("import efa_constructs\nraise ValueError('not a refusal')\n")
+    run = subprocess.run([sys.executable, str(app)], capture_output=True, text=True, env=env)
+    assert "Traceback (most recent call last)" in run.stderr and "ValueError: not a refusal" in run.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,40 @@ def test_types_with_no_match_says_so(capsys: pytest.CaptureFixture[str]) -> None
     assert main(["types", "--family", "zz9"]) == 1
     err = capsys.readouterr().err
     assert "no EFA-capable family starts with it" in err and "trn1" in err
+
+
+@pytest.mark.parametrize(
+    "argv", [["types", "p5.48xlarge"], ["types", "--family", "p5.48xlarge"], ["types", "P5.48XLARGE"]]
+)
+def test_types_takes_a_type_name_as_a_user_would_type_it(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """Issue 60 item 13: `efa-cdk types p5.48xlarge` was a usage error and `--family p5.48xlarge` found no
+    family: a type's name shows that type, and where its layout is."""
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if not line.startswith(("#", "type "))]
+    assert [r.split()[0] for r in rows] == ["p5.48xlarge"], out
+    assert "# its layout: efa-cdk layout p5.48xlarge" in out
+    assert main(["types", "p5"]) == 0 and "p5en.48xlarge" in capsys.readouterr().out  # a family's start
+    assert main(["types", "p9.48xlarge"]) == 1
+    assert "no EFA-capable type of the catalogue has this name" in capsys.readouterr().err
+
+
+def test_every_command_and_argument_has_plain_help(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 60 item 13: --help showed the module docstring's RST markup, and layout's arguments, status's
+    and sweep's STACK and dashboard had no help text."""
+    from efa_constructs.__main__ import build_parser
+
+    parser = build_parser()
+    assert "``" not in parser.format_help()
+    subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sub in subcommands.choices.items():
+        assert sub.description, name
+        assert "``" not in sub.format_help(), name
+        for action in sub._actions:
+            if not isinstance(action, argparse._SubParsersAction):
+                assert action.help, f"{name}: {action.dest}"
 
 
 def test_offline_refresh_writes_the_shipped_catalogue(

@@ -8,11 +8,13 @@ templates or runs the node group (no account here).
 
 from __future__ import annotations
 
+import contextlib
 import email
 import importlib.util
 import json
 import re
 import sys
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -659,3 +661,56 @@ def test_the_efa_plugin_image_comes_from_the_registry_aws_lists_for_the_region(
     from efa_constructs.cdk.eks_charts import addon_registry
 
     assert addon_registry(region) == registry
+
+
+def _docs_program(text: str, out: Path) -> dict[str, Any]:
+    """docs/eks.md's aws_eks program: its template, and the EKS rules cdk-nag's AwsSolutions pack reports on
+    it (its policy-validation plugin, the report as JSON: CDK's @aws-cdk/core:validationReportJson). The
+    program's App is given the report's context and an output folder here; nothing else changes."""
+    from aws_cdk import Validations
+    from cdk_nag import AwsSolutionsChecks
+
+    def run(app: str = "cdk.App()") -> dict[str, Any]:
+        namespace: dict[str, Any] = {"__name__": "docs_eks"}
+        program = text.replace("app.synth()", "pass").replace("app = cdk.App()", f"app = {app}")
+        exec(compile(program, "docs/eks.md", "exec"), namespace)
+        return namespace
+
+    template = new_template(run()["stack"])
+    report_json = {"@aws-cdk/core:validationReportJson": True}
+    app = run(f"cdk.App(outdir={str(out)!r}, context={report_json!r})")["app"]
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    with contextlib.suppress(RuntimeError):  # a finding fails the synth; the report names every one
+        app.synth()
+    report = (out / "policy-validation-report.json").read_text()
+    return {"findings": sorted(set(re.findall(r"AwsSolutions-EKS[12]\b", report))), "template": template}
+
+
+def test_the_docs_aws_eks_program_keeps_its_api_private_logs_its_control_plane_and_grants_a_pod_role(
+    tmp_path: Path,
+) -> None:
+    """Issue 60 item 10: docs/eks.md's aws_eks program had its API endpoint open to 0.0.0.0/0 (cdk-nag
+    AwsSolutions-EKS1), no control-plane logs (EKS2), and granted its bucket to the node role, which every
+    pod on a node shares. Now: no EKS1 or EKS2 finding, and the bucket's grant is the trainer service
+    account's pod role (EKS Pod Identity), not the node role's."""
+    from tests.docs_blocks import blocks
+
+    (block,) = [b for b in blocks() if b.page == "docs/eks.md" and b.lang == "python"]
+    program = _docs_program(block.text, tmp_path)
+    assert program["findings"] == []
+    t = program["template"]
+    (bucket,) = [k for k, v in t["Resources"].items() if v["Type"] == "AWS::S3::Bucket"]
+    (node_role,) = [
+        p["Properties"]["NodeRole"] for p in by_type(t, "AWS::EKS::Nodegroup")
+    ]  # the node group's role (Fn::GetAtt)
+    node_role_id = node_role["Fn::GetAtt"][0]
+    (pod,) = by_type(t, "AWS::EKS::PodIdentityAssociation")
+    assert pod["Properties"]["ServiceAccount"] == "trainer"
+    pod_role_id = pod["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    granted = {
+        role["Ref"]
+        for p in by_type(t, "AWS::IAM::Policy")
+        if bucket in json.dumps(p["Properties"]["PolicyDocument"])
+        for role in p["Properties"]["Roles"]
+    }
+    assert granted == {pod_role_id} and node_role_id not in granted

@@ -1101,6 +1101,51 @@ def test_an_existing_file_system_is_mounted_and_left_alone() -> None:
     assert lint(t, stock=True) == []
 
 
+def test_an_immutable_file_system_group_is_left_unchanged_and_the_rules_it_needs_are_said() -> None:
+    """Issue 60: a file system's group imported with mutable=False ("not to be changed") was accepted
+    silently. Now nothing is written on it (no rule names it as its group), the clients' own rules are, and a
+    warning says the two rules its owner must add, and where."""
+    from aws_cdk import Environment
+
+    from efa_constructs import EfaCluster, EfaNetwork
+    from tests.helpers import by_type
+
+    stack = Stack(new_app(), "Immutable", env=Environment(region="us-east-1"))
+    group = ec2.SecurityGroup.from_security_group_id(stack, "FsGroup", "sg-0123456789abcdef0", mutable=False)
+    fs = EfaLustreFileSystem.from_file_system_attributes(
+        stack, "Existing", security_group=group, availability_zone="us-east-1c", **EXISTING
+    )
+    net = EfaNetwork(stack, "Net", availability_zone="us-east-1c")
+    EfaCluster(stack, "C", instance_type=ec2.InstanceType("trn1.32xlarge"), vpc=net.vpc,
+               subnet=net.private_subnet, lustre=fs)  # fmt: skip
+    t = assertions.Template.from_stack(stack).to_json()
+    rules = [*by_type(t, "AWS::EC2::SecurityGroupIngress"), *by_type(t, "AWS::EC2::SecurityGroupEgress")]
+    assert not [r for r in rules if r["Properties"]["GroupId"] == "sg-0123456789abcdef0"]
+    assert [r for r in rules if r["Properties"].get("SourceSecurityGroupId") == "sg-0123456789abcdef0"]
+    (warning,) = assertions.Annotations.from_stack(stack).find_warning(
+        "*", assertions.Match.string_like_regexp("efa-cdk:lustre-group-immutable")
+    )
+    said = str(warning.entry.data)
+    assert "imported with mutable=False" in said and "all traffic (EFA)" in said and "Immutable/C" in said
+    # the same group, mutable: its rules are written (the probe leaves no rule of its own behind)
+    t = assertions.Template.from_stack(_mutable_cluster()).to_json()
+    rules = [*by_type(t, "AWS::EC2::SecurityGroupIngress"), *by_type(t, "AWS::EC2::SecurityGroupEgress")]
+    on_fs = [r["Properties"] for r in rules if r["Properties"]["GroupId"] == "sg-0123456789abcdef0"]
+    assert len(on_fs) == 2 and not [r for r in on_fs if r.get("CidrIp") == "192.0.2.1/32"]
+
+
+def _mutable_cluster() -> Stack:
+    from aws_cdk import Environment
+
+    from efa_constructs import EfaCluster, EfaNetwork
+
+    stack = Stack(new_app(), "Mutable", env=Environment(region="us-east-1"))
+    net = EfaNetwork(stack, "Net", availability_zone="us-east-1c")
+    EfaCluster(stack, "C", instance_type=ec2.InstanceType("trn1.32xlarge"), vpc=net.vpc,
+               subnet=net.private_subnet, lustre=_existing(stack))  # fmt: skip
+    return stack
+
+
 def test_an_existing_file_system_keeps_fsxs_rules() -> None:
     """Its attributes are checked as a made one's: EFA clients in its zone; a size FSx does not make."""
     from efa_constructs import EfaCluster, EfaNetwork
@@ -1352,3 +1397,21 @@ def _storage_sized(gib: int) -> dict:
     EfaSharedStorage(stack, "Storage", vpc=vpc, subnet=vpc.isolated_subnets[0], clients=clients,
                      fsx_lustre_capacity_gib=gib)  # fmt: skip
     return assertions.Template.from_stack(stack).to_json()  # type: ignore[no-any-return]
+
+
+def test_a_client_type_refusal_shows_the_options_own_value_and_names_the_type_in_why() -> None:
+    """Issue 60 item 11: the FSx-over-EFA refusals printed the instance type as the option's value
+    (fsx_lustre_efa='p4d.24xlarge', efa='trn2.48xlarge'); the value was true. Now the option and its value,
+    then the type in why."""
+    cases = [
+        (lambda: LustreSpec(19200, efa=True).check_clients(instance_type("trn2.48xlarge"), 2), "efa=True: "),
+        (lambda: LustreSpec(19200, efa=True, gds=True).check_clients(instance_type("trn1.32xlarge"), 2),
+         "gds=True: "),
+        (lambda: LustreSpec(19200, efa=True).check_clients(instance_type("p5.48xlarge"), 200), "efa=True: "),
+    ]  # fmt: skip
+    for refuse, starts in cases:
+        with pytest.raises(EfaConfigError) as err:
+            refuse()
+        said = str(err.value)
+        assert said.startswith(starts) and "xlarge'" not in said.split(":", 1)[0], said
+        assert "xlarge" in said.split(":", 1)[1], said  # the type, named where it belongs

@@ -121,10 +121,28 @@ def servers_rules(group: ec2.ISecurityGroup, efa: bool) -> None:
             group.add_egress_rule(group, port, "Lustre servers")
 
 
-def rules_both_ways(lustre: EfaLustreFileSystem, clients: ec2.ISecurityGroup) -> list[IConstruct]:
+def mutable(group: ec2.ISecurityGroup) -> bool:
+    """Whether aws-cdk-lib writes rules on `group`: a group made in the app, or one imported with
+    ``mutable=True`` (the default). An immutable import (``from_security_group_id(..., mutable=False)``:
+    "the group is not to be changed") drops every rule added to it; no property says which it is, so a rule
+    is added and taken away again (an imported group's rule is a construct of its own, under it)."""
+    if isinstance(group, ec2.SecurityGroup):
+        return True
+    before = {c.node.id for c in group.node.children}
+    group.add_ingress_rule(ec2.Peer.ipv4("192.0.2.1/32"), ec2.Port.tcp(9), "efa-cdk: is the group mutable")
+    added = [c.node.id for c in group.node.children if c.node.id not in before]
+    for child in added:
+        group.node.try_remove_child(child)
+    return bool(added)
+
+
+def rules_both_ways(
+    lustre: EfaLustreFileSystem, clients: ec2.ISecurityGroup, *, on_file_systems_group: bool = True
+) -> list[IConstruct]:
     """Lustre's ports between the file system's group and `clients`, both ways, as EC2 rules on the two
     groups' ids, made beside `clients` (in the nodes' stack: a file system in its own stack, or one that
-    exists, is never changed and depends on nothing of theirs). Returns the rules."""
+    exists, is never changed and depends on nothing of theirs). Without `on_file_systems_group`, only the
+    clients' group's own rules (the file system's group is not to be changed). Returns the rules."""
     scope = cast(Construct, clients)
     fs_group, client_group = lustre.security_group.security_group_id, clients.security_group_id
     name = f"Lustre{Names.unique_id(lustre)}"
@@ -139,6 +157,8 @@ def rules_both_ways(lustre: EfaLustreFileSystem, clients: ec2.ISecurityGroup) ->
             ("Out", fs_group, client_group, True, "Lustre to the clients"),
             ("From", client_group, fs_group, False, "Lustre servers"),
         ):
+            if group is fs_group and not on_file_systems_group:
+                continue
             rule_id = f"{name}{id_}{suffix}"
             if egress:
                 made.append(
@@ -369,4 +389,14 @@ class _ExistingLustreFileSystem(EfaLustreFileSystem):
         duplicate)."""
         if it is not None:
             self.spec.check_clients(it, count)
-        return rules_both_ways(self, clients)
+        if mutable(self.security_group):
+            return rules_both_ways(self, clients)
+        ports = "all traffic (EFA)" if self.spec.efa else "TCP 988 and 1018-1023"
+        Annotations.of(self).add_warning_v2(
+            "efa-cdk:lustre-group-immutable",
+            f"the file system's security group was imported with mutable=False, so efa-cdk writes no rule on "
+            f"it; its clients ({cast(Construct, clients).node.path}) mount nothing until it allows {ports} "
+            "in from their group and out to it (FSx for Lustre user guide, limit-access-security-groups): "
+            "add those two rules to it yourself, or import it with mutable=True",
+        )
+        return rules_both_ways(self, clients, on_file_systems_group=False)

@@ -35,6 +35,13 @@ class CapacityKind(enum.Enum):
     CAPACITY_BLOCK = "capacity-block"  # Capacity Block for ML, by reservation id
 
 
+def _type_name(instance_type: object) -> str | None:
+    """The instance type a reservation is declared for, by its name: a string as given, aws-cdk-lib's
+    ``ec2.InstanceType`` (what the constructs' own ``instance_type`` takes) by its ``to_string()``."""
+    to_string = getattr(instance_type, "to_string", None)
+    return str(to_string()) if callable(to_string) else instance_type  # type: ignore[return-value]
+
+
 @dataclass(frozen=True)
 class Capacity:
     """The capacity the nodes launch into, with what you know about it.
@@ -68,7 +75,11 @@ class Capacity:
         _check_id(reservation_id, "capacity_reservation")
         _check_declared(availability_zone, instance_count)
         return Capacity(
-            CapacityKind.RESERVATION, reservation_id, instance_type, availability_zone, instance_count
+            CapacityKind.RESERVATION,
+            reservation_id,
+            _type_name(instance_type),
+            availability_zone,
+            instance_count,
         )
 
     @staticmethod
@@ -96,7 +107,11 @@ class Capacity:
         _check_id(reservation_id, "capacity_block")
         _check_declared(availability_zone, instance_count)
         return Capacity(
-            CapacityKind.CAPACITY_BLOCK, reservation_id, instance_type, availability_zone, instance_count
+            CapacityKind.CAPACITY_BLOCK,
+            reservation_id,
+            _type_name(instance_type),
+            availability_zone,
+            instance_count,
         )
 
     @property

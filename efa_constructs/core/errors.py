@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 #: What an error's id looks like.
@@ -46,15 +47,17 @@ class EfaConfigError(ValueError):
         self.code = code
         self.what = what
         self.value = value
-        self.why = why
-        self.fix = fix
+        # what a call site wrote into its sentences is rendered too: a CDK token by what it stands for, an
+        # object by its kind, never an address (the message is built here, so no call site can print one)
+        self.why = rendered(why)
+        self.fix = rendered(fix)
         #: The stack whose configuration was refused (set by the app; None inside a construct).
         self.stack = stack
         #: The fix as a ready stack's context key (``-c node_group=asg``): shown only where the user runs a
         #: ready stack (:meth:`in_stack`), never in their own app.
         self.context_fix = context_fix
         where = f"{stack}: " if stack else ""
-        super().__init__(f"{where}{what}={readable(value)}: {why}. Fix: {fix}")
+        super().__init__(f"{where}{what}={readable(value)}: {self.why}. Fix: {self.fix}")
         global _last_refusal
         _last_refusal = self
 
@@ -82,31 +85,98 @@ def refusals_in_one_line() -> Iterator[None]:
     """
     try:
         yield
-    except EfaConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise SystemExit(1) from None
-    except RuntimeError as err:
-        refused = _last_refusal
-        if refused is None or str(refused) not in str(err):
+    except (EfaConfigError, RuntimeError) as err:
+        refused = _refusal_of(err)
+        if refused is None:
             raise
         print(f"error: {refused}", file=sys.stderr)
         raise SystemExit(1) from None
 
 
+#: A CDK token in a string (``${Token[TOKEN.42]}``), and an object's default repr (its address).
+_TOKEN = re.compile(r"\$\{Token\[[^\]]*\]\}")
+_REPR = re.compile(r"<([\w.]+?)(?:\.(\w+))? object at 0x[0-9a-fA-F]+>")
+
+
+def _cdk() -> object | None:
+    """aws-cdk-lib, when the app loaded it (a token exists only then); the pure core never imports it."""
+    return sys.modules.get("aws_cdk")
+
+
+def _stands_for(token: str) -> str:
+    """What a CDK token stands for: a reference by the construct and attribute it reads, else that it is
+    known only at deploy."""
+    cdk = _cdk()
+    try:
+        found = cdk.Tokenization.reverse_string(token).first_token if cdk is not None else None  # type: ignore[attr-defined]
+        target = getattr(found, "target", None)
+        path = getattr(getattr(target, "node", None), "path", None)
+        if isinstance(path, str):
+            return f"<{path}'s {getattr(found, 'display_name', 'value')}, known at deploy>"
+    except Exception:  # any answer of another library's internals: said as unknown
+        pass
+    return "<a value known only at deploy>"
+
+
+def _unresolved_number(value: object) -> bool:
+    cdk = _cdk()
+    try:
+        return isinstance(value, float) and cdk is not None and bool(cdk.Token.is_unresolved(value))  # type: ignore[attr-defined]
+    except Exception:  # as above
+        return False
+
+
+def rendered(text: str) -> str:
+    """A sentence with every CDK token in it said as what it stands for, and every default object repr
+    as its class's name (``<aws_cdk.aws_ec2.InstanceType object at 0x...>`` names no value)."""
+    text = _TOKEN.sub(lambda m: _stands_for(m.group(0)), str(text))
+    return _REPR.sub(lambda m: f"<{(m.group(2) or m.group(1)).rsplit('.', 1)[-1]}>", text)
+
+
+def _refusal_of(error: BaseException) -> EfaConfigError | None:
+    """The refusal an uncaught exception is: itself, or the one a CDK callback raised inside jsii's
+    RuntimeError around the JavaScript stack."""
+    if isinstance(error, EfaConfigError):
+        return error
+    refused = _last_refusal
+    if isinstance(error, RuntimeError) and refused is not None and str(refused) in str(error):
+        return refused
+    return None
+
+
+def one_line_or(
+    previous: Callable[..., object], kind: type[BaseException], error: BaseException, trace: object
+) -> None:
+    """The body of the hook ``import efa_constructs`` installs (its ``__init__``): an uncaught refusal ends
+    a user's app as :func:`refusals_in_one_line` does (its one line on stderr; Python exits 1, as on any
+    uncaught exception), with no traceback; anything else, or ``EFA_CDK_TRACEBACK=1``, goes to the hook that
+    was there (`previous`)."""
+    refused = _refusal_of(error)
+    if refused is None or os.environ.get("EFA_CDK_TRACEBACK") == "1":
+        previous(kind, error, trace)
+        return
+    print(f"error: {refused}", file=sys.stderr)
+
+
 def readable(value: object) -> str:
     """A value as a user wrote it: a construct by its path, a CDK instance type by its name, an enum
-    member by its name, a mapping as key=value pairs; anything else by its repr."""
+    member by its name, a mapping as key=value pairs, a CDK token by what it stands for; anything else by
+    its repr, never an address."""
     node = getattr(value, "node", None)
     if node is not None and isinstance(getattr(node, "path", None), str):
         return f"<{type(value).__name__} {node.path}>"
     to_string = getattr(value, "to_string", None)
     if callable(to_string) and type(value).__name__ == "InstanceType":
-        return repr(to_string())
+        return repr(rendered(to_string()))
     if isinstance(value, enum.Enum):
         return f"{type(value).__name__}.{value.name}"
     if isinstance(value, dict):
         return ", ".join(f"{k}={readable(v)}" for k, v in value.items())
-    return repr(value)
+    if isinstance(value, str) and _TOKEN.search(value):
+        return rendered(value)
+    if _unresolved_number(value):
+        return "<a number known only at deploy>"
+    return rendered(repr(value))
 
 
 E = TypeVar("E", bound=enum.Enum)

@@ -132,8 +132,9 @@ class LustreSpec:
             raise EfaConfigError(
                 self.names[2],
                 code="efa-cdk:fsx-efa-client-type",
-                value=it.name,
-                why=f"FSx for Lustre serves no {what} client over EFA (FSx for Lustre user guide, "
+                value=self.efa,  # the option's own value; the type is in why
+                why=f"the nodes are {it.name}, and FSx for Lustre serves no {what} client over EFA (FSx for "
+                "Lustre user guide, "
                 f"configure-efa-clients: Nitro v{MIN_EFA_CLIENT_NITRO} or later, excluding the trn2 family)",
                 fix=f"{self.names[2]}=False: {it.family} nodes reach Lustre over TCP, up to "
                 f"{PER_CLIENT_GBPS['tcp']} Gbps each",
@@ -143,9 +144,9 @@ class LustreSpec:
             raise EfaConfigError(
                 self.names[3],
                 code="efa-cdk:fsx-gds-client-type",
-                value=it.name,
-                why="FSx for Lustre names P5, P5e, P5en, P6-B200 and P6e-GB200 instances for GPUDirect "
-                "Storage (FSx for Lustre user guide, configure-efa-clients)",
+                value=self.gds,
+                why=f"the nodes are {it.name}, and FSx for Lustre names P5, P5e, P5en, P6-B200 and P6e-GB200 "
+                "instances for GPUDirect Storage (FSx for Lustre user guide, configure-efa-clients)",
                 fix=f"{self.names[3]}=False: {it.name} nodes read and write over EFA without GDS",
                 context_fix="-c fsx_lustre_gds=false",
             )
@@ -154,8 +155,9 @@ class LustreSpec:
             raise EfaConfigError(
                 self.names[2],
                 code="efa-cdk:fsx-efa-connections",
-                value=f"{clients} x {it.name}",
-                why=f"{clients} clients with {per_client} EFA interfaces each make {per_client * clients} "
+                value=self.efa,
+                why=f"{clients} {it.name} clients with {per_client} EFA interfaces each make "
+                f"{per_client * clients} "
                 f"EFA connections; a file system takes {MAX_EFA_CONNECTIONS} over all its clients (FSx for "
                 "Lustre user guide, configure-efa-clients)",
                 fix=f"at most {MAX_EFA_CONNECTIONS // per_client} nodes of {it.name} mount one EFA-enabled "

@@ -167,27 +167,15 @@ def pcs_cloud_config(
     users = " ".join(imds_users)
     return {
         "write_files": [{"path": path, "permissions": "0755", "owner": "root:root", "content": prep}],
-        "bootcmd": [f"if [ -x {path} ]; then {path} imds {users}; else {_first_boot_lock(prep)} fi"],
+        "bootcmd": [f"if [ -x {path} ]; then {path} imds {users}; else\n{_first_boot_lock(prep)}\nfi"],
         "runcmd": [[path, "imds", *imds_users], [path, "shared", file_system_id, shared_dir]],
     }
 
 
 def _first_boot_lock(prep: str) -> str:
-    """What bootcmd does on a first boot, when write_files has not yet written prep.sh (cloud-init runs
-    bootcmd first, and sshd may start before runcmd): the same lock prep.sh keeps until its rule holds, made
-    without it: /etc/nologin with prep.sh's own reason (prep.sh removes exactly that one once the rule holds)
-    and instance metadata for root alone (iptables and ip6tables, where the image has them), so no user
-    reaches the node role in between, Session Manager's either (pam_nologin does not stop it; the rule
-    does). ``EFA_CDK_ROOT`` is empty on a node (a scratch root in the tests)."""
+    """What bootcmd does on a first boot, when write_files has not yet written prep.sh:
+    node/pcs/first-boot-lock.sh (it says why), with prep.sh's own nologin reason put in."""
     reason = next(line for line in prep.splitlines() if line.startswith("NOLOGIN_REASON="))
-    reason = reason.split("=", 1)[1]
-    chain = "efa-cdk-imds"
-    rules = " ".join(
-        f'[ -z "$(command -v {tool})" ] || {{ {tool} -w -N {chain} 2>/dev/null || {tool} -w -F {chain}; '
-        f"{tool} -w -A {chain} -m owner --uid-owner 0 -j ACCEPT; {tool} -w -A {chain} -j REJECT; "
-        f"{tool} -w -C OUTPUT -d {address} -j {chain} 2>/dev/null || "
-        f"{tool} -w -I OUTPUT 1 -d {address} -j {chain}; }};"
-        for tool, address in (("iptables", "169.254.169.254/32"), ("ip6tables", "fd00:ec2::254/128"))
-    )
-    nologin = '"${EFA_CDK_ROOT:-}/etc/nologin"'
-    return f'mkdir -p "${{EFA_CDK_ROOT:-}}/etc" && echo {reason} > {nologin}; {rules}'
+    lock = (resources.files("efa_constructs") / "node" / "pcs" / "first-boot-lock.sh").read_text()
+    body = [line for line in lock.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return "\n".join(body).replace("@NOLOGIN_REASON@", reason.split("=", 1)[1])

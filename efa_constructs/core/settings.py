@@ -121,6 +121,7 @@ class NodeEnv(TypedDict, total=False):
     EFA_CDK_DEVICE_MINUTES: Annotated[str, KNOB, "how often the devices step's timer checks (default 5)"]
     # the command line's, from the user's environment
     EFA_CDK_CACHE: Annotated[str, TOOL, "where template-diff keeps each revision's environment"]
+    EFA_CDK_TRACEBACK: Annotated[str, TOOL, "1: an uncaught refusal in an app shows its traceback"]
 
 
 #: Each setting's (kind, meaning), from :class:`NodeEnv`.

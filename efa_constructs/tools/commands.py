@@ -102,12 +102,16 @@ def add_commands(
         if len(command.words) > 1:
             group = command.words[0]
             if group not in made:
-                made[group] = sub.add_parser(group, help=groups[group]).add_subparsers(
-                    dest="action", required=True
-                )
+                help_ = groups[group]
+                made[group] = sub.add_parser(
+                    group, help=help_, description=help_[:1].upper() + help_[1:] + "."
+                ).add_subparsers(dest="action", required=True)
             where = made[group]
         p = where.add_parser(
-            command.words[-1], parents=[shared[s] for s in command.shares], help=command.help
+            command.words[-1],
+            parents=[shared[s] for s in command.shares],
+            help=command.help,
+            description=command.help[:1].upper() + command.help[1:] + ".",  # what `efa-cdk CMD --help` says
         )
         command.arguments(p)
         p.set_defaults(func=command.run)
