@@ -158,7 +158,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     config.hook.pytest_deselected(items=drop)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--debian-needed",
+        metavar="FILE",
+        help="write to FILE the selected tests that run a Debian package's program (marked debian, and every "
+        "one-machine cluster test): scripts/test installs the packages only when it is not empty",
+    )
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
+    needed = session.config.getoption("--debian-needed")
+    if needed:
+        Path(needed).write_text("".join(
+            f"{item.nodeid}\n" for item in session.items
+            if item.get_closest_marker("debian") or item.nodeid.startswith("tests/e2e/")
+        ))  # fmt: skip
+    if session.config.option.collectonly:
+        return  # nothing runs: no background run either
     selected = {item.nodeid for item in session.items}
     for nodeid in BACKGROUND_COMMANDS:
         if nodeid in selected:

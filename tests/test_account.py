@@ -176,7 +176,7 @@ def test_a_reservation_s_placement_is_shown_before_launch(
     pf = Preflight(account["session"])
     pf._clients["ec2"] = ec2
     group = NodeGroup("S", "Cluster", "p5.48xlarge", 2, reservation_id="cr-0123456789abcdef0")
-    check = pf._guard("placement", lambda: pf.placement(group))  # as run() calls each check
+    check = pf.guard("placement", lambda: pf.placement(group))  # as register.run calls each check
     assert check is not None and check.status == status and says in check.line(), check
 
 

@@ -199,3 +199,69 @@ def test_hccl_demo_reads_the_nw_bandwidth_line() -> None:
         and result["line_rate_fraction"] == round(21.73 * 8 / 400, 3)
     )
     assert parse_hccl_demo("hcclAllReduce failed")["ok"] is False
+
+
+# Issue 60 (mutants that outlived the tests): each test below failed against one surviving mutant.
+
+
+@pytest.mark.parametrize("size, expected", [("1.5k", 1536), ("2m", 2 << 20), ("1g", 1 << 30), ("3", 3)])
+def test_fi_pingpong_sizes_read_as_fabtests_prints_them(size: str, expected: int) -> None:
+    """fabtests prints a size with size_str() (libfabric fabtests/common/shared.c): k = 1 << 10,
+    m = 1 << 20, g = 1 << 30, one decimal below 10 ("1.5k", one of its test_size entries)."""
+    row = f"{size:<7} 10      =10      1.2k        0.03s      0.05    1362.35       0.00\n"
+    r = bench_parse.parse_fi_pingpong(fixture("fi_pingpong-efa.txt").splitlines()[0] + "\n" + row)
+    assert r["latency_bytes"] == expected
+
+
+def test_a_truncated_nccl_row_is_not_a_result() -> None:
+    """A row cut short (a job killed mid-line) starts with two numbers like a result row; it is skipped,
+    not read past its end."""
+    whole = bench_parse.parse_nccl_tests(fixture("nccl-tests-2x-p4d.txt"), line_rate_gbps=400)
+    cut = fixture("nccl-tests-2x-p4d.txt") + "\n   2147483648     536870912     float     sum      -1\n"
+    assert bench_parse.parse_nccl_tests(cut, line_rate_gbps=400) == whole
+
+
+def test_no_line_rate_given_means_no_fraction_claimed() -> None:
+    assert "line_rate_fraction" not in bench_parse.parse_fi_pingpong(fixture("fi_pingpong-efa.txt"))
+    assert "line_rate_fraction" not in bench_parse.parse_nccl_tests(fixture("nccl-tests-2x-p4d.txt"))
+
+
+def test_the_command_line_parses_hccl_demo_as_a_dl1_node_runs_it() -> None:
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), "hccl_demo", str(FIXTURES / "hccl_demo-2x-dl1.txt"), "--line-rate-gbps",
+         "400"], capture_output=True, text=True,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["peak_gbytes_s"] == 21.73
+
+
+def test_an_all_good_signal_says_benchmarks_done() -> None:
+    good = bench_parse.parse_fi_pingpong(fixture("fi_pingpong-efa.txt"))
+    assert bench_parse.signal_body([good])["Reason"] == "benchmarks done"
+
+
+def test_metric_data_is_what_the_dashboard_searches_for() -> None:
+    """Every entry carries the one dimension the dashboard's SEARCH schema names ({namespace,Benchmark},
+    core/monitoring.py: a metric with other dimensions is not found) and a unit from CloudWatch's
+    StandardUnit enum (botocore's cloudwatch model): Count for a count, None for GB/s and fractions."""
+    import botocore.session
+
+    sweep = {"benchmark": "fabric-sweep", "ok": False, "slow_nodes": ["ip-10-0-0-7"], "median_gbps": 180.5}
+    lustre = {"benchmark": "lustre", "ok": True, "write_gbytes_s": 9.5, "read_gbytes_s": 12.25}
+    nccl = {"benchmark": "nccl-tests", "ok": True, "peak_gbytes_s": 32.84, "line_rate_fraction": 0.657}
+
+    def entry(metric: str, benchmark: str, value: float, unit: str = "None") -> dict[str, Any]:
+        return {"MetricName": metric, "Dimensions": [{"Name": "Benchmark", "Value": benchmark}],
+                "Value": value, "Unit": unit}  # fmt: skip
+
+    assert bench_parse.metric_data([sweep, lustre, nccl]) == [
+        entry("FabricSweepSlowNodes", "fabric-sweep", 1, "Count"),
+        entry("FabricSweepMedianGbps", "fabric-sweep", 180.5),
+        entry("LustreWriteGBps", "lustre", 9.5),
+        entry("LustreReadGBps", "lustre", 12.25),
+        entry("BenchmarkPeakGBps", "nccl-tests", 32.84),
+        entry("BenchmarkLineRateFraction", "nccl-tests", 0.657),
+    ]
+    model = botocore.session.get_session().get_service_model("cloudwatch")
+    units = set(model.shape_for("StandardUnit").enum)
+    assert {m["Unit"] for m in bench_parse.metric_data([sweep, lustre, nccl])} <= units

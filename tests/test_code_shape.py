@@ -73,3 +73,49 @@ def test_the_node_scripts_are_shipped_and_granted_one_way() -> None:
         if isinstance(node, ast.Attribute) and node.attr in ("Asset", "arn_for_objects")
     ]
     assert not made_elsewhere, made_elsewhere
+
+
+#: What runs a Debian package's program in a test: helpers' systemd_verify (systemd-analyze), test_pcs's
+#: _cloud_init (cloud-init's own code), a skip for a missing program (cloud-init, libfabric's fi_info).
+_RUNS_DEBIAN = {"systemd_verify", "_cloud_init", "NO_CLOUD_INIT", "fi_info"}
+
+
+def test_a_test_that_runs_a_debian_program_is_marked_so_a_selection_installs_it() -> None:
+    """scripts/test installs the Debian packages for a selection only when it selects a test marked debian
+    (or a one-machine cluster's; issue 60 item 15): every test that runs one of their programs is marked."""
+    unmarked = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")):
+                continue
+            decorators = " ".join(ast.unparse(d) for d in node.decorator_list)
+            used = {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)} | {
+                n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+            }
+            runs = used & _RUNS_DEBIAN or any(name in decorators for name in _RUNS_DEBIAN)
+            if runs and "pytest.mark.debian" not in decorators:
+                unmarked.append(_name(path, node.name))
+    assert not unmarked, unmarked
+
+
+def test_collection_names_the_selected_tests_that_need_debian_packages(tmp_path: Path) -> None:
+    """What scripts/test asks before it installs them: the selected tests marked debian, and a one-machine
+    cluster's; nothing for a selection of neither (and a collection starts no background run)."""
+    import subprocess
+    import sys
+
+    def needed(*selection: str) -> list[str]:
+        out = tmp_path / "needed"
+        subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+             "--debian-needed", str(out), *selection],
+            cwd=ROOT, check=True, capture_output=True,
+        )  # fmt: skip
+        return out.read_text().splitlines()
+
+    assert needed("tests/test_pcs.py", "-k", "cloud_init_runs or composes") == [
+        "tests/test_pcs.py::test_cloud_init_runs_the_pcs_cloud_config_and_the_node_mounts_efs_over_tls"
+    ]
+    sweep = "test_two_slowed_nodes_are_both_named_and_the_node_between_them_is_cleared"
+    assert needed("tests/e2e/test_sweep.py") == [f"tests/e2e/test_sweep.py::{sweep}"]
+    assert needed("tests/test_catalogue.py") == []

@@ -564,16 +564,14 @@ def test_every_orchestrator_mounts_a_file_system_of_another_stack(
     assert rules("AWS::EC2::SecurityGroupEgress", "DestinationSecurityGroupId")
 
 
-@pytest.mark.parametrize("mutable", [True, False])
-def test_an_imported_file_system_group_gets_its_rules_both_ways(mutable: bool) -> None:
-    """aws-cdk-lib drops an imported group's egress rules (allow_all_outbound, the default) or all its rules
-    (mutable=False) without a word (aws-ec2 security-group.ts, MutableImport.addEgressRule): the rules are
-    written on the group's id, so the file system reaches its clients either way."""
+def test_an_imported_file_system_group_gets_its_rules_both_ways() -> None:
+    """aws-cdk-lib drops an imported group's egress rules (allow_all_outbound, the default) without a word
+    (aws-ec2 security-group.ts, MutableImport.addEgressRule): the rules are written on the group's id, so the
+    file system reaches its clients. (A group imported with mutable=False is left unchanged, with the rules
+    it needs said: test_lustre's test_an_immutable_file_system_group_is_left_unchanged...)"""
     stack = Stack(new_app(), "Existing")
     vpc = network(stack)
-    group = ec2.SecurityGroup.from_security_group_id(
-        stack, "FsGroup", "sg-0123456789abcdef0", mutable=mutable
-    )
+    group = ec2.SecurityGroup.from_security_group_id(stack, "FsGroup", "sg-0123456789abcdef0")
     fs = EfaLustreFileSystem.from_file_system_attributes(
         stack, "Fsx", file_system_id="fs-0123456789abcdef0", dns_name="fs.example", mount_name="abcdefgh",
         security_group=group, availability_zone=ZONE, capacity_gib=19200, efa=True,

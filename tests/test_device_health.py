@@ -562,6 +562,7 @@ def test_the_efa_cluster_health_check_counts_a_device_fault_without_the_groups_r
     assert node.run("health-check").returncode == 0  # mended
 
 
+@pytest.mark.debian
 def test_the_devices_step_installs_its_timer(tmp_path: Path) -> None:
     node = Node(tmp_path, "p5.48xlarge")
     r = node.run("devices")

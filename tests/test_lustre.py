@@ -262,7 +262,7 @@ case "$1 $2" in
     net=$4; dev=$6; echo "$dev" >>"$state/$net" ;;
   "net show")
     reads=$(( $(cat "$state/reads" 2>/dev/null || echo 0) + 1 )); echo "$reads" >"$state/reads"
-    n=$(( reads * ${STUB_LNET_STEP:-10} ))
+    n=$(( reads * ${STUB_LNET_STEP:-10} )); r=$(( reads * ${STUB_LNET_RECV_STEP:-${STUB_LNET_STEP:-10}} ))
     echo "net:"
     echo "    - net type: efa"
     echo "      local NI(s):"
@@ -271,7 +271,7 @@ case "$1 $2" in
       i=$((i + 1))
       printf '        - nid: 10.0.1.10@efa%s\n          status: up\n' "$i"
       printf '          interfaces:\n              0: %s\n' "$dev"
-      printf '          statistics:\n              send_count: %s\n              recv_count: %s\n' "$n" "$n"
+      printf '          statistics:\n              send_count: %s\n              recv_count: %s\n' "$n" "$r"
     done <"$state/efa" ;;
 esac
 """
@@ -324,6 +324,7 @@ def _calls(node: Node) -> list[str]:
     return [c.strip() for c in (node.stub_dir / "calls.log").read_text().splitlines()]
 
 
+@pytest.mark.debian
 def test_the_client_configures_lnet_over_efa_as_aws_documents_and_proves_it(tmp_path: Path) -> None:
     node = _lustre_node(tmp_path)
     (node.stub_dir / "lsmod").write_text("lnet 1 0\n")  # loaded before: unloaded first, so options apply
@@ -366,6 +367,52 @@ def test_a_node_whose_lustre_does_not_ride_efa_fails_with_the_reason(tmp_path: P
     run = node.run("lustre-client")
     assert run.returncode == 1
     assert "Lustre traffic does not ride EFA" in (node.root / "var/lib/efa-cdk/failure").read_text()
+
+
+def test_efa_traffic_one_way_only_is_no_proof(tmp_path: Path) -> None:
+    """Issue 60 (a hidden mutant lived here): the proof needs LNet's efa network to have sent AND received
+    around the write and read; messages sent with none received back (or the reverse) are not Lustre riding
+    EFA."""
+    for sent, received in (("10", "0"), ("0", "10")):
+        node = _lustre_node(
+            tmp_path / f"{sent}-{received}", STUB_LNET_STEP=sent, STUB_LNET_RECV_STEP=received
+        )
+        assert node.run("lustre-client").returncode == 1, (sent, received)
+        assert "Lustre traffic does not ride EFA" in (node.root / "var/lib/efa-cdk/failure").read_text()
+
+
+def test_a_file_system_of_no_size_is_refused_with_efa_too() -> None:
+    """Issue 60 (a hidden mutant lived here): 0 GiB, and less, is no size at any EFA step."""
+    for size in (0, -19200):
+        with pytest.raises(EfaConfigError) as err:
+            LustreSpec(size, efa=True).check()
+        assert err.value.code == "efa-cdk:fsx-efa-capacity-step"
+
+
+def test_a_tcp_file_system_in_another_zone_is_not_held_to_efas_same_zone_rule() -> None:
+    """Issue 60 (a hidden mutant lived here): FSx serves EFA clients in the file system's zone only; a TCP
+    file system serves any zone of the VPC (the rule is EFA's alone)."""
+    from efa_constructs.core.lustre import check_mount
+
+    check_mount(LustreSpec(1200), node_software=True, client_zone="us-east-1d", file_system_zone="us-east-1c")
+    with pytest.raises(EfaConfigError) as err:
+        check_mount(LustreSpec(19200, efa=True), node_software=True, client_zone="us-east-1d",
+                    file_system_zone="us-east-1c")  # fmt: skip
+    assert err.value.code == "efa-cdk:fsx-efa-zone"
+
+
+def test_no_lnet_counts_at_all_are_not_taken_for_efa_traffic(tmp_path: Path) -> None:
+    """Issue 60 (a hidden mutant lived here): a benchmark whose lnetctl answered nothing (no before, no
+    after) has no share of messages on EFA: with an EFA file system that is a failure, not a pass."""
+    from efa_constructs.node import lnet
+
+    (tmp_path / "10.0.1.10.write").write_text("1073741824 bytes (1.1 GB, 1.0 GiB) copied, 1.0 s, 1.1 GB/s\n")
+    (tmp_path / "10.0.1.10.read").write_text("1073741824 bytes (1.1 GB, 1.0 GiB) copied, 0.5 s, 2.1 GB/s\n")
+    (tmp_path / "phases").write_text("write 1.0\nread 0.5\n")
+    found = lnet.result(tmp_path, efa=True)
+    assert found["ok"] is False and "efa_share" not in found
+    assert found["reason"].startswith("0% of LNet's messages rode EFA")
+    assert lnet.result(tmp_path, efa=False)["ok"] is True  # over TCP nothing is asked of EFA
 
 
 def test_an_old_efa_driver_or_a_tcp_mount_is_handled_before_lnet(tmp_path: Path) -> None:
@@ -1144,6 +1191,21 @@ def _mutable_cluster() -> Stack:
     EfaCluster(stack, "C", instance_type=ec2.InstanceType("trn1.32xlarge"), vpc=net.vpc,
                subnet=net.private_subnet, lustre=_existing(stack))  # fmt: skip
     return stack
+
+
+def test_an_existing_file_system_mounts_where_it_is_told() -> None:
+    """Issue 60 (a hidden mutant lived here): from_file_system_attributes' mount_dir reaches the nodes."""
+    from aws_cdk import Environment
+
+    from efa_constructs import EfaCluster, EfaNetwork
+    from tests.helpers import by_type, user_data
+
+    stack = Stack(new_app(), "Where", env=Environment(region="us-east-1"))
+    net = EfaNetwork(stack, "Net", availability_zone="us-east-1c")
+    EfaCluster(stack, "C", instance_type=ec2.InstanceType("trn1.32xlarge"), vpc=net.vpc,
+               subnet=net.private_subnet, lustre=_existing(stack, mount_dir="/datasets"))  # fmt: skip
+    (lt,) = by_type(assertions.Template.from_stack(stack).to_json(), "AWS::EC2::LaunchTemplate")
+    assert "EFA_CDK_LUSTRE_DIR='/datasets'" in user_data(lt)
 
 
 def test_an_existing_file_system_keeps_fsxs_rules() -> None:

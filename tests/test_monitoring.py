@@ -163,6 +163,7 @@ def _agent_downloads(node: Node) -> None:
         (node.stub_dir / "downloads" / f).write_text("x")
 
 
+@pytest.mark.debian
 def test_monitoring_step_configures_the_agent_and_starts_the_health_timer(tmp_path: Path) -> None:
     node = Node(tmp_path)
     _monitored(node)
@@ -553,6 +554,7 @@ def test_slurm_tree_puts_each_node_under_its_switch_and_every_switch_under_one_r
     assert "SwitchName=efa-cdk-unplaced Nodes=q-st-a-1,q-st-a-2,q-st-a-3" in unplaced
 
 
+@pytest.mark.debian
 def test_the_head_node_writes_the_topology_of_its_running_compute_nodes(tmp_path: Path) -> None:
     node = Node(tmp_path)
     (node.stub_dir / "scontrol-nodes").write_text(

@@ -742,6 +742,7 @@ def test_in_a_group_the_oldest_node_leads_not_the_lowest_address(tmp_path: Path)
     assert "joined a formed cluster: the benchmarks ran at its formation" in r.log
 
 
+@pytest.mark.debian
 def test_the_root_copy_of_the_hostfile_follows_the_one_a_joining_node_hands_out(tmp_path: Path) -> None:
     """A joining node writes members' ~/hostfile as the login user; a path unit (systemd.path(5)) runs
     hostfile-sync.sh, which copies it to /etc/efa-cdk/hostfile (on-demand benchmarks and a container's
@@ -764,6 +765,7 @@ def test_the_root_copy_of_the_hostfile_follows_the_one_a_joining_node_hands_out(
     assert node.systemd_verify("efa-cdk-hostfile.path", "efa-cdk-hostfile.service") == ""  # last: may skip
 
 
+@pytest.mark.debian
 def test_the_imds_step_restricts_metadata_to_root_and_the_login_user_at_every_boot(tmp_path: Path) -> None:
     """Issue 41 item 7: the imds step runs prep.sh's rule for root and the login user (iptables and
     ip6tables, stand-ins here; the real ones run on the one-machine cluster), and installs a unit that
@@ -959,6 +961,7 @@ def test_the_guard_checks_every_node_of_a_hostfile_over_ssh(tmp_path: Path) -> N
     assert [c.split()[-1] for c in node.calls("ssh")] == ["/opt/efa-cdk/bin/fabric-guard.sh"] * 3
 
 
+@pytest.mark.debian
 @pytest.mark.skipif(shutil.which("fi_info") is None, reason="Debian's libfabric-bin is not installed")
 @pytest.mark.parametrize(
     ("stand_in", "jobs_provider", "said"),

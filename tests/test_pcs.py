@@ -452,6 +452,7 @@ def _prep_env(tmp_path: Path) -> dict[str, str]:
     return {"PATH": f"{stubs}:/usr/bin:/bin", "EFA_CDK_ROOT": str(tmp_path / "node"), "STUB_DIR": str(stubs)}
 
 
+@pytest.mark.debian
 @NO_CLOUD_INIT
 def test_cloud_init_runs_the_pcs_cloud_config_and_the_node_mounts_efs_over_tls(
     pcs: dict[str, Any], tmp_path: Path

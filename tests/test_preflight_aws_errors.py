@@ -42,7 +42,7 @@ def test_a_denied_or_throttled_call_is_one_line_naming_the_permission(
     pf = Preflight(account["session"])
     pf._clients["ec2"] = ec2
     group = NodeGroup("S", "Cluster", "trn1.32xlarge", 2, zone="us-east-1c")
-    check = pf._guard("offered", lambda: pf.offered(group))  # as run() guards each check
+    check = pf.guard("offered", lambda: pf.offered(group))  # as run() guards each check
     assert check is not None and check.status == "FAIL" and says in check.line(), check
 
 
@@ -111,7 +111,7 @@ def test_a_throttled_call_is_retried_by_botocores_standard_mode_then_is_one_line
     legacy mode made 5), whatever botocore's own default in the range this package accepts."""
     pf = Preflight(boto3.session.Session(region_name=REGION))
     group = NodeGroup("S", "Cluster", "trn1.32xlarge", 2, zone="us-east-1c")
-    check = pf._guard("offered", lambda: pf.offered(group))
+    check = pf.guard("offered", lambda: pf.offered(group))
     assert check is not None and "was throttled (RequestLimitExceeded)" in check.line(), check
     assert throttling_endpoint == ["DescribeInstanceTypeOfferings"] * 3
     assert pf.client("ec2").meta.config.retries["mode"] == "standard"
@@ -124,6 +124,6 @@ def test_a_retry_mode_the_user_chose_is_kept(
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")
     session = boto3.session.Session(region_name=REGION)
     pf = Preflight(session)
-    pf._guard("offered", lambda: pf.offered(NodeGroup("S", "Cluster", "trn1.32xlarge", 2, zone="us-east-1c")))
+    pf.guard("offered", lambda: pf.offered(NodeGroup("S", "Cluster", "trn1.32xlarge", 2, zone="us-east-1c")))
     assert throttling_endpoint == ["DescribeInstanceTypeOfferings"] * 2
     assert pf.client("ec2").meta.config.retries.get("mode", "legacy") == "legacy"

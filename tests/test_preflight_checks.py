@@ -67,14 +67,14 @@ def test_the_bootstrap_check_reads_the_qualifier_the_stacks_were_synthesized_wit
     ssm = account["session"].client("ssm", region_name=REGION)
     ssm.put_parameter(Name=preflight.BOOTSTRAP_VERSION_PARAMETER, Value="30", Type="String", Overwrite=True)
     pf = Preflight(account["session"])
-    (_, missing) = pf.run([], dict([need]))
+    (_, missing) = preflight.register.run(pf, [], dict([need]))
     assert missing.status == "FAIL" and "no /cdk-bootstrap/team1/version" in missing.found, missing
     assert "npx cdk bootstrap --qualifier team1 aws://" in missing.fix
     ssm.put_parameter(Name="/cdk-bootstrap/team1/version", Value="5", Type="String")
-    (_, old) = pf.run([], dict([need]))
+    (_, old) = preflight.register.run(pf, [], dict([need]))
     assert old.status == "FAIL" and "bootstrap version 5 (/cdk-bootstrap/team1/version)" in old.found
     ssm.put_parameter(Name="/cdk-bootstrap/team1/version", Value="30", Type="String", Overwrite=True)
-    (_, ok) = pf.run([], dict([need]))
+    (_, ok) = preflight.register.run(pf, [], dict([need]))
     assert ok.status == "PASS", ok
 
 

@@ -23,7 +23,7 @@ def test_every_check_is_registered_once_and_preflight_runs_the_register(
         name
         for room in Preflight.__mro__[:-1]
         for name, value in vars(room).items()
-        if callable(value) and not name.startswith("_") and name not in ("client", "run")
+        if callable(value) and not name.startswith("_") and name not in ("client", "guard")
     }
     registered = [rule.check.__name__ for rule in preflight.RULES]
     assert sorted(registered) == sorted(methods)
@@ -38,5 +38,7 @@ def test_every_check_is_registered_once_and_preflight_runs_the_register(
         "probe", "a probe", preflight.NODE_GROUP, probe, asks="nothing", fails="never"
     )
     monkeypatch.setattr(preflight.register, "RULES", (probe_rule,))
-    checks = Preflight(account["session"]).run([NodeGroup("S", "Cluster", "trn1.32xlarge", 2)], {})
+    checks = preflight.register.run(
+        Preflight(account["session"]), [NodeGroup("S", "Cluster", "trn1.32xlarge", 2)], {}
+    )
     assert [c.name for c in checks] == ["probe [S/Cluster (2 x trn1.32xlarge)]"] and ran == ["Cluster"]

@@ -221,3 +221,87 @@ def test_the_threshold_is_the_operators_to_choose_and_a_share_of_the_median(
     assert "EFA_CDK_SWEEP_THRESHOLD=50%: a share of the median between 0 and 1" in r.stdout
     calls = node.stub_dir / "calls.log"
     assert not calls.exists() or "ssh" not in calls.read_text()  # refused before any pair ran
+
+
+def _script_sweep(
+    tmp_path: Path, nodes: list[str], gbps: dict[str, float], **settings: str
+) -> tuple[int, str]:
+    """fabric-sweep.sh itself on a scratch leader: ssh a stand-in whose fi_pingpong client prints the
+    recorded fi_pingpong table with its best row at the pair's figure (`gbps` per node: a pair runs at its
+    slower node's), the server side nothing; sweep.py plans and judges as on a node."""
+    import subprocess
+
+    from tests.helpers import BASH, Node, executable
+
+    node = Node(tmp_path / "n", **settings)
+    (node.root / "etc/efa-cdk/hostfile").write_text("".join(f"{h} slots=1\n" for h in nodes))
+    executable(node.stub_dir / "bin/sleep", f"#!{BASH}\nexit 0\n")  # the client's pause before each try
+    rates = node.stub_dir / "rates.json"
+    rates.write_text(json.dumps(gbps))
+    table = ROOT / "tests/fixtures/benchmarks/fi_pingpong-efa.txt"
+    executable(
+        node.stub_dir / "bin/ssh",
+        f"""#!{BASH}
+echo "ssh $*" >>"$STUB_DIR/calls.log"
+host=$4 cmd=${{@: -1}}
+case "$cmd" in *" "*.*.*.*) server=${{cmd##* }} ;; *) exit 0 ;; esac  # the server side: nothing to print
+python3 - "$host" "$server" {rates} {table} <<'PY'
+import json, sys
+client, server, rates, table = sys.argv[1:5]
+r = json.load(open(rates))
+mbs = min(r.get(client, 100), r.get(server, 100)) * 1000 / 8
+lines = open(table).read().splitlines()
+print(lines[0])
+print(lines[-1].replace("2359.00", f"{{mbs:.2f}}") if mbs else "fi_pingpong: no data")
+PY
+""",
+    )
+    run = subprocess.run([BASH, str(node.bin / "fabric-sweep.sh")], env=node.env, capture_output=True,
+                         text=True, check=False, timeout=120)  # fmt: skip
+    return run.returncode, run.stdout + run.stderr
+
+
+def test_the_script_judges_with_the_operators_threshold_and_fails_when_no_pair_is_fast(
+    tmp_path: Path,
+) -> None:
+    """Issue 60 (two hidden mutants lived here): fabric-sweep.sh must hand EFA_CDK_SWEEP_THRESHOLD to the
+    verdict, not only to the planner: a node at a third of the median is named at the default half and not
+    at a quarter; and a fabric where no pair was fast ends the script non-zero, saying so."""
+    nodes = hosts(4)
+    rates = {nodes[0]: 100.0, nodes[1]: 100.0, nodes[2]: 100.0, nodes[3]: 100.0 / 3}
+    rc, out = _script_sweep(tmp_path / "half", nodes, rates)
+    assert rc == 1 and f"SLOW node {nodes[3]}" in out, out
+    rc, out = _script_sweep(tmp_path / "quarter", nodes, rates, EFA_CDK_SWEEP_THRESHOLD="0.25")
+    assert rc == 0 and "none named" in out, out
+    rc, out = _script_sweep(tmp_path / "none", nodes, dict.fromkeys(nodes, 0.0))
+    assert rc == 1 and "no pair measured fast" in out, out
+
+
+def test_the_verdict_command_exits_non_zero_when_no_pair_was_fast(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nodes = hosts(3)
+    path = tmp_path / "figures.json"
+    path.write_text(
+        json.dumps(dict.fromkeys([f"{a}:{b}" for r in sweep.ring_rounds(nodes) for a, b in r], 0.0))
+    )
+    assert sweep.main(["verdict", str(path), *nodes]) == 1
+    assert json.loads(capsys.readouterr().out)["no_fast_pair"] is True
+
+
+def test_what_the_sweep_named_survives_the_results_shortened_to_fit_the_signal() -> None:
+    """Issue 60 (a hidden mutant lived here): when the results are too long for the wait condition's data,
+    each keeps SHORT_KEYS; the nodes and links the sweep named are among them, so the health checks
+    (sweep.named) and efa-cdk status still see them."""
+    from efa_constructs.node import bench_parse
+
+    nodes = hosts(4)
+    found = sweep.verdict(nodes, measure(nodes, {nodes[2]})) | {"slow_links": {f"{nodes[0]}:{nodes[1]}": 3.0}}
+    long = {"benchmark": "nccl-tests", "ok": False, "reason": "x" * 2000}
+    body = bench_parse.signal_body([long, sweep.result(found)], strict=False)
+    assert len(body["Data"]) <= 2 * bench_parse.MAX_DATA_CHARS
+    (kept,) = [r for r in json.loads(body["Data"]) if r["benchmark"] == "fabric-sweep"]
+    assert kept["slow_nodes"] == {nodes[2]: SLOW} and kept["slow_links"] == {f"{nodes[0]}:{nodes[1]}": 3.0}
+    assert sweep.named(nodes[2], json.dumps({"data": json.loads(body["Data"])})).startswith(
+        f"the fabric sweep measured it at {SLOW:g} Gbps"
+    )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import jsii
 from aws_cdk import Annotations, IAspect, Stack
@@ -17,8 +17,13 @@ from constructs import Construct, IConstruct, IValidation
 
 from ..core.errors import EfaConfigError
 
-if TYPE_CHECKING:
-    from .launch_template import EfaLaunchTemplate
+
+class _LaunchesATemplate(IConstruct, Protocol):
+    """What the checks read of an EfaLaunchTemplate (launch_template.py, which imports this module: the
+    dependency runs one way): a construct with its launch template."""
+
+    @property
+    def launch_template(self) -> ec2.ILaunchTemplate: ...
 
 
 def _warn_unless_cluster_strategy(scope: Construct, group: ec2.IPlacementGroup | None) -> None:
@@ -43,7 +48,7 @@ class _AutoScalingLaunches:
     limitations) or puts its nodes in no placement group (EC2 user guide, EFA: "launch the instances
     into a cluster placement group"). A group in another stack is not seen."""
 
-    def __init__(self, template: EfaLaunchTemplate, has_placement_group: bool) -> None:
+    def __init__(self, template: _LaunchesATemplate, has_placement_group: bool) -> None:
         self.template, self.has_placement_group = template, has_placement_group
 
     def visit(self, node: IConstruct) -> None:

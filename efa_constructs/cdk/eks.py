@@ -45,7 +45,7 @@ from constructs import Construct
 from typing_extensions import Unpack
 
 from ..core.capacity import Capacity, CapacityKind
-from ..core.catalogue import AcceleratorKind, InstanceType
+from ..core.catalogue import InstanceType
 from ..core.catalogue import instance_type as lookup
 from ..core.errors import EfaConfigError
 from ..core.node_rules import AT_DEPLOY
@@ -63,7 +63,7 @@ from .eks_lustre import FSX_CSI_CHART, _check_lustre, _lustre_volume
 from .lustre import EfaLustreFileSystem
 from .machine_image import EfaMachineImage
 from .options import NodeTemplateOptions, plan_of
-from .orchestrator_images import image_for
+from .orchestrator_images import accelerated_ami_type, image_for
 from .storage import admitted, lustre_use
 
 #: The AWS managed policies of an EKS node role (EKS user guide, "Amazon EKS node IAM role"); the
@@ -71,31 +71,6 @@ from .storage import admitted, lustre_use
 NODE_ROLE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
 
 CNI_POLICY = "AmazonEKS_CNI_Policy"
-
-
-def accelerated_ami_type(it: InstanceType) -> eks.NodegroupAmiType:
-    """The EKS-optimized Amazon Linux 2023 AMI type for the type's accelerator and architecture."""
-    arm = it.architecture == "arm64"
-    kind = it.accelerator.kind
-    if kind is AcceleratorKind.NEURON and not arm:
-        return eks.NodegroupAmiType.AL2023_X86_64_NEURON
-    if kind is AcceleratorKind.NVIDIA_GPU:
-        return eks.NodegroupAmiType.AL2023_ARM_64_NVIDIA if arm else eks.NodegroupAmiType.AL2023_X86_64_NVIDIA
-    if kind is AcceleratorKind.NONE:
-        return (
-            eks.NodegroupAmiType.AL2023_ARM_64_STANDARD
-            if arm
-            else eks.NodegroupAmiType.AL2023_X86_64_STANDARD
-        )
-    raise EfaConfigError(
-        "ami_type",
-        code="efa-cdk:eks-no-ami-type-for-accelerator",
-        value=None,
-        why=f"{it.name} carries {it.accelerator.name or kind.value} accelerators, and no EKS-optimized AMI "
-        "has their drivers",
-        fix="pass machine_image=EfaMachineImage.eks_ami_type(...) of an AL2023 AMI type and install the "
-        "drivers yourself, e.g. in user_data",
-    )
 
 
 #: The AMI types this construct knows the disk layout of (Amazon Linux 2023: root /dev/xvda).

@@ -15,7 +15,7 @@ from typing import Any
 from aws_cdk import Annotations
 from constructs import Construct
 
-from ..core.catalogue import InstanceType
+from ..core.catalogue import AcceleratorKind, InstanceType
 from ..core.errors import EfaConfigError
 from .machine_image import EfaMachineImage, OsFamily
 
@@ -55,9 +55,35 @@ def _pcs_old(ami_id: str | None = None, ami_os: OsFamily | None = None) -> EfaMa
     return EfaMachineImage.from_ami_id(ami_id, os_family=ami_os or OsFamily.AMAZON_LINUX_2023)
 
 
-def _eks_default(it: InstanceType) -> EfaMachineImage:
-    from .eks import accelerated_ami_type  # aws_eks only where EKS is used
+def accelerated_ami_type(it: InstanceType) -> Any:
+    """The EKS-optimized Amazon Linux 2023 AMI type for the type's accelerator and architecture (an
+    ``aws_eks_v2.NodegroupAmiType``; aws_eks loaded only where EKS is used)."""
+    from aws_cdk import aws_eks_v2 as eks
 
+    arm = it.architecture == "arm64"
+    kind = it.accelerator.kind
+    if kind is AcceleratorKind.NEURON and not arm:
+        return eks.NodegroupAmiType.AL2023_X86_64_NEURON
+    if kind is AcceleratorKind.NVIDIA_GPU:
+        return eks.NodegroupAmiType.AL2023_ARM_64_NVIDIA if arm else eks.NodegroupAmiType.AL2023_X86_64_NVIDIA
+    if kind is AcceleratorKind.NONE:
+        return (
+            eks.NodegroupAmiType.AL2023_ARM_64_STANDARD
+            if arm
+            else eks.NodegroupAmiType.AL2023_X86_64_STANDARD
+        )
+    raise EfaConfigError(
+        "ami_type",
+        code="efa-cdk:eks-no-ami-type-for-accelerator",
+        value=None,
+        why=f"{it.name} carries {it.accelerator.name or kind.value} accelerators, and no EKS-optimized AMI "
+        "has their drivers",
+        fix="pass machine_image=EfaMachineImage.eks_ami_type(...) of an AL2023 AMI type and install the "
+        "drivers yourself, e.g. in user_data",
+    )
+
+
+def _eks_default(it: InstanceType) -> EfaMachineImage:
     return EfaMachineImage.eks_ami_type(accelerated_ami_type(it))
 
 

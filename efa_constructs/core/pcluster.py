@@ -389,7 +389,10 @@ class ParallelClusterConfig:
             )
         _check_unique("queues", [q.name for q in self.queues], "queue names repeat")
         if self.topology_tree:
-            _check_topology_tree(self)
+            _check_topology_tree(
+                self.head_node_on_node_start,
+                [t for q in self.queues for c in q.compute_resources for t in c.instance_types],
+            )
         _check_unique(
             "shared_storage", [s.mount_dir for s in self.shared_storage], "two file systems share a mount_dir"
         )

@@ -5,13 +5,9 @@ they check (efa_constructs/core/pcluster.py).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from .errors import EfaConfigError
-
-if TYPE_CHECKING:
-    from .pcluster import ParallelClusterConfig
-
 
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,24}$")
 
@@ -22,10 +18,11 @@ _NAME = re.compile(r"^[a-z][a-z0-9-]{0,24}$")
 PCLUSTER_MANAGED_TOPOLOGY_PREFIXES = ("p6e-gb",)
 
 
-def _check_topology_tree(config: ParallelClusterConfig) -> None:
-    """topology/tree needs a topology.conf before slurmctld starts, and must not replace the plugin
-    ParallelCluster sets up for UltraServers."""
-    if not config.head_node_on_node_start:
+def _check_topology_tree(head_node_on_node_start: str | None, instance_types: Sequence[str]) -> None:
+    """topology/tree needs a topology.conf before slurmctld starts (the head node's OnNodeStart writes
+    it), and must not replace the plugin ParallelCluster sets up for UltraServers (`instance_types`: the
+    queues')."""
+    if not head_node_on_node_start:
         raise EfaConfigError(
             "topology_tree",
             code="efa-cdk:pcluster-topology-tree-unreadable",
@@ -34,13 +31,7 @@ def _check_topology_tree(config: ParallelClusterConfig) -> None:
             "ParallelCluster starts slurmctld before OnNodeConfigured runs",
             fix="give head_node_on_node_start a script that writes topology.conf, or leave topology_tree off",
         )
-    managed = sorted(
-        t
-        for q in config.queues
-        for c in q.compute_resources
-        for t in c.instance_types
-        if t.startswith(PCLUSTER_MANAGED_TOPOLOGY_PREFIXES)
-    )
+    managed = sorted(t for t in instance_types if t.startswith(PCLUSTER_MANAGED_TOPOLOGY_PREFIXES))
     if managed:
         raise EfaConfigError(
             "topology_tree",

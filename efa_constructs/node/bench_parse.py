@@ -32,6 +32,7 @@ SHORT_KEYS = (
     "ok",
     "peak_gbytes_s",
     "slow_nodes",
+    "slow_links",
     "write_gbytes_s",
     "read_gbytes_s",
     "efa_share",

@@ -102,7 +102,8 @@ if [ "${EFA_CDK_COLLECTIVES:-none}" = nccl ]; then
   # NCCL picks the network whose name NCCL_NET gives, compared case-insensitively (NCCL src/plugin/net.cc,
   # strcasecmp); aws-ofi-nccl answers to Libfabric, and renames itself for NCCL_NET "AWS Libfabric" (its 1.11
   # name) or "OFI" (nvidia_plugin_name_fixup). Any other name (Socket, IB, ...) is another transport.
-  case "${NCCL_NET,,}" in
+  net=${NCCL_NET:-}
+  case "${net,,}" in
     "" | libfabric | "aws libfabric" | ofi) ;;
     *) refuse "the jobs' environment sets NCCL_NET=$NCCL_NET: NCCL would not use EFA (aws-ofi-nccl answers to Libfabric)" ;;
   esac

@@ -13,6 +13,7 @@ from ..exits import CANNOT_RUN_KIND, Exit, emit, fail
 from .checks import Preflight
 from .model import Check, NodeGroup, PreflightError
 from .pcluster import parallelcluster_configs, parallelcluster_groups
+from .register import run as run_checks
 from .session import _every_template, _session, stacks_by_region, template_checks, templates
 from .templates import _node_groups_of, assembly_exports, bootstrap_required, lustre_file_systems
 
@@ -64,7 +65,7 @@ def _check_assembly(
     for where, names in regions.items():  # each stack is checked in the region it deploys to
         mine = [g for g in groups if g.stack in names]
         fss = [f for f in lustre if f.stack in names]
-        checks += Preflight(_session(where), progress).run(mine, _bootstrap_of(found, names), fss)
+        checks += run_checks(Preflight(_session(where), progress), mine, _bootstrap_of(found, names), fss)
     return checks, regions
 
 

@@ -216,28 +216,7 @@ class NetworkChecks(PreflightBase):
         agent): a default route to a NAT or internet gateway, else a WARN naming what it then needs."""
         if not g.subnet_id:
             return None
-        ec2 = self.client("ec2")
-        own = _aws_call(
-            "route out",
-            "ec2:DescribeRouteTables",
-            lambda: ec2.describe_route_tables(
-                Filters=[{"Name": "association.subnet-id", "Values": [g.subnet_id]}]
-            ),
-        )["RouteTables"]
-        if not own:  # the VPC's main route table
-            vpc = _aws_call(
-                "route out", "ec2:DescribeSubnets", lambda: ec2.describe_subnets(SubnetIds=[g.subnet_id])
-            )["Subnets"][0]["VpcId"]
-            own = _aws_call(
-                "route out",
-                "ec2:DescribeRouteTables",
-                lambda: ec2.describe_route_tables(
-                    Filters=[
-                        {"Name": "vpc-id", "Values": [vpc]},
-                        {"Name": "association.main", "Values": ["true"]},
-                    ]
-                ),
-            )["RouteTables"]
+        own = self._route_tables(g.subnet_id)
         default = [
             r for t in own for r in t.get("Routes", []) if r.get("DestinationCidrBlock") == "0.0.0.0/0"
         ]
@@ -276,6 +255,33 @@ class NetworkChecks(PreflightBase):
                 "(a NAT instance with its source/destination check off)",
             )
         return Check("route out", "PASS", f"{g.subnet_id} routes out through {target}")
+
+    def _route_tables(self, subnet_id: str) -> list[dict[str, Any]]:
+        """The route tables a subnet uses: its own association, else the VPC's main route table."""
+        ec2 = self.client("ec2")
+        own = _aws_call(
+            "route out",
+            "ec2:DescribeRouteTables",
+            lambda: ec2.describe_route_tables(
+                Filters=[{"Name": "association.subnet-id", "Values": [subnet_id]}]
+            ),
+        )["RouteTables"]
+        if own:
+            return list(own)
+        vpc = _aws_call(
+            "route out", "ec2:DescribeSubnets", lambda: ec2.describe_subnets(SubnetIds=[subnet_id])
+        )["Subnets"][0]["VpcId"]
+        main = _aws_call(
+            "route out",
+            "ec2:DescribeRouteTables",
+            lambda: ec2.describe_route_tables(
+                Filters=[
+                    {"Name": "vpc-id", "Values": [vpc]},
+                    {"Name": "association.main", "Values": ["true"]},
+                ]
+            ),
+        )["RouteTables"]
+        return list(main)
 
     def _public_route(self, g: NodeGroup, gateway: str) -> Check:
         """A route to an internet gateway reaches the internet only from a public address. EC2 gives a node

@@ -4,11 +4,13 @@ registers each rule in its pack; docs/deploy.md's table is :func:`rules_table`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 from .checks import Preflight
-from .model import ACCOUNT, FILE_SYSTEM, NODE_GROUP, QUALIFIER, Check
+from .model import ACCOUNT, FILE_SYSTEM, NODE_GROUP, QUALIFIER, Check, LustreAsk, NodeGroup
 
 
 @dataclass(frozen=True)
@@ -171,3 +173,43 @@ def rules_table() -> str:
 def rules_text() -> str:
     """The registered checks, one per line (``--list-checks``)."""
     return "\n".join(f"{r.id:<12} {r.applies_to:<20} {r.title}" for r in RULES)
+
+
+def run(
+    preflight: Preflight,
+    groups: list[NodeGroup],
+    bootstrap: Mapping[str, int],
+    file_systems: Sequence[LustreAsk] = (),
+) -> list[Check]:
+    """Every check of :data:`RULES`, in order, against `preflight`'s account: `bootstrap` is the version each
+    bootstrap parameter must hold (one per qualifier); `file_systems`, the FSx for Lustre file systems the
+    stacks make."""
+    found: list[Check | None] = []
+    for rule in RULES:
+        if rule.applies_to == ACCOUNT:
+            found.append(preflight.guard(rule.id, lambda r=rule: r.check(preflight)))  # type: ignore[misc]
+        elif rule.applies_to == QUALIFIER:
+            found += [
+                preflight.guard(rule.id, lambda r=rule, p=p, v=v: r.check(preflight, v, p))  # type: ignore[misc]
+                for p, v in bootstrap.items()
+            ]
+    found += _each(
+        preflight, NODE_GROUP, [(f"{g.stack}/{g.name} ({g.count} x {g.instance_type})", g) for g in groups]
+    )
+    found += _each(
+        preflight,
+        FILE_SYSTEM,
+        [(f"{f.stack}/{f.name} ({f.capacity_gib} GiB{', EFA' if f.efa else ''})", f) for f in file_systems],
+    )
+    return [c for c in found if c is not None]
+
+
+def _each(preflight: Preflight, kind: str, items: list[tuple[str, Any]]) -> list[Check | None]:
+    """Every rule of `kind` for each (where, item), each line named ``<rule> [<where>]``."""
+    found: list[Check | None] = []
+    for where, item in items:
+        for rule in (r for r in RULES if r.applies_to == kind):
+            preflight.progress(f"checking {rule.id} of {where}")
+            check = partial(rule.check, preflight, item)
+            found.append(preflight.guard(f"{rule.id} [{where}]", check))
+    return found
