@@ -69,3 +69,41 @@ def test_what_differs_between_two_environments() -> None:
         ("gone", "1", ""),
         ("new", "", "2"),
     ]
+
+
+def test_two_runs_building_one_environment_share_it_and_neither_loses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen in a fresh clone's CI: two reviews at once (the tests' background checks; two pull requests on
+    one runner) built the same cached environment; the later one replaced the earlier's while it
+    synthesized (No module named 'aws_cdk'). Now one builds, the other waits and uses it."""
+    import threading
+    import time
+
+    from efa_constructs.tools import revision_env
+
+    monkeypatch.setenv("EFA_CDK_CACHE", str(tmp_path / "cache"))
+    builds: list[Path] = []
+
+    def build(tree: Path, files: list[str], target: Path, say: str) -> None:
+        builds.append(target)
+        (target / "bin").mkdir(parents=True)
+        time.sleep(0.5)  # a real build takes a minute: the other run arrives meanwhile
+        (target / "bin" / "python").symlink_to(sys.executable)
+
+    monkeypatch.setattr(revision_env, "_build", build)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "requirements.txt").write_text("aws-cdk-lib==2.240.0\n")
+    found: list[str] = []
+    runs = [
+        threading.Thread(target=lambda: found.append(environment(tree, "HEAD", None, tmp_path).python))
+        for _ in range(2)
+    ]
+    for run in runs:
+        run.start()
+        time.sleep(0.1)
+    for run in runs:
+        run.join()
+    assert len(builds) == 1 and len(found) == 2 and len(set(found)) == 1
+    assert Path(found[0]).exists()  # still there for both

@@ -4,8 +4,9 @@ A revision's dependencies are its own files (:func:`dependency_files`: ``require
 ``[project]`` dependencies of ``pyproject.toml``; ``constraints.txt`` beside either as constraints, and any
 file they include with ``-r`` / ``-c``). Its environment is a virtual environment built from exactly those
 files and kept under the cache (:func:`cache_root`) by their hash: the base and head of a pull request that
-changes no dependency share one, and the next run reuses it. A requirement on a local path (``-e .``,
-``./lib``, ``file:``) depends on the tree itself: that environment is built for the run and not kept.
+changes no dependency share one, and the next run reuses it (runs at once build it once: the others wait
+on a lock beside it). A requirement on a local path (``-e .``, ``./lib``, ``file:``) depends on the tree
+itself: that environment is built for the run and not kept.
 
 ``uv`` installs when it is there (the project's own setup pins it; ``pip install uv``), else ``pip``.
 """
@@ -20,6 +21,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -147,6 +150,45 @@ def _packages(python: str) -> dict[str, str]:
     return dict(sorted(json.loads(done.stdout).items()))
 
 
+@contextmanager
+def _held(lock: Path) -> Iterator[None]:
+    """An exclusive lock on `lock` for the block (POSIX flock; where there is none, no lock)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: runs at once may each build the environment
+        yield
+        return
+    with open(lock, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _build_once(tree: Path, files: list[str], target: Path, revision: str, origin: str) -> None:
+    """Build the environment beside `target` and move it there whole (a run stopped halfway leaves no
+    environment that looks ready)."""
+    building = Path(tempfile.mkdtemp(prefix=".building-", dir=target.parent))
+    try:
+        staged = building / "env"
+        _build(tree, files, staged, f"setting up {revision}'s dependencies from {origin} (kept in {target})")
+        (staged / ".efa-cdk-ready").write_text(origin + "\n")
+        shutil.rmtree(target, ignore_errors=True)  # a leftover that never became ready
+        staged.rename(target)
+    except (RuntimeError, OSError) as err:
+        raise EfaConfigError(
+            "template-diff",
+            code="efa-cdk:diff-dependencies-failed",
+            value=f"{revision}: {origin}",
+            why=f"its dependencies did not install: {err}",
+            fix="fix that revision's dependency files, or pass --same-environment to synthesize both "
+            "revisions with the running Python (a dependency change then does not show)",
+        ) from None
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+
+
 def environment(tree: Path, revision: str, given: list[str] | None, scratch: Path) -> Environment:
     """The environment that synthesizes `tree` (the revision `revision`): built from its own dependency
     files and cached by their hash (in `scratch`, not kept, when they name a path of the tree); the running
@@ -159,28 +201,10 @@ def environment(tree: Path, revision: str, given: list[str] | None, scratch: Pat
     origin = ", ".join(files)
     keep = not _local(tree, files)
     target = (cache_root() / "envs" / _key(tree, files)) if keep else scratch / f"env-{_key(tree, files)}"
-    if not (target / ".efa-cdk-ready").is_file():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        building = Path(tempfile.mkdtemp(prefix=".building-", dir=target.parent))
-        try:
-            staged = building / "env"
-            _build(
-                tree, files, staged, f"setting up {revision}'s dependencies from {origin} (kept in {target})"
-            )
-            (staged / ".efa-cdk-ready").write_text(origin + "\n")
-            shutil.rmtree(target, ignore_errors=True)
-            staged.rename(target)
-        except (RuntimeError, OSError) as err:
-            raise EfaConfigError(
-                "template-diff",
-                code="efa-cdk:diff-dependencies-failed",
-                value=f"{revision}: {origin}",
-                why=f"its dependencies did not install: {err}",
-                fix="fix that revision's dependency files, or pass --same-environment to synthesize both "
-                "revisions with the running Python (a dependency change then does not show)",
-            ) from None
-        finally:
-            shutil.rmtree(building, ignore_errors=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _held(target.with_name(target.name + ".lock")):  # another run building it: wait, then use it
+        if not (target / ".efa-cdk-ready").is_file():
+            _build_once(tree, files, target, revision, origin)
     python = str(target / "bin" / "python")
     return Environment(python, _packages(python), origin)
 
