@@ -185,17 +185,31 @@ def line_mutants(suffix: str, line: str) -> list[str]:
     out: list[str] = []
     operators = [(p, r, "\"'") for p, r in OPERATORS[suffix]]
     operators += [(p, r, "'" if suffix == ".sh" else "\"'") for p, r, _ in KINDS[suffix]]
+    code = line[: _comment_start(line, suffix)]  # a trailing comment is prose (an apostrophe in it too)
     for pattern, repl, quotes in operators:
-        for m in re.finditer(pattern, line):
-            before, after = line[: m.start()], line[m.end() :]
+        for m in re.finditer(pattern, code):
+            before, after = code[: m.start()], code[m.end() :]
             if any((before.count(q) % 2 and after.count(q) % 2) or m.group(0).count(q) % 2 for q in quotes):
                 continue  # between quotes on this line: text, not logic
-            if re.search(r"(^|\s)#", before) and not any(before.count(q) % 2 for q in "\"'"):
-                continue  # in a trailing comment
             new = _apply(line, m, repl)
             if new is not None and new != line and new not in out:
                 out.append(new)
     return out
+
+
+def _comment_start(line: str, suffix: str) -> int:
+    """Where the line's trailing comment starts (its length when it has none): the first ``#`` outside
+    quotes; in bash only one that starts a word (``$#``, ``${#x}`` are code)."""
+    quote = ""
+    for i, c in enumerate(line):
+        if quote:
+            if c == quote and line[i - 1] != "\\":
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c == "#" and (suffix == ".py" or i == 0 or line[i - 1].isspace()):
+            return i
+    return len(line)
 
 
 def _apply(line: str, m: re.Match[str], repl: str) -> str | None:

@@ -631,3 +631,70 @@ def test_status_names_each_nodes_device_fault() -> None:
     )
     assert "    device fault: reset pending: GPU 2 (00000000:00:08.0): row remapping pending?[31m" in text
     assert json.dumps(row)
+
+
+# Issue 60: edges a whole-file mutation run of node/devices.py and sysfs_counters.py found unpinned (each
+# test failed on its mutant).
+
+SLOWDOWNS = ["hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown"]
+
+
+@pytest.mark.parametrize("reason", SLOWDOWNS)
+def test_each_slowdown_reason_reads_alike_in_the_xml_report_and_the_query(reason: str) -> None:
+    """Each reason the query asks is also read from `nvidia-smi -q -x` (the same element names, recorded)."""
+    tag = f"clocks_event_reason_{reason}"
+    xml = fixture("nvidia-smi-q.xml").replace(f"<{tag}>Not Active</{tag}>", f"<{tag}>Active</{tag}>")
+    csv = nvidia_smi.with_fault(nvidia_smi.serve(1), 0, **{f"clocks_event_reasons.{reason}": "Active"})
+    assert xml != fixture("nvidia-smi-q.xml")
+    assert devices.gpu_problems(xml) == devices.gpu_problems(csv) != []
+
+
+def test_a_narrower_pcie_link_under_load_is_read_from_the_xml_report_too() -> None:
+    xml = (
+        fixture("nvidia-smi-q.xml")
+        .replace(
+            "<current_link_width>16x</current_link_width>", "<current_link_width>8x</current_link_width>"
+        )
+        .replace("<gpu_util>0 %</gpu_util>", "<gpu_util>97 %</gpu_util>")
+    )
+    (line,) = devices.gpu_problems(xml)
+    assert "PCIe link below its maximum" in line and line.endswith("mend: reboot"), line
+
+
+def test_a_query_cut_short_reads_the_rows_it_has_and_never_tracebacks() -> None:
+    """An answer cut mid-row (the driver killed mid-print): the whole rows are read (GPU 0's fault named),
+    the cut one by the fields it has, never a traceback."""
+    faulty = nvidia_smi.with_fault(nvidia_smi.serve(2), 0, **{"remapped_rows.pending": "Yes"})
+    cut = faulty.rstrip("\n").rsplit(",", 20)[0]
+    (line,) = devices.gpu_problems(cut)
+    assert line.startswith("GPU 0 ") and "row remapping pending" in line
+
+
+def test_the_command_exits_1_when_a_problem_asks_for_a_mend_and_0_when_healthy(tmp_path: Path) -> None:
+    """devices.py's documented exit: 1 when a line asks for a mend (the checks that call it may key on it),
+    0 when healthy or only watched; the lines that are not verdicts (worst, mends) always 0."""
+    import subprocess
+    import sys
+
+    def run(*args: str, stdin: str) -> int:
+        script = ROOT / "efa_constructs/node/devices.py"
+        return subprocess.run(
+            [sys.executable, str(script), *args], input=stdin, capture_output=True, text=True
+        ).returncode
+
+    faulty = nvidia_smi.with_fault(nvidia_smi.serve(2), 1, **{"remapped_rows.pending": "Yes"})
+    assert run("gpu", stdin=faulty) == 1
+    assert run("gpu", stdin=nvidia_smi.serve(2)) == 0
+    assert run("worst", stdin="GPU 1 (x): row remapping pending (y): mend: reset\n") == 0
+
+
+def test_an_efa_counter_at_its_threshold_is_a_problem_and_one_below_is_not(tmp_path: Path) -> None:
+    """The table's figure is the first rise that counts (rx_drops: 1000 in one interval)."""
+    sysfs = efa_sysfs(tmp_path, {"rdmap16s27": {"rx_drops": 10}})
+    state = tmp_path / "efa.json"
+    devices.efa_check(sysfs, state)
+    efa_sysfs(tmp_path, {"rdmap16s27": {"rx_drops": 10 + 999}})
+    assert devices.efa_check(sysfs, state) == []
+    efa_sysfs(tmp_path, {"rdmap16s27": {"rx_drops": 10 + 999 + 1000}})
+    (line,) = devices.efa_check(sysfs, state)
+    assert "rx_drops +1000 since the last check" in line

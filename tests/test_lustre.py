@@ -60,8 +60,9 @@ def test_without_efa_the_sizes_stay_1200_or_2400s_and_the_tiers_are_fsxs() -> No
     ("itype", "interfaces"),
     # "configure-efa-clients" step 4: 16 on p6-b300, 8 on p5/p5e/p5en/p6-b200/p6e-gb200.36xlarge, 2 on
     # other types with several network cards, 1 on types with one
-    [("p6-b300.48xlarge", 16), ("p5.48xlarge", 8), ("p5en.48xlarge", 8), ("trn1.32xlarge", 2),
-     ("p4d.24xlarge", 2), ("c5n.18xlarge", 1), ("hpc7g.16xlarge", 1)],
+    [("p6-b300.48xlarge", 16), ("p5.48xlarge", 8), ("p5e.48xlarge", 8), ("p5en.48xlarge", 8),
+     ("p6-b200.48xlarge", 8), ("p6e-gb200.36xlarge", 8), ("trn1.32xlarge", 2), ("p4d.24xlarge", 2),
+     ("c5n.18xlarge", 1), ("hpc7g.16xlarge", 1)],
 )  # fmt: skip
 def test_the_efa_interfaces_a_client_uses_are_the_guides(itype: str, interfaces: int) -> None:
     assert efa_client_interfaces(instance_type(itype)) == interfaces
@@ -1477,3 +1478,44 @@ def test_a_client_type_refusal_shows_the_options_own_value_and_names_the_type_in
         said = str(err.value)
         assert said.startswith(starts) and "xlarge'" not in said.split(":", 1)[0], said
         assert "xlarge" in said.split(":", 1)[1], said  # the type, named where it belongs
+
+
+# Issue 60: edges a whole-file mutation run of node/lnet.py found unpinned (each test failed on its mutant).
+
+
+def _dd_line(size: int, seconds: float) -> str:
+    """GNU dd's summary line (coreutils dd.c, print_xfer_stats): bytes, both human sizes, seconds, rate."""
+    human = f"{size / 1e9:.1f} GB, {size / 2**30:.1f} GiB"
+    return f"{size} bytes ({human}) copied, {seconds} s, {size / seconds / 1e9:.1f} GB/s\n"
+
+
+def test_the_storage_figures_are_each_nodes_bytes_over_its_own_and_the_phases_time(tmp_path: Path) -> None:
+    """Figures large enough that their second decimal shows: the aggregate is all bytes over the phase's
+    wall time, the slowest node its own bytes over its own seconds, each to 0.01 GB/s; a log holding an
+    earlier dd's summary (a retried run appends) is read by its last."""
+    size = 4 << 30
+    (tmp_path / "phases").write_text("write 3.0\nread 1.7\n")
+    (tmp_path / "a.write").write_text(_dd_line(size, 9.0) + "dd: retried\n" + _dd_line(size, 2.0))
+    (tmp_path / "a.read").write_text(_dd_line(size, 1.6))
+    (tmp_path / "b.write").write_text(_dd_line(size, 2.5))
+    (tmp_path / "b.read").write_text(_dd_line(size, 1.1))
+    out = lnet.result(tmp_path, efa=False)
+    assert out == {
+        "benchmark": "lustre", "ok": True, "nodes": 2,
+        "write_gbytes_s": 2.86,  # 2 x 4 GiB over 3.0 s
+        "read_gbytes_s": 5.05,  # over 1.7 s
+        "slowest_write": {"node": "b", "gbytes_s": 1.72},  # 4 GiB in 2.5 s (a's last run: 2.0 s)
+        "slowest_read": {"node": "a", "gbytes_s": 2.68},  # in 1.6 s
+    }  # fmt: skip
+    assert lnet.main(["bench", str(tmp_path)]) == 0  # the command as the leader runs it, no --efa
+
+
+def test_lnet_counts_take_receive_counts_alone_and_need_both_ways_to_move() -> None:
+    """A dropped message is neither sent nor received (drop_count, liblnetconfig.c): it adds to neither;
+    a network that sent more but received nothing more has not carried Lustre's traffic both ways."""
+    efa_ni = "recv_count: 800\n              drop_count: 0"
+    dropped = SHOW.replace(efa_ni, efa_ni.replace("drop_count: 0", "drop_count: 5"))
+    assert dropped != SHOW and lnet.net_counts(dropped) == lnet.NetCounts(nids=1, sent=907, received=803)
+    counts = lnet.net_counts(SHOW)
+    assert not counts.moved_since(lnet.NetCounts(1, 900, 803))  # sent only
+    assert not counts.moved_since(lnet.NetCounts(1, 907, 800))  # received only

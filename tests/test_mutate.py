@@ -67,3 +67,15 @@ def test_whole_files_are_mutated_line_by_line_docstrings_aside() -> None:
     assert {m.line for m in mutants} == {
         n for n, text in enumerate(lines, 1) if n not in prose and mutate.line_mutants(".py", text)
     }
+
+
+def test_a_trailing_comment_is_prose_even_with_an_apostrophe_in_it() -> None:
+    """Found mutating a figure in "# EC2's default: 5 per region" (the apostrophe made it look quoted)."""
+    line = "    limit = int(found['Value']) if found else 5  # EC2's default: 5 per region"
+    made = mutate.line_mutants(".py", line)
+    assert made and all(m.endswith("# EC2's default: 5 per region") for m in made), made
+    assert mutate.line_mutants(".sh", 'if [ "$#" -gt 2 ]; then  # it\'s 2') == [
+        'if [ "$#" -ge 2 ]; then  # it\'s 2',
+        'if [ "$#" -gt 3 ]; then  # it\'s 2',
+        'if [ "$#" -gt 1 ]; then  # it\'s 2',
+    ]

@@ -265,7 +265,10 @@ class ParallelClusterHarness:
     ami: str
     user: str = "ubuntu"
     timers: dict[str, int] = field(
-        default_factory=lambda: {"suspend_time": 20, "suspend_timeout": 5, "resume_timeout": 180}
+        # SuspendTime: long enough that a node a job resumed is still up while the tests read it on a loaded
+        # CI machine (20 s was not: the states, /etc/hosts and the topology read after the first job saw
+        # the nodes already powering down, in a fresh clone's CI with the floor run beside it)
+        default_factory=lambda: {"suspend_time": 60, "suspend_timeout": 5, "resume_timeout": 180}
     )
     nodes: dict[str, PcNode] = field(default_factory=dict)
     launched: list[str] = field(default_factory=list)  # Slurm names, in launch order

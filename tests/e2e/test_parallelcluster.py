@@ -319,7 +319,7 @@ def jobs(pc: dict[str, Any]) -> dict[str, Any]:
         head, "PATH=/opt/aws/neuron/bin:$PATH sbatch --nodes=2 /shared/jobs/train-trn1.sbatch train.py --lr 1"
     )
     result["train"] = (train, finish(harness, head, train))
-    deadline = time.time() + 120  # SuspendTime 20 s + SuspendTimeout 5 s after the last job
+    deadline = time.time() + 180  # SuspendTime 60 s + SuspendTimeout 5 s after the last job, and slack
     while set(node_states(head).values()) != {"idle~"} or harness.compute():
         assert time.time() < deadline, (node_states(head), [n.name for n in harness.compute()])
         time.sleep(2)
