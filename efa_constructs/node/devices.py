@@ -30,28 +30,17 @@ from collections.abc import Callable
 from pathlib import Path
 from xml.etree import ElementTree
 
-try:
-    from .problems import MENDS, mend_of, problem_line, worst
-    from .sysfs_counters import (
-        EFA_COUNTERS,
-        EFA_DEVICE_COUNTERS,
-        NEURON_CORE,
-        NEURON_HARDWARE,
-        efa_check,
-        efa_devices,
-        neuron_problems,
-    )
-except ImportError:  # run on a node as a script (no package): its neighbours are in its folder
-    from problems import MENDS, mend_of, problem_line, worst  # type: ignore[import-not-found, no-redef]
-    from sysfs_counters import (  # type: ignore[import-not-found, no-redef]
-        EFA_COUNTERS,
-        EFA_DEVICE_COUNTERS,
-        NEURON_CORE,
-        NEURON_HARDWARE,
-        efa_check,
-        efa_devices,
-        neuron_problems,
-    )
+if __package__:
+    from . import problems, sysfs_counters
+else:  # run on a node as a script (no package): its neighbours are in its folder
+    import problems  # type: ignore[import-not-found, no-redef]
+    import sysfs_counters  # type: ignore[import-not-found, no-redef]
+
+MENDS, mend_of, problem_line, worst = problems.MENDS, problems.mend_of, problems.problem_line, problems.worst
+EFA_COUNTERS, EFA_DEVICE_COUNTERS = sysfs_counters.EFA_COUNTERS, sysfs_counters.EFA_DEVICE_COUNTERS
+NEURON_CORE, NEURON_HARDWARE = sysfs_counters.NEURON_CORE, sysfs_counters.NEURON_HARDWARE
+efa_check, efa_devices = sysfs_counters.efa_check, sysfs_counters.efa_devices
+neuron_problems = sysfs_counters.neuron_problems
 
 __all__ = [
     "EFA_COUNTERS",

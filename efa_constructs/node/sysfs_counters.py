@@ -10,9 +10,9 @@ import re
 import time
 from pathlib import Path
 
-try:
+if __package__:
     from .problems import problem_line
-except ImportError:  # run on a node as a script's neighbour (no package): the scripts' folder
+else:  # run on a node as a script's neighbour (no package): the scripts' folder
     from problems import problem_line  # type: ignore[import-not-found, no-redef]
 
 # ---- EFA --------------------------------------------------------------------------------------------
