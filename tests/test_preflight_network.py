@@ -27,6 +27,28 @@ from tests.account import (
 pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse")  # moto: what its CloudFormation skips
 
 
+def test_a_run_asks_for_each_subnet_once(account: dict[str, Any]) -> None:
+    """The free-address check and the route out (its main-table fallback, its public-address question) read
+    one subnet: DescribeSubnets is asked once a run, as instance types and quotas are."""
+    ec2 = account["session"].client("ec2", region_name=REGION)
+    vpc = ec2.create_vpc(CidrBlock="10.8.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.8.1.0/24", AvailabilityZone="us-east-1c")["Subnet"]
+    gateway = ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"]
+    ec2.attach_internet_gateway(InternetGatewayId=gateway, VpcId=vpc)
+    (main,) = ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["RouteTables"]
+    ec2.create_route(RouteTableId=main["RouteTableId"], DestinationCidrBlock="0.0.0.0/0", GatewayId=gateway)
+    pf = Preflight(account["session"])
+    asked: list[str] = []
+    pf.client("ec2").meta.events.register(
+        "before-call.ec2.DescribeSubnets", lambda **_: asked.append("DescribeSubnets")
+    )
+    one = NodeGroup("S", "Cluster", "c5n.18xlarge", 2, subnet_id=subnet["SubnetId"], interfaces=1)
+    route, free = pf.route_out(one), pf.subnet(one)
+    assert route is not None and route.status == "FAIL" and "MapPublicIpOnLaunch false" in route.found
+    assert free is not None and free.status == "PASS"
+    assert asked == ["DescribeSubnets"]
+
+
 def test_an_existing_subnet_without_a_route_out_is_warned_of(account: dict[str, Any]) -> None:
     ec2 = account["session"].client("ec2", region_name=REGION)
     vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
@@ -57,6 +79,7 @@ def test_an_existing_subnet_without_a_route_out_is_warned_of(account: dict[str, 
     check = pf.route_out(one)
     assert check is not None and check.status == "FAIL" and "MapPublicIpOnLaunch false" in check.found
     ec2.modify_subnet_attribute(SubnetId=subnet["SubnetId"], MapPublicIpOnLaunch={"Value": True})
+    pf = Preflight(account["session"])  # a run reads each subnet once: the changed account is a new run
     check = pf.route_out(one)
     assert check is not None and check.status == "PASS" and gateway in check.found
     free = pf.subnet(NodeGroup("S", "Cluster", "trn1.32xlarge", 300, subnet_id=subnet["SubnetId"]))

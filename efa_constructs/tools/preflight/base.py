@@ -1,4 +1,4 @@
-"""The base of the checks: one boto3 client per service, instance types and quotas asked once."""
+"""The base of the checks: one boto3 client per service, instance types, subnets and quotas asked once."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .aws_errors import _aws_call
 
 class PreflightBase:
     """What every check reads through: the session, its region, one client per service, the instance
-    types and quotas asked once."""
+    types, subnets and quotas asked once."""
 
     def __init__(self, session: Any, progress: Callable[[str], None] = lambda _: None) -> None:
         self.session = session
@@ -20,6 +20,7 @@ class PreflightBase:
         self._clients: dict[str, Any] = {}
         self._types: dict[str, dict[str, Any]] = {}
         self._quotas: dict[str, dict[str, dict[str, Any]]] = {}
+        self._subnets: dict[str, dict[str, Any]] = {}
 
     def _quota(self, check: str, name: str, service: str = "ec2") -> dict[str, Any] | None:
         """The `service`'s quota named `name` (Service Quotas' list for the service, asked once)."""
@@ -46,3 +47,13 @@ class PreflightBase:
             )
             self._types[itype] = answer["InstanceTypes"][0] if answer["InstanceTypes"] else {}
         return self._types[itype]
+
+    def _subnet(self, check: str, subnet_id: str) -> dict[str, Any]:
+        """The subnet as DescribeSubnets answers it (asked once; `check` names the check a refusal fails)."""
+        if subnet_id not in self._subnets:
+            ec2 = self.client("ec2")
+            answer = _aws_call(
+                check, "ec2:DescribeSubnets", lambda: ec2.describe_subnets(SubnetIds=[subnet_id])
+            )
+            (self._subnets[subnet_id],) = answer["Subnets"]
+        return self._subnets[subnet_id]

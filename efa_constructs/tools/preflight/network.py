@@ -162,11 +162,7 @@ class NetworkChecks(PreflightBase):
             )
         if not g.subnet_id:
             return None
-        ec2 = self.client("ec2")
-        subnets = _aws_call(
-            "subnet", "ec2:DescribeSubnets", lambda: ec2.describe_subnets(SubnetIds=[g.subnet_id])
-        )["Subnets"]
-        (s,) = subnets
+        s = self._subnet("subnet", g.subnet_id)
         need = g.count * g.interfaces_with_ip
         if int(s["AvailableIpAddressCount"]) < need:
             return Check(
@@ -246,7 +242,7 @@ class NetworkChecks(PreflightBase):
                 "route 0.0.0.0/0 to a NAT gateway",
             )
         if str(route.get("GatewayId", "")).startswith("igw-"):
-            return self._public_route(g, target)
+            return self._public_route(g, g.subnet_id, target)
         if route.get("InstanceId") or route.get("NetworkInterfaceId"):
             return Check(
                 "route out",
@@ -268,9 +264,7 @@ class NetworkChecks(PreflightBase):
         )["RouteTables"]
         if own:
             return list(own)
-        vpc = _aws_call(
-            "route out", "ec2:DescribeSubnets", lambda: ec2.describe_subnets(SubnetIds=[subnet_id])
-        )["Subnets"][0]["VpcId"]
+        vpc = self._subnet("route out", subnet_id)["VpcId"]
         main = _aws_call(
             "route out",
             "ec2:DescribeRouteTables",
@@ -283,7 +277,7 @@ class NetworkChecks(PreflightBase):
         )["RouteTables"]
         return list(main)
 
-    def _public_route(self, g: NodeGroup, gateway: str) -> Check:
+    def _public_route(self, g: NodeGroup, subnet_id: str, gateway: str) -> Check:
         """A route to an internet gateway reaches the internet only from a public address. EC2 gives a node
         one from the subnet only when it launches with a single network interface at device index 0 (EC2
         user guide, "Assign a public IPv4 address during instance launch"; API reference,
@@ -303,11 +297,7 @@ class NetworkChecks(PreflightBase):
                 f"{g.elastic_ips} Elastic IPs for {g.count} nodes: they could not fetch their software",
                 fix,
             )
-        ec2 = self.client("ec2")
-        subnet = _aws_call(
-            "route out", "ec2:DescribeSubnets", lambda: ec2.describe_subnets(SubnetIds=[g.subnet_id])
-        )["Subnets"][0]
-        if g.public_address or subnet.get("MapPublicIpOnLaunch"):
+        if g.public_address or self._subnet("route out", subnet_id).get("MapPublicIpOnLaunch"):
             return Check(
                 "route out", "PASS", f"{g.subnet_id} routes out through {gateway}, a public address a node"
             )
