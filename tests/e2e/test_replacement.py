@@ -66,17 +66,25 @@ def _health(aws: dict[str, Any], name: str) -> dict[str, str]:
     return {i["InstanceId"]: i["HealthStatus"] for i in group["AutoScalingGroups"][0]["Instances"]}
 
 
-def _failing_node(tmp: Path, instance: str, barrier: Path, delay: str, env: dict[str, str]) -> Node:
+def _group_node(tmp: Path, instance: str, itype: str, stack: str) -> Node:
+    """A verified node of the stack's Auto Scaling group, monitored: unhealthy after one failed check,
+    replaced at most once an hour through the group's claim parameter."""
     node = Node(
         tmp,
+        itype,
         EFA_CDK_NODE_GROUP="asg",
         EFA_CDK_UNHEALTHY_AFTER="1",
         EFA_CDK_REPLACE_MINUTES="60",
         EFA_CDK_REPLACEMENT_PARAMETER=PARAM,
-        EFA_CDK_METRICS_NAMESPACE="EfaCdk/Trn1EfaCluster/Cluster",
+        EFA_CDK_METRICS_NAMESPACE=f"EfaCdk/{stack}/Cluster",
     )
     (node.root / "var/lib/efa-cdk/verified").write_text("2026-11-25T00:00:00Z\n")
     (node.stub_dir / "instance-id").write_text(instance + "\n")
+    return node
+
+
+def _failing_node(tmp: Path, instance: str, barrier: Path, delay: str, env: dict[str, str]) -> Node:
+    node = _group_node(tmp, instance, "trn1.32xlarge", "Trn1EfaCluster")
     executable(node.stub_dir / "bin/aws", SHIM)
     node.set_devices(7)  # one EFA device gone: the check fails
     node.env |= env | {"BARRIER": str(barrier), "WRITE_DELAY": delay}
@@ -134,17 +142,7 @@ def _gpu_node(tmp: Path, instance: str, env: dict[str, str], fault: dict[str, st
     stand-in built from the recorded H200 (tests/nvidia_smi.py) serving `fault` on GPU 1."""
     from tests import nvidia_smi
 
-    node = Node(
-        tmp,
-        "p5.48xlarge",
-        EFA_CDK_NODE_GROUP="asg",
-        EFA_CDK_UNHEALTHY_AFTER="1",
-        EFA_CDK_REPLACE_MINUTES="60",
-        EFA_CDK_REPLACEMENT_PARAMETER=PARAM,
-        EFA_CDK_METRICS_NAMESPACE="EfaCdk/P5EfaCluster/Cluster",
-    )
-    (node.root / "var/lib/efa-cdk/verified").write_text("2026-11-25T00:00:00Z\n")
-    (node.stub_dir / "instance-id").write_text(instance + "\n")
+    node = _group_node(tmp, instance, "p5.48xlarge", "P5EfaCluster")
     executable(node.stub_dir / "bin/aws", f'#!/bin/bash\nexec {AWS} "$@"\n')
     executable(node.stub_dir / "bin/journalctl", "#!/bin/bash\nexit 0\n")
     smi = node.nvidia_smi(8)
