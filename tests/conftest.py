@@ -11,7 +11,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -153,9 +153,93 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     keep, drop = [], []
     for item in items:
         pinned = "snapshot" in getattr(item, "fixturenames", ()) or item.nodeid in BACKGROUND_COMMANDS
-        (drop if pinned or "tests/test_packaging.py" in item.nodeid else keep).append(item)
+        (drop if pinned or cdk_free(item) or "tests/test_packaging.py" in item.nodeid else keep).append(item)
     items[:] = keep
     config.hook.pytest_deselected(items=drop)
+
+
+def cdk_free(item: pytest.Item) -> bool:
+    """Marked ``cdk_free`` (a module's ``pytestmark``), not ``cdk_free(False)`` on the test itself: its
+    outcome cannot depend on the aws-cdk-lib it runs on."""
+    mark = item.get_closest_marker("cdk_free")
+    return mark is not None and (mark.args or (True,))[0] is True
+
+
+class CdkReach:
+    """What a test reached of aws-cdk-lib: calls into jsii's Node kernel made in this process, and processes
+    started that run the project's Python or Node (a synth there uses the same aws-cdk-lib). A test marked
+    ``cdk_free`` must reach neither: the floor run leaves it out, and this run fails it when the mark is wrong
+    (see :func:`pytest_runtest_teardown`)."""
+
+    calls: ClassVar[int] = 0
+    started: ClassVar[list[str]] = []
+    #: fixtures whose set-up called jsii: a test using one reaches aws-cdk-lib
+    fixtures: ClassVar[set[str]] = set()
+
+    @classmethod
+    def install(cls) -> None:
+        from jsii._kernel.providers import process  # every kernel request goes through _NodeProcess.send
+
+        if not hasattr(process, "_NodeProcess") or not hasattr(process._NodeProcess, "send"):
+            raise pytest.UsageError(
+                "jsii's _NodeProcess.send is gone: tests/conftest.py CdkReach cannot count"
+            )
+        send, popen = process._NodeProcess.send, subprocess.Popen.__init__
+
+        def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+            cls.calls += 1
+            return send(self, *args, **kwargs)
+
+        def watched(self: Any, args: Any, *rest: Any, **kwargs: Any) -> None:
+            argv = [args] if isinstance(args, (str, os.PathLike)) else list(args)
+            program = str(argv[0]) if argv else ""
+            if (
+                program == sys.executable
+                or Path(program).name in ("node", "npx", "cdk")
+                or (program.startswith(str(ROOT)) and not program.startswith(str(ROOT / "efa_constructs")))
+            ):
+                cls.started.append(" ".join(map(str, argv))[:120])
+            popen(self, args, *rest, **kwargs)
+
+        process._NodeProcess.send = counted  # type: ignore[method-assign]
+        subprocess.Popen.__init__ = watched  # type: ignore[method-assign]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not FLOOR and not config.option.collectonly:
+        CdkReach.install()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any]) -> Iterator[None]:
+    before = CdkReach.calls
+    yield
+    if CdkReach.calls > before:
+        CdkReach.fixtures.add(fixturedef.argname)
+
+
+_REACH_AT_SETUP: dict[str, tuple[int, int]] = {}
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _REACH_AT_SETUP[item.nodeid] = (CdkReach.calls, len(CdkReach.started))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """A test marked ``cdk_free`` that reached aws-cdk-lib is an error here: the floor would leave out a test
+    whose outcome depends on the version it runs on."""
+    if FLOOR or not cdk_free(item) or item.nodeid not in _REACH_AT_SETUP:
+        return
+    calls, started = _REACH_AT_SETUP.pop(item.nodeid)
+    fixtures = sorted(CdkReach.fixtures & set(getattr(item, "fixturenames", ())))
+    reached = [f"{CdkReach.calls - calls} jsii calls"] if CdkReach.calls > calls else []
+    reached += [f"fixture {f}" for f in fixtures] + [f"started {p}" for p in CdkReach.started[started:]]
+    if reached:
+        raise AssertionError(
+            f"{item.nodeid} is marked cdk_free but reached aws-cdk-lib ({'; '.join(reached)}): the floor run "
+            "(scripts/test-floor) leaves it out. Remove the mark."
+        )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -18,6 +18,9 @@ from efa_constructs.core.software import node_settings
 from efa_constructs.node import accel
 from tests.helpers import BASH, ROOT, Node, executable
 
+#: Nothing here reaches aws-cdk-lib (tests/conftest.py checks): the floor run leaves these out.
+pytestmark = pytest.mark.cdk_free
+
 FIXTURES = ROOT / "tests/fixtures/accelerators"
 
 
@@ -273,6 +276,7 @@ def test_the_health_check_counts_an_accelerator_fault(tmp_path: Path) -> None:
     assert "UNHEALTHY: 14 of 16 Neuron devices" in node.read("var/log/efa-cdk-health.log")
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_the_ready_stacks_level_reaches_the_nodes_user_data() -> None:
     """-c dcgm_diag_level=2 on the P5 stack: every node's settings carry it (and only then)."""
     from tests.helpers import by_type

@@ -27,9 +27,12 @@ from tests.account import (
     synth,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse")  # moto: what its CloudFormation skips
+#: cdk_free: nothing here reaches aws-cdk-lib (tests/conftest.py checks), so the floor run leaves these out;
+#: moto warns of what its CloudFormation skips
+pytestmark = [pytest.mark.cdk_free, pytest.mark.filterwarnings("ignore:Tried to parse")]
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_status_shows_the_nodes_alarms_and_benchmarks_of_a_stack_created_in_the_emulator(
     account: dict[str, Any], tmp_path: Path, capsys: Any
 ) -> None:

@@ -17,6 +17,9 @@ import pytest
 
 from efa_constructs.node import bench_parse
 
+#: Nothing here reaches aws-cdk-lib (tests/conftest.py checks): the floor run leaves these out.
+pytestmark = pytest.mark.cdk_free
+
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
 SCRIPT = Path(bench_parse.__file__)
 
@@ -131,6 +134,7 @@ def test_signal_body_stays_small() -> None:
     assert json.loads(bench_parse.signal_body(normal)["Data"]) == normal
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_command_line_as_the_node_runs_it(tmp_path: Path) -> None:
     run = subprocess.run(
         [
@@ -163,6 +167,7 @@ def test_command_line_as_the_node_runs_it(tmp_path: Path) -> None:
     assert failed.returncode == 1 and json.loads(failed.stdout)["ok"] is False
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 @pytest.mark.parametrize("content", ["", "{not json", '["a list"]'])
 def test_an_empty_or_unreadable_result_file_is_a_failed_benchmark_not_a_traceback(
     tmp_path: Path, content: str
@@ -226,6 +231,7 @@ def test_no_line_rate_given_means_no_fraction_claimed() -> None:
     assert "line_rate_fraction" not in bench_parse.parse_nccl_tests(fixture("nccl-tests-2x-p4d.txt"))
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_the_command_line_parses_hccl_demo_as_a_dl1_node_runs_it() -> None:
     run = subprocess.run(
         [sys.executable, str(SCRIPT), "hccl_demo", str(FIXTURES / "hccl_demo-2x-dl1.txt"), "--line-rate-gbps",

@@ -16,6 +16,9 @@ from stacks.cluster_stack import READY_CLUSTERS, EfaClusterStack
 from stacks.params import ClusterParams
 from tests.helpers import Node, by_type, executable, isolated_vpc, new_app
 
+#: Nothing here reaches aws-cdk-lib (tests/conftest.py checks): the floor run leaves these out.
+pytestmark = pytest.mark.cdk_free
+
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
 
 COMMON = ["--net=host", "--ipc=host", "memlock=-1:-1", "--restart=unless-stopped", "/etc/efa-cdk/efa.env"]
@@ -39,6 +42,7 @@ def test_the_run_line_gives_the_container_every_efa_device_and_the_accelerators(
     assert args[len(args) - len(accelerator) :] == accelerator
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_the_ready_stacks_run_the_images_users_train_in() -> None:
     """Dl1 with a Gaudi image, P5 with an NGC PyTorch image, Trn1 with a Neuron DLC (issue 15)."""
     images = {
@@ -58,6 +62,7 @@ def test_the_ready_stacks_run_the_images_users_train_in() -> None:
         assert "hostfile container" in user_data  # after the hostfile, before the benchmarks
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_a_gaudi_container_on_the_default_image_is_warned_at_synth_and_a_chosen_image_is_not() -> None:
     """The default dl1 image has no Gaudi driver or habana runtime, so the container step would stop
     the deploy: synthesis says so first, naming the fix; with an image the user chose it is silent."""

@@ -13,7 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import BASH, ROOT, executable
+
+#: Nothing here reaches aws-cdk-lib (tests/conftest.py checks): the floor run leaves these out.
+pytestmark = pytest.mark.cdk_free
 
 FIXTURES = ROOT / "tests" / "fixtures"
 
@@ -42,6 +47,7 @@ def _run(tmp_path: Path, bin_dir: Path) -> tuple[subprocess.CompletedProcess[str
     return run, json.loads((out / "parsed.json").read_text())
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_it_keeps_each_output_and_what_the_parsers_read(tmp_path: Path) -> None:
     run, parsed = _run(tmp_path, _tools(tmp_path, gpus_listed=1))
     out = tmp_path / "out"
@@ -54,6 +60,7 @@ def test_it_keeps_each_output_and_what_the_parsers_read(tmp_path: Path) -> None:
     assert run.returncode == 1 and "all_reduce_perf" in run.stderr  # a recording from EFA: not one machine's
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_it_says_where_a_parser_and_the_tool_disagree(tmp_path: Path) -> None:
     """The driver counts two GPUs where `nvidia-smi -L`'s listing (as accel.py reads it) has one: exit 1."""
     run, parsed = _run(tmp_path, _tools(tmp_path, gpus_listed=2))
@@ -61,6 +68,7 @@ def test_it_says_where_a_parser_and_the_tool_disagree(tmp_path: Path) -> None:
     assert "nvidia-smi" in run.stderr
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_it_reads_each_gpus_own_state_and_checks_it_against_the_xml_and_the_drivers_remapped_rows(
     tmp_path: Path,
 ) -> None:
@@ -90,6 +98,7 @@ def test_it_reads_each_gpus_own_state_and_checks_it_against_the_xml_and_the_driv
     assert parsed["gpu_state"]["agrees"] is False and "gpu_state" in run.stderr
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_it_compares_each_busbw_the_parser_read_with_the_tools_own_json(tmp_path: Path) -> None:
     """Issue 60 item 5: "agrees" compared no figure. all_reduce_perf's stand-in prints the recorded H200 run
     (nccl-tests 2.19.6) and writes its recorded -J JSON where asked: every row's busbw agrees. The JSON with

@@ -22,6 +22,9 @@ from efa_constructs.node import devices
 from tests import nvidia_smi
 from tests.helpers import BASH, ROOT, Node
 
+#: Nothing here reaches aws-cdk-lib (tests/conftest.py checks): the floor run leaves these out.
+pytestmark = pytest.mark.cdk_free
+
 FIXTURES = ROOT / "tests/fixtures/nvidia-h200"
 RECORDED = (FIXTURES / "nvidia-smi-query-gpu-all.csv").read_text()
 
@@ -573,6 +576,7 @@ def test_the_devices_step_installs_its_timer(tmp_path: Path) -> None:
     assert node.systemd_verify("efa-cdk-devices.service", "efa-cdk-devices.timer") == ""
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_a_node_may_set_and_clear_its_device_fault_tag_and_nothing_else(tmp_path: Path) -> None:
     """The policy the stack writes, evaluated as AWS decides (tests/iam_eval.py): the one tag key, on this
     cluster's instances; not another key, not another cluster's node, not DeleteTags without keys (which
@@ -670,6 +674,7 @@ def test_a_query_cut_short_reads_the_rows_it_has_and_never_tracebacks() -> None:
     assert line.startswith("GPU 0 ") and "row remapping pending" in line
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_the_command_exits_1_when_a_problem_asks_for_a_mend_and_0_when_healthy(tmp_path: Path) -> None:
     """devices.py's documented exit: 1 when a line asks for a mend (the checks that call it may key on it),
     0 when healthy or only watched; the lines that are not verdicts (worst, mends) always 0."""

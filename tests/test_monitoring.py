@@ -33,6 +33,9 @@ from stacks.cluster_stack import EfaClusterStack
 from stacks.params import ClusterParams
 from tests.helpers import BASH, ROOT, THIS_INSTANCE, Node, by_type, executable, new_app
 
+#: Nothing here reaches aws-cdk-lib (tests/conftest.py checks): the floor run leaves these out.
+pytestmark = pytest.mark.cdk_free
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
@@ -94,6 +97,7 @@ def test_the_readme_picture_is_the_dashboard() -> None:
     assert "](dashboard.svg)" in (ROOT / "docs" / "operate.md").read_text()
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_the_stack_has_the_dashboard_alarms_topic_and_document(p5: dict[str, Any]) -> None:
     (dashboard,) = by_type(p5, "AWS::CloudWatch::Dashboard")
     assert "efa_retrans_timeout_events" in json.dumps(dashboard["Properties"]["DashboardBody"])
@@ -119,6 +123,7 @@ def test_the_stack_has_the_dashboard_alarms_topic_and_document(p5: dict[str, Any
     assert "efa-env monitoring ssh-keys" in user_data and "EFA_CDK_AGENT_CONFIG=" in user_data
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_only_an_auto_scaling_node_may_mark_itself_unhealthy_and_only_in_its_group() -> None:
     t = _stack("trn1.32xlarge", node_group="asg", node_count="4")
     (group_id,) = [k for k, v in t["Resources"].items() if v["Type"] == "AWS::AutoScaling::AutoScalingGroup"]
@@ -131,6 +136,7 @@ def test_only_an_auto_scaling_node_may_mark_itself_unhealthy_and_only_in_its_gro
     assert "autoscaling:SetInstanceHealth" not in json.dumps(explicit)
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_monitoring_off() -> None:
     t = _stack("trn1.32xlarge", monitoring="false")
     assert not by_type(t, "AWS::CloudWatch::Dashboard") and "DashboardUrl" not in t["Outputs"]
@@ -425,6 +431,7 @@ def test_a_claim_whose_set_instance_health_fails_is_given_back(tmp_path: Path) -
     assert (node.stub_dir / "last-replacement-version").read_text().strip() == "3"  # claimed, given back
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_the_replacement_limit_is_in_the_template_with_its_alarm_and_least_privilege() -> None:
     t = _stack("c5n.18xlarge", node_group="asg")
     (param,) = [k for k, r in t["Resources"].items() if r["Type"] == "AWS::SSM::Parameter" and
@@ -695,6 +702,7 @@ def test_the_leaders_health_timer_runs_the_fabric_sweep_at_its_interval_and_no_o
     assert "fabric sweep" not in follower.read("var/log/efa-cdk-health.log")
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_the_sweep_interval_reaches_the_nodes_settings() -> None:
     user_data = json.dumps(by_type(_stack("trn1.32xlarge", sweep_minutes="360"), "AWS::EC2::LaunchTemplate"))
     assert "EFA_CDK_SWEEP_MINUTES='360'" in user_data

@@ -33,6 +33,9 @@ from efa_constructs.core.node_rules import (
     run_node_rules,
 )
 
+#: Nothing here reaches aws-cdk-lib (tests/conftest.py checks): the floor run leaves these out.
+pytestmark = pytest.mark.cdk_free
+
 RESERVATION = "cr-0123456789abcdef0"
 TRN1 = instance_type("trn1.32xlarge")
 
@@ -84,6 +87,7 @@ def test_every_rule_has_an_example_an_id_and_a_scope_of_known_orchestrators() ->
         assert not rule.ids or rule.id in rule.ids, rule.id
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 @pytest.mark.parametrize(
     ("count", "low", "refused_as"),
     [
@@ -163,6 +167,7 @@ def test_a_rule_binds_only_its_scope() -> None:
         run_node_rules(valid("EfaCluster", root_volume_gib=4))
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_the_docs_table_is_the_registers() -> None:
     from tests.helpers import ROOT
 

@@ -24,7 +24,9 @@ from tests.account import (
     synth,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse")  # moto: what its CloudFormation skips
+#: cdk_free: nothing here reaches aws-cdk-lib (tests/conftest.py checks), so the floor run leaves these out;
+#: moto warns of what its CloudFormation skips
+pytestmark = [pytest.mark.cdk_free, pytest.mark.filterwarnings("ignore:Tried to parse")]
 
 
 def test_a_run_asks_for_each_subnet_once(account: dict[str, Any]) -> None:
@@ -160,6 +162,7 @@ def test_an_image_that_is_not_available_or_is_deprecated_is_said(
     assert check is not None and check.status == status and says in check.line(), check
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_the_lustre_quotas_hold_the_file_system_beside_the_regions(
     account: dict[str, Any], tmp_path: Path, monkeypatch: Any, capsys: Any
 ) -> None:

@@ -20,9 +20,12 @@ from tests.account import (
 )
 from tests.helpers import cdk_json_context, moto_server
 
-pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse")  # moto: what its CloudFormation skips
+#: cdk_free: nothing here reaches aws-cdk-lib (tests/conftest.py checks), so the floor run leaves these out;
+#: moto warns of what its CloudFormation skips
+pytestmark = [pytest.mark.cdk_free, pytest.mark.filterwarnings("ignore:Tried to parse")]
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_each_stack_is_checked_in_the_region_it_was_synthesized_for(
     account: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
@@ -53,6 +56,7 @@ def test_each_stack_is_checked_in_the_region_it_was_synthesized_for(
     assert sorted(f.split(" in ")[1].split(" ")[0] for f in creds) == ["eu-west-1", "us-west-2"]
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_without_a_region_the_commands_use_the_stacks_or_name_the_flag(tmp_path: Path) -> None:
     """No region configured: an env-agnostic assembly is one line naming --region (was a botocore
     traceback); an assembly for one region is asked in that region (here: the endpoint refuses the
@@ -73,6 +77,7 @@ def test_without_a_region_the_commands_use_the_stacks_or_name_the_flag(tmp_path:
     assert "cloudformation:DescribeStacks" in run.stderr and "pass --region" not in run.stderr, run.stderr
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_aws_region_alone_is_a_region_as_the_refusal_says(tmp_path: Path) -> None:
     """The refusal says '(or set AWS_REGION)', and botocore reads only AWS_DEFAULT_REGION: with AWS_REGION
     alone (as the AWS CLI v2 and the CDK CLI take it), an env-agnostic assembly is asked in that region (here
@@ -86,6 +91,7 @@ def test_aws_region_alone_is_a_region_as_the_refusal_says(tmp_path: Path) -> Non
     assert f"in {REGION} as" in run.stdout, run.stdout + run.stderr
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 @pytest.mark.parametrize(
     ("body", "says"),
     [
@@ -109,6 +115,7 @@ def test_a_broken_template_in_the_assembly_is_one_line(tmp_path: Path, body: str
     assert run.stderr.strip().count("\n") == 0 and says in run.stderr, run.stderr
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_preflight_holds_each_written_template_to_cloudformations_limits(tmp_path: Path) -> None:
     """Issue 41 item 19, through the command line against the emulator: a template of 501 resources in
     the assembly is a FAIL naming the stack and the count (exit 1); one of 500 passes that check."""

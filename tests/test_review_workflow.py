@@ -32,6 +32,9 @@ from efa_constructs.tools.post_comment import BOT_LOGIN, MARKER
 from efa_constructs.tools.pr_review import PullRequest, post, workflow
 from tests.helpers import ROOT
 
+#: Nothing here reaches aws-cdk-lib (tests/conftest.py checks): the floor run leaves these out.
+pytestmark = pytest.mark.cdk_free
+
 PROJECT = ROOT / ".github" / "workflows" / "template-diff.yml"
 
 
@@ -39,6 +42,7 @@ def _jobs(text: str) -> dict[str, Any]:
     return yaml.safe_load(text)["jobs"]  # type: ignore[no-any-return]
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_both_workflows_pass_actionlint_and_a_broken_expression_does_not(tmp_path: Path) -> None:
     written = tmp_path / "review.yml"
     written.write_text(workflow())
@@ -211,6 +215,7 @@ def _post_step(
     )
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_the_post_step_adds_its_comment_then_updates_it_and_never_another_users(
     tmp_path: Path, github: str
 ) -> None:
@@ -226,6 +231,7 @@ def test_the_post_step_adds_its_comment_then_updates_it_and_never_another_users(
     assert not any(c.startswith("PATCH") and c.endswith("/70") for c in _GitHub.calls)
 
 
+@pytest.mark.cdk_free(False)  # reaches aws-cdk-lib: runs on the floor too
 def test_the_post_step_bounds_the_body_and_reports_a_refusal_without_failing(
     tmp_path: Path, github: str
 ) -> None:
