@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -74,13 +73,6 @@ def make_stack() -> Iterator[Callable[..., Any]]:
 # started as soon as collection finishes, so they use the second core while the in-process tests
 # run; the tests that own them wait for the result. Keyed by the owning test's node id.
 BACKGROUND: dict[str, tuple[subprocess.Popen[str], Path]] = {}
-#: A bare shell's environment, as a newcomer's terminal has it: no virtual environment, nothing exported.
-PLAIN_SHELL = [
-    "env",
-    "-i",
-    f"PATH=/usr/local/bin:/usr/bin:/bin:{Path(shutil.which('node') or '/usr/bin/node').parent}",
-    f"HOME={Path.home()}",
-]
 BACKGROUND_COMMANDS: dict[str, list[str]] = {
     "tests/test_packaging.py::test_the_wheel_installs_beside_the_users_aws_cdk_lib_and_synthesizes": [
         sys.executable,
@@ -101,16 +93,6 @@ BACKGROUND_COMMANDS: dict[str, list[str]] = {
         sys.executable,
         str(ROOT / "tests" / "review_deps_check.py"),
         "{tmp}",
-    ],
-    # the README's deploy tooling in a bare shell: no virtual environment on PATH, nothing exported
-    "tests/test_app.py::test_npx_cdk_ls_works_in_a_plain_shell": [
-        *PLAIN_SHELL,
-        "npx",
-        "--no-install",
-        "cdk",
-        "ls",
-        "--output",
-        "{tmp}/out",
     ],
     # every shell command of the README and docs, as printed, in a bare shell (tests/docs_check.py)
     "tests/test_docs.py::test_every_shell_command_runs_as_printed": [

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 import app as app_module
-from tests.conftest import background_result
 from tests.helpers import new_app
 
 
@@ -52,24 +51,6 @@ def test_cdk_and_aws_context_keys_with_colons_are_not_stack_prefixes() -> None:
         },
         {"P5EfaCluster": "cluster"},
     )
-
-
-def test_npx_cdk_ls_works_in_a_plain_shell(request: pytest.FixtureRequest) -> None:
-    """`npx cdk ls` with a bare environment: cdk.json runs scripts/cdk-app, which finds the project's
-    Python itself (runs in the background from collection time)."""
-    run, _ = background_result(request.node.nodeid)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.split() == [
-        "Trn1EfaCluster",
-        "Trn1nEfaCluster",
-        "P4dEfaCluster",
-        "P5EfaCluster",
-        "P3dnEfaCluster",
-        "Dl1EfaCluster",
-        "Trn1ParallelCluster",
-        "Trn1PcsCluster",
-    ]
-    assert "end-of-life" not in run.stderr  # no jsii banner in the user's way
 
 
 def test_a_key_the_prefixed_stack_does_not_read_is_refused(capsys: pytest.CaptureFixture[str]) -> None:

@@ -56,6 +56,29 @@ def test_every_shell_command_runs_as_printed() -> None:
 
 
 @ON_PROJECT_VENV
+def test_npx_cdk_works_in_a_plain_shell(ready_app: Any) -> None:
+    """The README's `npx cdk synth` block, run in a bare shell (no virtual environment on PATH, nothing
+    exported): cdk.json runs scripts/cdk-app, which finds the project's Python itself; no jsii banner in the
+    user's way. The app the CLI runs holds the eight ready stacks, in the README's order."""
+    npx = [
+        r
+        for r in shell_records()
+        if r["where"].startswith("README.md") and "npx cdk synth" in r.get("ran", "")
+    ]
+    assert npx and all(r["rc"] == 0 and BANNER not in r["err"] for r in npx), npx
+    assert [s.stack_name for s in ready_app.node.children if hasattr(s, "stack_name")] == [
+        "Trn1EfaCluster",
+        "Trn1nEfaCluster",
+        "P4dEfaCluster",
+        "P5EfaCluster",
+        "P3dnEfaCluster",
+        "Dl1EfaCluster",
+        "Trn1ParallelCluster",
+        "Trn1PcsCluster",
+    ]
+
+
+@ON_PROJECT_VENV
 def test_what_the_shell_commands_say() -> None:
     by_printed = {r["printed"]: r for r in shell_records() if r["rc"] is not None}
     (synth,) = [r for p, r in by_printed.items() if p == "scripts/synth"]
