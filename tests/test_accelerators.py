@@ -17,6 +17,7 @@ from efa_constructs.core.layout import Layout
 from efa_constructs.core.software import node_settings
 from efa_constructs.node import accel
 from tests.helpers import BASH, ROOT, Node, executable
+from tests.test_monitoring import _monitored, _stack  # at collection, as in a full run
 
 #: Nothing here reaches aws-cdk-lib (tests/conftest.py checks): the floor run leaves these out.
 pytestmark = pytest.mark.cdk_free
@@ -264,8 +265,6 @@ def test_the_dcgm_diagnostic_runs_at_boot_at_the_chosen_level(tmp_path: Path) ->
 
 
 def test_the_health_check_counts_an_accelerator_fault(tmp_path: Path) -> None:
-    from tests.test_monitoring import _monitored
-
     node = Node(tmp_path)
     _monitored(node)
     node.run("efa-env")
@@ -280,7 +279,6 @@ def test_the_health_check_counts_an_accelerator_fault(tmp_path: Path) -> None:
 def test_the_ready_stacks_level_reaches_the_nodes_user_data() -> None:
     """-c dcgm_diag_level=2 on the P5 stack: every node's settings carry it (and only then)."""
     from tests.helpers import by_type
-    from tests.test_monitoring import _stack
 
     user_data = json.dumps(by_type(_stack("p5.48xlarge", dcgm_diag_level="2"), "AWS::EC2::LaunchTemplate"))
     assert "EFA_CDK_DCGM_LEVEL='2'" in user_data and "EFA_CDK_ACCELERATOR='nvidia-gpu'" in user_data

@@ -21,6 +21,7 @@ from efa_constructs.core.software import node_settings
 from efa_constructs.node import devices
 from tests import nvidia_smi
 from tests.helpers import BASH, ROOT, Node
+from tests.test_monitoring import _monitored, _stack  # at collection, as in a full run
 
 #: Nothing here reaches aws-cdk-lib (tests/conftest.py checks): the floor run leaves these out.
 pytestmark = pytest.mark.cdk_free
@@ -545,8 +546,6 @@ def test_the_efa_cluster_health_check_counts_a_device_fault_without_the_groups_r
 ) -> None:
     """A monitored Auto Scaling node: a device fault is mended by its ladder (here a reset that holds), not
     by the EFA count's path to a replacement."""
-    from tests.test_monitoring import _monitored
-
     node = Node(tmp_path, "p5.48xlarge")
     _monitored(node)
     (node.stub_dir / "bin/journalctl").write_text(f"#!{BASH}\nexit 0\n")
@@ -583,7 +582,6 @@ def test_a_node_may_set_and_clear_its_device_fault_tag_and_nothing_else(tmp_path
     would remove every tag). Also that the template's tag value is the launch template's own."""
     from tests.helpers import by_type
     from tests.iam_eval import Request, allowed, resolve
-    from tests.test_monitoring import _stack
 
     template = _stack("p5.48xlarge")
     (policy,) = [p for p in by_type(template, "AWS::IAM::Policy") if "ec2:CreateTags" in json.dumps(p)]
