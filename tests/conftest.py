@@ -157,6 +157,7 @@ class CdkReach:
     started: ClassVar[list[str]] = []
     #: fixtures whose set-up called jsii: a test using one reaches aws-cdk-lib
     fixtures: ClassVar[set[str]] = set()
+    at_setup: ClassVar[tuple[int, int]] = (0, 0)  # calls and processes when the running test's set-up began
 
     @classmethod
     def install(cls) -> None:
@@ -203,20 +204,17 @@ def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any]) -> Iterator[None]:
         CdkReach.fixtures.add(fixturedef.argname)
 
 
-_REACH_AT_SETUP: dict[str, tuple[int, int]] = {}
-
-
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    _REACH_AT_SETUP[item.nodeid] = (CdkReach.calls, len(CdkReach.started))
+    CdkReach.at_setup = (CdkReach.calls, len(CdkReach.started))  # tests run one at a time
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     """A test marked ``cdk_free`` that reached aws-cdk-lib is an error here: the floor would leave out a test
     whose outcome depends on the version it runs on."""
-    if FLOOR or not cdk_free(item) or item.nodeid not in _REACH_AT_SETUP:
+    if FLOOR or not cdk_free(item):
         return
-    calls, started = _REACH_AT_SETUP.pop(item.nodeid)
+    calls, started = CdkReach.at_setup
     fixtures = sorted(CdkReach.fixtures & set(getattr(item, "fixturenames", ())))
     reached = [f"{CdkReach.calls - calls} jsii calls"] if CdkReach.calls > calls else []
     reached += [f"fixture {f}" for f in fixtures] + [f"started {p}" for p in CdkReach.started[started:]]
