@@ -15,6 +15,14 @@ from typing import Any, ClassVar
 import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+# aws-cdk-lib 2.270 and later check every synthesized template against CloudFormation's schemas and
+# rules (AppProps.builtinCloudFormationValidation, on by default; "set CDK_VALIDATION=false in your
+# environment" turns it off). Its findings are warnings unless @aws-cdk/core:validateAgainstDefaultRules
+# is set, so in a test that asserts something else it proves nothing, and it was half the CPU of each
+# synthesis (tests/test_cluster.py and tests/test_launch_template.py: 34 CPU-seconds with it, 17 without).
+# tests/test_security.py runs it, findings as errors, over every ready stack; the commands of the docs run
+# as printed (tests/docs_check.py: a bare shell) keep it on.
+os.environ.setdefault("CDK_VALIDATION", "false")
 
 from tests.helpers import ROOT, new_app
 
