@@ -20,6 +20,7 @@ from efa_constructs.cdk.acknowledgements import REASONS
 from tests.helpers import ROOT, new_app
 
 #: aws-cdk-lib's own validation (its plugin's name in the report): its errors fail synthesis with this flag
+#: (cdk.json sets it too; here it does not depend on cdk.json)
 CFN_VALIDATE = CloudFormationValidatePlugin.PLUGIN_NAME
 AS_ERRORS = {"@aws-cdk/core:validateAgainstDefaultRules": True}
 
