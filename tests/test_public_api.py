@@ -9,13 +9,9 @@ aws-cdk-lib, so "typed" holds on every version the package admits.
 from __future__ import annotations
 
 import ast
-import contextlib
-import fcntl
 import os
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,19 +50,6 @@ WRONG = [
 ]
 
 
-@contextlib.contextmanager
-def mypy_cache_free() -> Iterator[None]:
-    """scripts/test runs its linters beside this suite, holding the lock file EFA_CDK_MYPY_LOCK names until
-    they end: its mypy fills the cache this run reads (one cold run, not two at once). Without it, no wait."""
-    lock = os.environ.get("EFA_CDK_MYPY_LOCK")
-    if not lock:
-        yield
-        return
-    with open(lock) as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        yield
-
-
 @pytest.fixture(scope="module")
 def mypy_output(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     """One mypy --strict run (its cache shared with the project's own mypy step) over: the user app,
@@ -86,13 +69,12 @@ def mypy_output(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]
     files = [ROOT / "tests" / "user_app.py", *sorted(tmp.glob("*.py"))]
     # the floor's own cache: its run goes beside the main one, whose cache has the pinned aws-cdk-lib's types
     cache = ROOT / (".venv-floor/mypy_cache" if FLOOR else ".mypy_cache")
-    with mypy_cache_free():
-        run = subprocess.run(
-            [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(cache), *map(str, files)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-        )
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(cache), *map(str, files)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert "error: Cannot find implementation or library stub" not in run.stdout, run.stdout
     out: dict[str, list[str]] = {f.name: [] for f in files}
     for line in run.stdout.splitlines():
@@ -227,42 +209,3 @@ def test_a_refusal_in_a_users_app_is_one_line(tmp_path: Path, when: str) -> None
     (line,) = run.stderr.strip().splitlines()
     want = "error: efa_count=9: " if when == "build" else "error: late=1: made up. Fix: none"
     assert line.startswith(want), line
-
-
-@pytest.mark.cdk_free
-def test_mypy_waits_for_the_linters_that_hold_the_lock(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """scripts/test's linters hold the lock (flock(1), as scripts/test takes it) while their mypy fills the
-    cache: this suite's mypy starts only when they let go."""
-    lock = tmp_path / "mypy.lock"
-    lock.touch()
-    holder = subprocess.Popen(["flock", str(lock), "cat"], stdin=subprocess.PIPE)  # held until stdin closes
-    monkeypatch.setenv("EFA_CDK_MYPY_LOCK", str(lock))
-    entered = threading.Event()
-
-    def run() -> None:
-        with mypy_cache_free():
-            entered.set()
-
-    while not holder_has(lock):
-        assert holder.poll() is None
-    waiter = threading.Thread(target=run)
-    waiter.start()
-    assert not entered.wait(0.5)  # still held
-    assert holder.stdin is not None
-    holder.stdin.close()
-    holder.wait(timeout=30)
-    waiter.join(timeout=30)
-    assert entered.is_set()
-
-
-def holder_has(lock: Path) -> bool:
-    """Whether another process holds `lock` (a try that would block is refused at once)."""
-    with open(lock) as probe:
-        try:
-            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(probe, fcntl.LOCK_UN)
-        return False
