@@ -19,9 +19,10 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 # rules (AppProps.builtinCloudFormationValidation, on by default; "set CDK_VALIDATION=false in your
 # environment" turns it off); cdk.json's @aws-cdk/core:validateAgainstDefaultRules makes its errors fail
 # synthesis. It was half the CPU of each synthesis (tests/test_cluster.py and tests/test_launch_template.py:
-# 34 CPU-seconds with it, 17 without; the suite 816 and 701), so the tests run without it, and it runs where
-# it proves most: tests/test_security.py over every ready stack and its variants (warnings fail there too),
-# and every command of the docs, run as printed in a bare shell (tests/docs_check.py) with cdk.json's flag.
+# 34 CPU-seconds with it, 17 without; the in-process suite 816 and 701), so the tests run without it. It runs
+# where it proves most: tests/test_security.py over every ready stack and its variants (warnings fail
+# there too), and every command of the docs, run as printed in a bare shell (tests/docs_check.py) with
+# cdk.json's flag.
 os.environ.setdefault("CDK_VALIDATION", "false")
 
 from tests.helpers import ROOT, new_app
