@@ -17,6 +17,7 @@ from cdk_nag import AwsSolutionsChecks
 
 import app as app_module
 from efa_constructs.cdk.acknowledgements import REASONS
+from efa_constructs.tools.assembly import VALIDATION_REPORT
 from tests.helpers import ROOT, new_app
 
 #: aws-cdk-lib's own validation (its plugin's name in the report): its errors fail synthesis with this flag
@@ -44,7 +45,7 @@ def nag(
     templates = {s.stack_name: s.template for s in app.synth().stacks}
     # the report is written when a plugin found anything (acknowledged findings and annotations included);
     # a plugin with nothing to say is left out of it (test_the_cloudformation_gate_can_fail: this one runs)
-    written = Path(app.outdir) / "validation-report.json"
+    written = Path(app.outdir) / VALIDATION_REPORT
     reports = json.loads(written.read_text())["pluginReports"] if written.exists() else []
     found = [
         f"{v['ruleName']}: {v['description']}"
