@@ -44,9 +44,7 @@ def healthy(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> dict[
     out = tmp_path_factory.mktemp("healthy")
     synthesize_cluster(out, "Trn1EfaCluster")
     stack = cluster.create_stack("Trn1EfaCluster", out, KEY_PAIR_ID)
-    nodes = cluster.boot(
-        "n", stack, "ubuntu", [8, 8, 8], {"EFA_CDK_POLL_SECONDS": "2", "EFA_CDK_PINGPONG_ITERATIONS": "100"}
-    )
+    nodes = cluster.boot("n", stack, "ubuntu", [8, 8, 8], {"EFA_CDK_POLL_SECONDS": "2"})
     cluster.wait(nodes)
     return {"stack": stack, "nodes": nodes}
 
@@ -336,9 +334,7 @@ def test_a_replaced_node_joins_and_every_hostfile_follows_the_cluster(
         "user_data": healthy["stack"]["user_data"],
         "instances": {old.logical_id: (made["InstanceId"], made["PrivateIpAddress"], tags)},
     }
-    (new,) = cluster.boot(
-        "r", replacement, "ubuntu", [8], {"EFA_CDK_POLL_SECONDS": "2", "EFA_CDK_PINGPONG_ITERATIONS": "100"}
-    )
+    (new,) = cluster.boot("r", replacement, "ubuntu", [8], {"EFA_CDK_POLL_SECONDS": "2"})
     cluster.wait([new])
     assert new.process is not None and new.process.returncode == 0, explain([new])
     assert "joined: every member has the hostfile of the 3 nodes" in new.log(), new.log()[-3000:]
@@ -396,7 +392,7 @@ def test_a_new_generation_of_every_node_forms_again_and_benchmarks_the_new_fabri
         generation,
         "ubuntu",
         [8, 8, 8],
-        {"EFA_CDK_POLL_SECONDS": "2", "EFA_CDK_PINGPONG_ITERATIONS": "100"},
+        {"EFA_CDK_POLL_SECONDS": "2"},
     )
     cluster.wait(booted)
     assert all(n.process is not None and n.process.returncode == 0 for n in booted), explain(booted)

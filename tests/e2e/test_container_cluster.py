@@ -40,7 +40,7 @@ def docker(node: Node, *args: str, timeout: float = 60) -> Any:
 
 def settings(stack: dict[str, Any], **extra: str) -> dict[str, str]:
     """The harness's shorter waits, and memlock capped at this machine's hard limit when it has one."""
-    out = {"EFA_CDK_POLL_SECONDS": "2", "EFA_CDK_PINGPONG_ITERATIONS": "100", **extra}
+    out = {"EFA_CDK_POLL_SECONDS": "2", **extra}
     hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
     if hard != resource.RLIM_INFINITY:
         (args,) = re.findall(r"^EFA_CDK_CONTAINER_ARGS='([^']*)'$", stack["user_data"], re.M)
