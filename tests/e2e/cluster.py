@@ -172,6 +172,14 @@ SWEEP_THRESHOLD = "0.25"
 #: (1 MiB) under four times the slowed ones, and named none.
 SLOWED = 20
 
+#: The sweeps the tests run themselves (a healthy one, then one with nodes slowed), on the leader: 1 MiB
+#: messages (the one-machine cluster's tcp stand-in measures 0.3 to 6 Gbit/s here), 10 round trips a pair.
+#: A node's figure is its best pair's (efa_constructs/node/sweep.py), so a moment of load on one pair costs
+#: a narrowing round, not a name. A slowed pair runs `SLOWED` times longer than the slowest healthy one with
+#: both ends spinning (fi_pingpong polls its completion queue): at 30 round trips a fresh-clone run spent
+#: three minutes of two cores' time in the slowed sweeps, where 10 take a third of that.
+SWEEP = ("env", "EFA_CDK_SWEEP_BYTES=1048576", "EFA_CDK_SWEEP_ITERATIONS=10")
+
 #: The formation benchmark's fi_pingpong iterations per message size (EFA_CDK_PINGPONG_ITERATIONS; a
 #: cluster's default is 1000): the harness proves the results reach the wait condition and parse, not a
 #: figure. Every size of `-S all` still runs; fi_pingpong spins on its completion queue, so over the tcp

@@ -19,6 +19,7 @@ import pytest
 
 from efa_constructs.core import instance_type
 from tests.e2e.cluster import (
+    SWEEP,
     SWEEP_THRESHOLD,
     Cluster,
     Node,
@@ -195,9 +196,6 @@ def test_the_guard_passed_on_every_node_and_refuses_a_job_that_would_leave_efa(
         "fi_getinfo: -61"
     ), r.stdout + r.stderr
     assert r.stdout.count("\n") == 1
-
-
-SWEEP = ("env", "EFA_CDK_SWEEP_BYTES=1048576", "EFA_CDK_SWEEP_ITERATIONS=30")
 
 
 def test_the_fabric_sweep_names_no_node_of_a_healthy_cluster_and_the_slowed_node_alone(

@@ -10,14 +10,18 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.cluster import Cluster, Node, missing_capabilities, slowed_rate, synthesize_cluster, throttle
+from tests.e2e.cluster import (
+    SWEEP,
+    Cluster,
+    Node,
+    missing_capabilities,
+    slowed_rate,
+    synthesize_cluster,
+    throttle,
+)
 
 MISSING = missing_capabilities()
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"this machine lacks: {', '.join(MISSING)}")
-
-#: Small pairs: the one-machine cluster's tcp stand-in (0.3 to 6 Gbit/s here) against cluster.SLOWED
-#: times slower.
-SWEEP = ("env", "EFA_CDK_SWEEP_BYTES=1048576", "EFA_CDK_SWEEP_ITERATIONS=30")
 
 
 def boot_cluster(cluster: Cluster, out: Any, name: str, count: int, key: str) -> list[Node]:
