@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import efa_constructs
-from tests.conftest import FLOOR
+from tests.conftest import FLOOR, PROJECT_MYPY, background_result
 from tests.docs_blocks import blocks
 from tests.helpers import ROOT
 
@@ -67,6 +67,8 @@ def mypy_output(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]
     for i, block in enumerate(b for b in blocks() if b.kind == "python"):
         (tmp / f"docs_snippet{i}.py").write_text(f"# {block.where}\n{block.text}")
     files = [ROOT / "tests" / "user_app.py", *sorted(tmp.glob("*.py"))]
+    if not FLOOR:
+        background_result(PROJECT_MYPY)  # the project's own run writes the cache this one reads: let it end
     # the floor's own cache: its run goes beside the main one, whose cache has the pinned aws-cdk-lib's types
     cache = ROOT / (".venv-floor/mypy_cache" if FLOOR else ".mypy_cache")
     run = subprocess.run(
@@ -82,6 +84,15 @@ def mypy_output(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]
         if name in out:
             out[name].append(line)
     return out
+
+
+@pytest.mark.waits
+def test_the_project_passes_mypy_strict() -> None:
+    """mypy --strict over pyproject.toml's files (the package, the ready stacks, app.py, the EKS example and
+    tests/user_app.py), started at collection to run beside the in-process tests (tests/conftest.py)."""
+    run, _ = background_result(PROJECT_MYPY)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-6000:]
+    assert run.stdout.startswith("Success: no issues found"), run.stdout[-2000:]
 
 
 def test_every_public_name_loads_and_is_declared_in_the_stub() -> None:
