@@ -143,6 +143,9 @@ def test_a_recovery_action_code_and_an_unknown_action_ask_for_the_safe_mend() ->
 def test_an_answer_that_is_not_nvidia_smis_table_is_a_problem_not_a_pass() -> None:
     (line,) = devices.gpu_problems("Unable to determine the device handle for GPU0000:00:06.0: Unknown Error")
     assert "could not be read" in line and "Unknown Error" in line and line.endswith("mend: reboot")
+    # what the node printed is quoted, not trusted: a flood of it is cut to its first 200 characters
+    (line,) = devices.gpu_problems("E" * 199 + "Xtail" + "F" * 5000)
+    assert "E" * 199 + "X (" not in line and "E" * 199 + "X): mend: reboot" in line and "tail" not in line
 
 
 def test_nvlink_links_down_are_named_per_gpu() -> None:
