@@ -176,8 +176,9 @@ SLOWED = 20
 #: messages (the one-machine cluster's tcp stand-in measures 0.3 to 6 Gbit/s here), 10 round trips a pair.
 #: A node's figure is its best pair's (efa_constructs/node/sweep.py), so a moment of load on one pair costs
 #: a narrowing round, not a name. A slowed pair runs `SLOWED` times longer than the slowest healthy one with
-#: both ends spinning (fi_pingpong polls its completion queue): at 30 round trips a fresh-clone run spent
-#: three minutes of two cores' time in the slowed sweeps, where 10 take a third of that.
+#: both ends spinning (fi_pingpong polls its completion queue): fresh-clone runs sampled every 5 s spent about
+#: 130 and 210 CPU-seconds in these sweeps at 30 round trips (most of both cores for three minutes), 33 to
+#: 50 at 10.
 SWEEP = ("env", "EFA_CDK_SWEEP_BYTES=1048576", "EFA_CDK_SWEEP_ITERATIONS=10")
 
 #: The formation benchmark's fi_pingpong iterations per message size (EFA_CDK_PINGPONG_ITERATIONS; a
